@@ -1,0 +1,37 @@
+// The CPU ExecutorInstance (see engine/executor.h for the protocol).
+//
+// Each instance owns one worker thread (a CpuStream) that runs the CopyIn, Run
+// and CopyOut steps of all its slots in the order they were enqueued, and
+// completes their Events. Kernels called from that thread use at most
+// `intra_op_threads` OpenMP threads (oneDNN included).
+//
+// Memory: a slot's input and output buffers are sized by SetInputShapes and
+// only grow, so repeated batches of the same shapes reuse them (stable
+// addresses). The model's nodes read the slot's input buffers in place (CopyIn
+// is a no-op) and write graph outputs straight into its output buffers, which
+// stay valid until the slot's next SetInputShapes. Intermediate tensors live in
+// one arena per instance, sized for the largest plan seen. Plans are cached per
+// instance by input-shape set; initializers are shared through the Model.
+#ifndef COALESCE_ENGINE_CPU_EXECUTOR_H_
+#define COALESCE_ENGINE_CPU_EXECUTOR_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/executor.h"
+#include "engine/model.h"
+
+namespace coalesce {
+
+struct CpuExecutorOptions {
+  int intra_op_threads = 1;  // threads one batch may use
+  int num_slots = 1;         // BatchSlots (in-flight batches) on this instance
+};
+
+// InvalidArgument when model is null or an option is below 1.
+absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateCpuExecutor(
+    std::shared_ptr<const Model> model, const CpuExecutorOptions& options);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_CPU_EXECUTOR_H_

@@ -1,0 +1,207 @@
+#include "engine/execution_plan.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/arena_planner.h"
+
+namespace coalesce {
+namespace {
+
+std::string DescribeInputs(const Graph& graph, const GraphNode& node,
+                           const std::vector<PlannedValue>& values) {
+  std::vector<std::string> parts;
+  for (int id : node.inputs) {
+    if (id < 0) continue;
+    parts.push_back(absl::StrCat("'", graph.value_names[id], "' ",
+                                 ShapeToString(values[id].info.shape)));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+ExecutionPlan::ExecutionPlan(std::shared_ptr<const Model> model)
+    : model_(std::move(model)) {}
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::Build(
+    std::shared_ptr<const Model> model,
+    const std::vector<Shape>& input_shapes) {
+  std::shared_ptr<ExecutionPlan> plan(new ExecutionPlan(std::move(model)));
+  if (absl::Status s = plan->BindInputs(input_shapes); !s.ok()) return s;
+  if (absl::Status s = plan->InferNodes(); !s.ok()) return s;
+  plan->AssignStorage();
+  plan->PlanArena();
+  return std::shared_ptr<const ExecutionPlan>(std::move(plan));
+}
+
+absl::Status ExecutionPlan::BindInputs(const std::vector<Shape>& input_shapes) {
+  const Graph& graph = model_->graph();
+  const ModelSignature& sig = model_->signature();
+  values_.resize(graph.value_names.size());
+  for (size_t id = 0; id < values_.size(); ++id) {
+    if (const ConstantTensor* c = graph.constants[id].get()) {
+      values_[id].info = {c->dtype, c->shape, c->data.data()};
+      values_[id].byte_size = c->byte_size;
+    }
+  }
+  if (input_shapes.size() != sig.inputs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", sig.inputs.size(), " input shapes, got ",
+                     input_shapes.size()));
+  }
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    const TensorSpec& spec = sig.inputs[i];
+    const Shape& shape = input_shapes[i];
+    std::optional<int64_t> count = ElementCount(shape);
+    if (!count ||
+        (model_->input_has_shape(i) && !ShapeMatches(spec.dims, shape))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", spec.name, "' has shape ", ShapeToString(shape),
+          ", which does not fit the model's ", ShapeToString(spec.dims)));
+    }
+    const int id = graph.inputs[i];
+    values_[id].info = {spec.dtype, shape, nullptr};
+    values_[id].byte_size = *count * ElementByteSize(spec.dtype);
+    input_values_.push_back(id);
+  }
+  output_values_ = graph.outputs;
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionPlan::InferNodes() {
+  const Graph& graph = model_->graph();
+  for (const GraphNode& node : graph.nodes) {
+    absl::InlinedVector<TensorInfo, 4> inputs;
+    for (int id : node.inputs)
+      inputs.push_back(id < 0 ? TensorInfo{} : values_[id].info);
+    absl::InlinedVector<TensorInfo, 2> outputs(node.outputs.size());
+    if (absl::Status s = node.kernel->Infer(inputs, absl::MakeSpan(outputs));
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name, "' (op '", node.op_type, "') with inputs ",
+          DescribeInputs(graph, node, values_), ": ", s.message()));
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o] < 0) continue;
+      PlannedValue& v = values_[node.outputs[o]];
+      v.info = std::move(outputs[o]);
+      v.byte_size = DimProduct(v.info.shape, 0, v.info.shape.size()) *
+                    ElementByteSize(v.info.dtype);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ExecutionPlan::AssignStorage() {
+  const Graph& graph = model_->graph();
+  for (size_t id = 0; id < values_.size(); ++id) {
+    if (graph.constants[id]) values_[id].storage = ValueStorage::kConstant;
+  }
+  for (size_t i = 0; i < input_values_.size(); ++i) {
+    values_[input_values_[i]].storage = ValueStorage::kInput;
+    values_[input_values_[i]].io_index = static_cast<int>(i);
+  }
+  for (const GraphNode& node : graph.nodes) {
+    for (int id : node.outputs) {
+      if (id >= 0) values_[id].storage = ValueStorage::kArena;
+    }
+  }
+  // A node-produced graph output is written straight into the caller's
+  // output buffer (its first listing, if listed twice).
+  for (size_t i = 0; i < output_values_.size(); ++i) {
+    PlannedValue& v = values_[output_values_[i]];
+    if (v.storage == ValueStorage::kArena) {
+      v.storage = ValueStorage::kOutput;
+      v.io_index = static_cast<int>(i);
+    }
+  }
+}
+
+// Intermediate tensors get arena blocks from their producer to their last
+// consumer; a block is released only after the consuming node's outputs are
+// placed, so no kernel's output overlaps its inputs.
+void ExecutionPlan::PlanArena() {
+  const std::vector<GraphNode>& nodes = model_->graph().nodes;
+  std::vector<int> last_use(values_.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (int id : nodes[n].inputs)
+      if (id >= 0) last_use[id] = static_cast<int>(n);
+  }
+  ArenaPlanner planner;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (int id : nodes[n].outputs) {
+      if (id >= 0 && values_[id].storage == ValueStorage::kArena) {
+        values_[id].arena_offset = planner.Allocate(values_[id].byte_size);
+      }
+    }
+    auto release = [&](int id) {
+      if (id >= 0 && values_[id].storage == ValueStorage::kArena &&
+          last_use[id] <= static_cast<int>(n)) {
+        planner.Free(values_[id].arena_offset, values_[id].byte_size);
+        last_use[id] = std::numeric_limits<int>::max();  // freed
+      }
+    };
+    for (int id : nodes[n].inputs) release(id);
+    for (int id : nodes[n].outputs) release(id);
+  }
+  arena_bytes_ = planner.peak_bytes();
+}
+
+absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
+                                    absl::Span<char* const> outputs,
+                                    char* arena) const {
+  absl::InlinedVector<char*, 32> data(values_.size(), nullptr);
+  for (size_t id = 0; id < values_.size(); ++id) {
+    const PlannedValue& v = values_[id];
+    switch (v.storage) {
+      case ValueStorage::kInput:
+        data[id] = const_cast<char*>(inputs[v.io_index]);
+        break;
+      case ValueStorage::kConstant:
+        data[id] = const_cast<char*>(v.info.constant_data);
+        break;
+      case ValueStorage::kArena:
+        data[id] = arena + v.arena_offset;
+        break;
+      case ValueStorage::kOutput:
+        data[id] = outputs[v.io_index];
+        break;
+      case ValueStorage::kNone:
+        break;
+    }
+  }
+  for (const GraphNode& node : model_->graph().nodes) {
+    absl::InlinedVector<ConstTensorView, 4> in;
+    for (int id : node.inputs) {
+      in.push_back(id < 0 ? ConstTensorView{}
+                          : ConstTensorView{values_[id].info.dtype,
+                                            &values_[id].info.shape, data[id]});
+    }
+    absl::InlinedVector<TensorView, 2> out;
+    for (int id : node.outputs) {
+      out.push_back(id < 0 ? TensorView{}
+                           : TensorView{values_[id].info.dtype,
+                                        &values_[id].info.shape, data[id]});
+    }
+    if (absl::Status s = node.kernel->Run(in, out); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,
+                                 "'): ", s.message()));
+    }
+  }
+  // Outputs that are inputs, constants or repeated are copied.
+  for (size_t i = 0; i < output_values_.size(); ++i) {
+    const PlannedValue& v = values_[output_values_[i]];
+    if (v.storage == ValueStorage::kOutput && v.io_index == static_cast<int>(i))
+      continue;
+    if (v.byte_size > 0)
+      std::memcpy(outputs[i], data[output_values_[i]], v.byte_size);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace coalesce

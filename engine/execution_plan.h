@@ -1,0 +1,80 @@
+// ExecutionPlan: everything needed to run a Model on one set of concrete input
+// shapes: the inferred type and shape of every tensor, where each tensor lives
+// (caller's input/output buffers, the Model's constants, or an offset in a
+// scratch arena whose blocks are reused once a tensor is dead), and the node
+// order. Built once per distinct input-shape set (see PlanCache), immutable,
+// and safe to Execute concurrently as long as each caller passes its own
+// buffers and arena.
+#ifndef COALESCE_ENGINE_EXECUTION_PLAN_H_
+#define COALESCE_ENGINE_EXECUTION_PLAN_H_
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/model.h"
+#include "engine/op_kernel.h"
+#include "engine/shape.h"
+
+namespace coalesce {
+
+enum class ValueStorage { kNone, kInput, kConstant, kArena, kOutput };
+
+struct PlannedValue {
+  TensorInfo info;
+  size_t byte_size = 0;
+  ValueStorage storage = ValueStorage::kNone;
+  int io_index = -1;        // for kInput / kOutput
+  size_t arena_offset = 0;  // for kArena
+};
+
+class ExecutionPlan {
+ public:
+  // Infers every shape for `input_shapes` (model input order, batch dim
+  // included) and lays out the arena. InvalidArgument naming the input or node
+  // when the shapes do not fit the model.
+  static absl::StatusOr<std::shared_ptr<const ExecutionPlan>> Build(
+      std::shared_ptr<const Model> model,
+      const std::vector<Shape>& input_shapes);
+
+  int num_inputs() const { return static_cast<int>(input_values_.size()); }
+  int num_outputs() const { return static_cast<int>(output_values_.size()); }
+  size_t input_byte_size(int i) const {
+    return values_[input_values_[i]].byte_size;
+  }
+  const Shape& output_shape(int i) const {
+    return values_[output_values_[i]].info.shape;
+  }
+  size_t output_byte_size(int i) const {
+    return values_[output_values_[i]].byte_size;
+  }
+  // Scratch bytes Execute needs for intermediate tensors.
+  size_t arena_bytes() const { return arena_bytes_; }
+  const std::vector<PlannedValue>& values() const { return values_; }
+
+  // Runs every node in order. REQUIRES: inputs[i] holds input_byte_size(i)
+  // bytes, outputs[i] has room for output_byte_size(i), arena for arena_bytes()
+  // (64-byte aligned). Returns the first failing kernel's status.
+  absl::Status Execute(absl::Span<const char* const> inputs,
+                       absl::Span<char* const> outputs, char* arena) const;
+
+ private:
+  explicit ExecutionPlan(std::shared_ptr<const Model> model);
+
+  absl::Status BindInputs(const std::vector<Shape>& input_shapes);
+  absl::Status InferNodes();
+  void AssignStorage();
+  void PlanArena();
+
+  std::shared_ptr<const Model> model_;
+  std::vector<PlannedValue> values_;  // by value id
+  std::vector<int> input_values_;
+  std::vector<int> output_values_;
+  size_t arena_bytes_ = 0;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_EXECUTION_PLAN_H_

@@ -1,0 +1,84 @@
+// ExecutorInstance and BatchSlot: the narrow device interface every executor
+// (CPU now, CUDA later) implements, and the only part of the engine that the
+// batching layer drives.
+//
+// An ExecutorInstance is one model instance on one device: it owns a stream of
+// work (a worker thread on the CPU, a cudaStream_t on a GPU) and one or more
+// BatchSlots. A slot is the staging area of one in-flight batch: host memory
+// the batcher gathers request inputs into, and host memory outputs are copied
+// back to. An instance with two slots lets batch k+1 be gathered while batch k
+// runs (double buffering).
+//
+// Protocol for one batch on one slot, driven by a single owner at a time:
+//   1. SetInputShapes(...) then write input_data(i) for every input (host
+//   side);
+//   2. CopyIn(slot), Run(slot), CopyOut(slot): enqueued in stream order, each
+//      returns an Event completed when that step has finished; a failed step
+//      makes the later steps on that slot fail with the same status;
+//   3. after CopyOut's event completes OK, read output_shape/output_data and
+//      timings(); then the slot may be reused.
+// The caller must not touch the slot between CopyIn and the completion of
+// CopyOut's event. Different slots may be used from different threads.
+#ifndef COALESCE_ENGINE_EXECUTOR_H_
+#define COALESCE_ENGINE_EXECUTOR_H_
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/event.h"
+#include "engine/shape.h"
+
+namespace coalesce {
+
+// Wall time spent in each step of the last batch run on a slot.
+struct StepTimings {
+  std::chrono::nanoseconds copy_in{0};
+  std::chrono::nanoseconds run{0};
+  std::chrono::nanoseconds copy_out{0};
+};
+
+class BatchSlot {
+ public:
+  virtual ~BatchSlot() = default;
+
+  // Declares the full shapes (batch dimension included) of this batch's inputs,
+  // in the model's input order, and makes input_data() large enough for them.
+  // Returns InvalidArgument naming the input when a shape does not fit the
+  // model, ResourceExhausted when memory cannot be had.
+  virtual absl::Status SetInputShapes(const std::vector<Shape>& shapes) = 0;
+
+  // Host memory to write input `index` into (row-major, input_byte_size bytes).
+  // REQUIRES: SetInputShapes returned OK.
+  virtual char* input_data(int index) = 0;
+  virtual size_t input_byte_size(int index) const = 0;
+
+  // Outputs of the last completed batch, in the model's output order.
+  // REQUIRES: the CopyOut event of that batch completed OK.
+  virtual const Shape& output_shape(int index) const = 0;
+  virtual const char* output_data(int index) const = 0;
+  virtual size_t output_byte_size(int index) const = 0;
+
+  virtual StepTimings timings() const = 0;
+};
+
+class ExecutorInstance {
+ public:
+  virtual ~ExecutorInstance() = default;
+
+  // Number of slots (batches that may be in flight at once on this instance).
+  virtual int num_slots() const = 0;
+  // REQUIRES: 0 <= index < num_slots(). The instance owns the slot.
+  virtual BatchSlot* slot(int index) = 0;
+
+  // Asynchronous steps; see the protocol above. Never block on the device.
+  virtual std::shared_ptr<Event> CopyIn(BatchSlot* slot) = 0;
+  virtual std::shared_ptr<Event> Run(BatchSlot* slot) = 0;
+  virtual std::shared_ptr<Event> CopyOut(BatchSlot* slot) = 0;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_EXECUTOR_H_

@@ -1,0 +1,60 @@
+// Graph: a validated, topologically ordered ONNX graph with a kernel per node.
+// Built once by Model and immutable afterwards, so any number of plans and
+// executor instances read it concurrently. Tensors are named by value ids
+// (indices into value_names).
+#ifndef COALESCE_ENGINE_GRAPH_H_
+#define COALESCE_ENGINE_GRAPH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/aligned_buffer.h"
+#include "engine/data_type.h"
+#include "engine/op_kernel.h"
+#include "engine/shape.h"
+
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
+
+namespace coalesce {
+
+class OpRegistry;
+
+// An initializer or the value of a Constant node, stored once per Model.
+struct ConstantTensor {
+  DataType dtype = DataType::kInvalid;
+  Shape shape;
+  size_t byte_size = 0;
+  AlignedBuffer data;
+};
+
+struct GraphNode {
+  std::string name;
+  std::string op_type;
+  std::vector<int> inputs;  // value ids; -1 for an omitted optional input
+  std::vector<int> outputs;
+  std::unique_ptr<const OpKernel> kernel;
+};
+
+struct Graph {
+  std::vector<std::string> value_names;
+  // Indexed by value id; null unless the value is an initializer or Constant.
+  std::vector<std::unique_ptr<const ConstantTensor>> constants;
+  std::vector<GraphNode> nodes;  // topological order; no Constant nodes
+  std::vector<int> inputs;       // graph inputs that are not initializers
+  std::vector<int> outputs;
+};
+
+// Validates `proto` and builds its Graph. InvalidArgument naming the problem:
+// every unsupported operator at once, a node input that nothing defines, a
+// value produced twice, a cycle, a bad attribute or initializer.
+absl::StatusOr<Graph> BuildGraph(const onnx::GraphProto& proto, int64_t opset,
+                                 const OpRegistry& registry);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_GRAPH_H_

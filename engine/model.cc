@@ -1,0 +1,83 @@
+#include "engine/model.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "engine/onnx_import.h"
+#include "engine/op_registry.h"
+#include "onnx/onnx_pb.h"
+
+namespace coalesce {
+namespace {
+
+absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& proto) {
+  for (const onnx::OperatorSetIdProto& opset : proto.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      return opset.version();
+  }
+  return absl::InvalidArgumentError("model imports no default-domain opset");
+}
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(
+    const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return absl::NotFoundError(
+        absl::StrCat("cannot open model file '", path, "'"));
+  std::stringstream contents;
+  contents << file.rdbuf();
+  absl::StatusOr<std::shared_ptr<const Model>> model =
+      LoadFromBytes(contents.str());
+  if (!model.ok())
+    return Prefixed(absl::StrCat("'", path, "': "), model.status());
+  return model;
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
+    std::string_view bytes) {
+  onnx::ModelProto proto;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        "cannot parse the ONNX model (not a ModelProto, or truncated)");
+  }
+  if (!proto.has_graph())
+    return absl::InvalidArgumentError("the model has no graph");
+  absl::StatusOr<int64_t> opset = DefaultOpset(proto);
+  if (!opset.ok()) return opset.status();
+
+  std::shared_ptr<Model> model(new Model());
+  model->opset_version_ = *opset;
+  absl::StatusOr<Graph> graph =
+      BuildGraph(proto.graph(), *opset, OpRegistry::Builtin());
+  if (!graph.ok()) return graph.status();
+  model->graph_ = *std::move(graph);
+
+  absl::flat_hash_set<std::string> initializers;
+  for (const auto& t : proto.graph().initializer())
+    initializers.insert(t.name());
+  for (const onnx::ValueInfoProto& input : proto.graph().input()) {
+    if (initializers.contains(input.name())) continue;
+    absl::StatusOr<TensorSpec> spec = ImportValueInfo(input);
+    if (!spec.ok()) return Prefixed("graph input ", spec.status());
+    model->signature_.inputs.push_back(*std::move(spec));
+    model->input_has_shape_.push_back(input.type().tensor_type().has_shape());
+  }
+  for (const onnx::ValueInfoProto& output : proto.graph().output()) {
+    absl::StatusOr<TensorSpec> spec = ImportValueInfo(output);
+    if (!spec.ok()) return Prefixed("graph output ", spec.status());
+    model->signature_.outputs.push_back(*std::move(spec));
+  }
+  return std::shared_ptr<const Model>(std::move(model));
+}
+
+}  // namespace coalesce

@@ -1,0 +1,54 @@
+// Model: a parsed and validated ONNX model, ready to be planned and run.
+//
+// A Model is immutable after loading and thread-safe; it is shared (through
+// std::shared_ptr) by every executor instance serving it, and its initializers
+// are stored once here for all of them.
+#ifndef COALESCE_ENGINE_MODEL_H_
+#define COALESCE_ENGINE_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/graph.h"
+#include "engine/tensor_spec.h"
+
+namespace coalesce {
+
+class Model {
+ public:
+  // Parses and validates an ONNX ModelProto. InvalidArgument with the reason
+  // for an unparsable or truncated file, a graph cycle, a node input nothing
+  // defines, an unsupported data type, or unsupported operators (every one
+  // named as "node '<name>' (op '<OpType>')"). NotFound if the file is missing.
+  static absl::StatusOr<std::shared_ptr<const Model>> LoadFromFile(
+      const std::string& path);
+  static absl::StatusOr<std::shared_ptr<const Model>> LoadFromBytes(
+      std::string_view bytes);
+
+  // Graph inputs that are not initializers, and graph outputs; symbolic or
+  // unknown dims are -1.
+  const ModelSignature& signature() const { return signature_; }
+  // The default-domain opset the model imports.
+  int64_t opset_version() const { return opset_version_; }
+
+  // For executors: the validated graph.
+  const Graph& graph() const { return graph_; }
+  // False when graph input `index` declares no shape at all (any rank fits).
+  bool input_has_shape(int index) const { return input_has_shape_[index]; }
+
+ private:
+  Model() = default;
+
+  ModelSignature signature_;
+  int64_t opset_version_ = 0;
+  Graph graph_;
+  std::vector<bool> input_has_shape_;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_MODEL_H_

@@ -1,0 +1,147 @@
+#include "engine/model.h"
+
+#include <fstream>
+
+#include "engine/testing/onnx_model_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::OnnxModelBuilder;
+
+OnnxModelBuilder GoodModel() {
+  OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {-1, 4}).Output("y", {-1, 3});
+  b.FloatInitializer("w", {4, 3}, std::vector<float>(12, 0.5f));
+  b.Node("MatMul", {"x", "w"}, {"h"});
+  b.Node("Relu", {"h"}, {"y"});
+  return b;
+}
+
+TEST(ModelTest, LoadsSignatureAndOpset) {
+  auto model = GoodModel().Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelSignature& sig = (*model)->signature();
+  ASSERT_EQ(sig.inputs.size(), 1u);
+  EXPECT_EQ(sig.inputs[0].name, "x");
+  EXPECT_EQ(sig.inputs[0].dtype, DataType::kFp32);
+  EXPECT_EQ(sig.inputs[0].dims, (Shape{-1, 4}));
+  ASSERT_EQ(sig.outputs.size(), 1u);
+  EXPECT_EQ(sig.outputs[0].dims, (Shape{-1, 3}));
+  EXPECT_EQ((*model)->opset_version(), 13);
+}
+
+TEST(ModelTest, InitializersListedAsInputsAreSkipped) {
+  OnnxModelBuilder b = GoodModel();
+  b.Input("w", {4, 3});  // IR < 4 style
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->signature().inputs.size(), 1u);
+}
+
+TEST(ModelTest, EveryUnsupportedOperatorIsNamed) {
+  OnnxModelBuilder b;
+  b.Input("x", {2}).Output("y");
+  b.Node("Conv", {"x"}, {"a"}, "conv1");
+  b.Node("Relu", {"a"}, {"b"});
+  b.Node("LSTM", {"b"}, {"y"}, "lstm");
+  auto model = b.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()),
+              ::testing::AllOf(HasSubstr("node 'conv1' (op 'Conv')"),
+                               HasSubstr("node 'lstm' (op 'LSTM')"),
+                               ::testing::Not(HasSubstr("Relu"))));
+}
+
+TEST(ModelTest, CycleIsRejected) {
+  OnnxModelBuilder b;
+  b.Input("x", {2}).Output("y");
+  b.Node("Add", {"x", "c"}, {"a"}, "first");
+  b.Node("Relu", {"a"}, {"c"}, "second");
+  b.Node("Relu", {"a"}, {"y"});
+  auto model = b.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("cycle"));
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("'first'"));
+}
+
+TEST(ModelTest, UndefinedInputIsRejected) {
+  OnnxModelBuilder b;
+  b.Input("x", {2}).Output("y");
+  b.Node("Add", {"x", "ghost"}, {"y"}, "adder");
+  auto model = b.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()),
+              ::testing::AllOf(HasSubstr("'adder'"), HasSubstr("'ghost'")));
+}
+
+TEST(ModelTest, OutOfOrderNodesAreSorted) {
+  OnnxModelBuilder b;
+  b.Input("x", {2}).Output("y");
+  b.Node("Relu", {"a"}, {"y"});
+  b.Node("Relu", {"x"}, {"a"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelOnce(*model, {{{2}, {-1.0f, 2.0f}}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data, (std::vector<float>{0.0f, 2.0f}));
+}
+
+TEST(ModelTest, TruncatedBytesAreRejected) {
+  const std::string bytes = GoodModel().Serialize();
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 3, size_t{5}}) {
+    auto model = Model::LoadFromBytes(std::string_view(bytes).substr(0, keep));
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument)
+        << keep;
+  }
+  EXPECT_EQ(Model::LoadFromBytes("not a model at all \xff\xff").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelTest, UnknownAndUnsupportedElementTypes) {
+  OnnxModelBuilder unknown;
+  unknown.Input("x", {2}, /*elem_type=*/999).Output("y");
+  unknown.Node("Relu", {"x"}, {"y"});
+  auto model = unknown.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("unknown element type 999"));
+
+  OnnxModelBuilder unsupported;
+  unsupported.Input("x", {2}, onnx::TensorProto::STRING).Output("y");
+  unsupported.Node("Identity", {"x"}, {"y"});
+  model = unsupported.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("STRING"));
+}
+
+TEST(ModelTest, BadAttributeTypeIsRejected) {
+  OnnxModelBuilder b;
+  b.Input("x", {2, 2}).Output("y");
+  testing::SetFloatAttr(b.Node("Gemm", {"x", "x"}, {"y"}, "g"), "transA", 1.0f);
+  auto model = b.Load();
+  ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("transA"));
+}
+
+TEST(ModelTest, MissingFileIsNotFound) {
+  EXPECT_EQ(Model::LoadFromFile("/nonexistent/model.onnx").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(ModelTest, LoadFromFileRoundTrip) {
+  const std::string path = ::testing::TempDir() + "/model_test.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << GoodModel().Serialize();
+  }
+  auto model = Model::LoadFromFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->signature().inputs[0].name, "x");
+}
+
+}  // namespace
+}  // namespace coalesce

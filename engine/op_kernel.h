@@ -1,0 +1,112 @@
+// OpKernel: the CPU implementation of one ONNX node, created once per node when
+// a Model loads (attributes are parsed and validated then) and shared,
+// immutable, by every plan and executor instance of that Model. Thread-safe:
+// Infer and Run are const and keep no state between calls.
+//
+// Optional inputs that the node leaves empty arrive with dtype kInvalid.
+#ifndef COALESCE_ENGINE_OP_KERNEL_H_
+#define COALESCE_ENGINE_OP_KERNEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/data_type.h"
+#include "engine/shape.h"
+
+namespace onnx {
+class NodeProto;
+}  // namespace onnx
+
+namespace coalesce {
+
+// What shape inference knows about a tensor: its type, its concrete shape and,
+// for initializers and constants, its value.
+struct TensorInfo {
+  DataType dtype = DataType::kInvalid;
+  Shape shape;
+  const char* constant_data = nullptr;  // null unless known at plan time
+
+  bool present() const { return dtype != DataType::kInvalid; }
+};
+
+// A tensor bound to memory during a run. `shape` points into the plan.
+struct ConstTensorView {
+  DataType dtype = DataType::kInvalid;
+  const Shape* shape = nullptr;
+  const char* data = nullptr;
+  bool present() const { return dtype != DataType::kInvalid; }
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data);
+  }
+};
+
+struct TensorView {
+  DataType dtype = DataType::kInvalid;
+  const Shape* shape = nullptr;
+  char* data = nullptr;
+  template <typename T>
+  T* as() const {
+    return reinterpret_cast<T*>(data);
+  }
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+
+  // Sets the dtype and shape of every output from the inputs' concrete shapes.
+  // `outputs` arrives sized to the node's output count. InvalidArgument when
+  // the inputs do not fit the operator.
+  virtual absl::Status Infer(absl::Span<const TensorInfo> inputs,
+                             absl::Span<TensorInfo> outputs) const = 0;
+
+  // Computes the outputs. REQUIRES: shapes are those Infer produced; output
+  // memory does not overlap input memory.
+  virtual absl::Status Run(absl::Span<const ConstTensorView> inputs,
+                           absl::Span<const TensorView> outputs) const = 0;
+};
+
+// The node an OpKernel is built for, with attribute accessors that check
+// attribute types.
+class OpNode {
+ public:
+  OpNode(const onnx::NodeProto& proto, int64_t opset)
+      : proto_(proto), opset_(opset) {}
+
+  const onnx::NodeProto& proto() const { return proto_; }
+  int64_t opset() const { return opset_; }
+  int num_inputs() const;
+  int num_outputs() const;
+
+  bool HasAttribute(const std::string& name) const;
+  absl::StatusOr<int64_t> GetInt(const std::string& name,
+                                 int64_t default_value) const;
+  absl::StatusOr<float> GetFloat(const std::string& name,
+                                 float default_value) const;
+  // Empty when absent.
+  absl::StatusOr<std::vector<int64_t>> GetInts(const std::string& name) const;
+
+ private:
+  const onnx::NodeProto& proto_;
+  int64_t opset_;
+};
+
+// Common checks for Infer implementations.
+// InvalidArgument unless inputs[i] is present and of dtype `type`.
+absl::Status ExpectInputType(absl::Span<const TensorInfo> inputs, int i,
+                             DataType type);
+// Maps `axis` in [-rank, rank) (or [-rank, rank] when `inclusive`) to
+// [0, rank) (or [0, rank]); negative axes count from the end.
+absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
+                                      bool inclusive = false);
+// Product of shape[begin, end).
+int64_t DimProduct(const Shape& shape, size_t begin, size_t end);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_OP_KERNEL_H_

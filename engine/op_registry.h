@@ -1,0 +1,47 @@
+// OpRegistry: maps an ONNX operator type (default domain) to the factory that
+// builds its OpKernel for one node. Builtin() holds every operator this engine
+// implements; adding an operator is one file under engine/ops/ plus one line
+// in engine/ops/register_ops.cc. A registry is filled once and then only read;
+// reading is thread-safe.
+#ifndef COALESCE_ENGINE_OP_REGISTRY_H_
+#define COALESCE_ENGINE_OP_REGISTRY_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "engine/op_kernel.h"
+
+namespace coalesce {
+
+// Builds the kernel for one node; InvalidArgument for a bad attribute.
+using OpFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(
+    const OpNode& node)>;
+
+class OpRegistry {
+ public:
+  // The process-wide registry of built-in operators.
+  static const OpRegistry& Builtin();
+
+  // REQUIRES: op_type not yet registered.
+  void Register(const std::string& op_type, OpFactory factory);
+
+  // Null when op_type is not supported.
+  const OpFactory* Find(const std::string& op_type) const;
+
+ private:
+  absl::flat_hash_map<std::string, OpFactory> factories_;
+};
+
+// Factory for a kernel type constructible from (const OpNode&) that has a
+// static Create returning StatusOr<std::unique_ptr<OpKernel>>.
+template <typename Kernel>
+OpFactory FactoryOf() {
+  return [](const OpNode& node) { return Kernel::Create(node); };
+}
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_OP_REGISTRY_H_

@@ -1,0 +1,80 @@
+// Concat along `axis` (negative counts from the end). Any element type.
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/copy.h"
+
+namespace coalesce {
+namespace {
+
+class ConcatOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    if (!node.HasAttribute("axis")) {
+      return absl::InvalidArgumentError("attribute 'axis' is required");
+    }
+    absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
+    if (!axis.ok()) return axis.status();
+    return std::make_unique<ConcatOp>(*axis);
+  }
+
+  explicit ConcatOp(int64_t axis) : axis_(axis) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present()) {
+      return absl::InvalidArgumentError("Concat needs at least one input");
+    }
+    const Shape& first = in[0].shape;
+    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, first.size());
+    if (!axis.ok()) return axis.status();
+    Shape shape = first;
+    shape[*axis] = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Shape& s = in[i].shape;
+      bool fits = in[i].dtype == in[0].dtype && s.size() == first.size();
+      for (size_t d = 0; fits && d < s.size(); ++d) {
+        fits = static_cast<int64_t>(d) == *axis || s[d] == first[d];
+      }
+      if (!fits) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input ", i, " ", ShapeToString(s), " does not fit input 0 ",
+            ShapeToString(first), " on axis ", *axis));
+      }
+      shape[*axis] += s[*axis];
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = std::move(shape);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& out_shape = *out[0].shape;
+    const int64_t axis = *NormalizeAxis(axis_, out_shape.size());
+    const size_t element = ElementByteSize(in[0].dtype);
+    std::vector<const void*> sources;
+    std::vector<size_t> chunk_bytes;
+    for (const ConstTensorView& t : in) {
+      sources.push_back(t.data);
+      chunk_bytes.push_back(DimProduct(*t.shape, axis, t.shape->size()) *
+                            element);
+    }
+    kernels::Concat(sources, chunk_bytes, DimProduct(out_shape, 0, axis),
+                    out[0].data);
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+}  // namespace
+
+void RegisterConcatOp(OpRegistry& registry) {
+  registry.Register("Concat", FactoryOf<ConcatOp>());
+}
+
+}  // namespace coalesce

@@ -1,0 +1,118 @@
+// MatMul with NumPy semantics: N-d operands are stacks of matrices whose batch
+// dimensions broadcast; a 1-D A is a row vector and a 1-D B a column vector,
+// and the added dimension is dropped from the result.
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+
+namespace coalesce {
+namespace {
+
+// Both operands as stacks of matrices: batch dims + [rows, cols].
+struct MatMulDims {
+  Shape a_batch, b_batch, out_batch;
+  int64_t m = 0, k = 0, n = 0;
+};
+
+absl::StatusOr<MatMulDims> Analyze(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) {
+    return absl::InvalidArgumentError("MatMul operands must have rank >= 1");
+  }
+  MatMulDims d;
+  const Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;
+  const Shape b2 = b.size() == 1 ? Shape{b[0], 1} : b;
+  d.m = a2[a2.size() - 2];
+  d.k = a2[a2.size() - 1];
+  d.n = b2[b2.size() - 1];
+  if (b2[b2.size() - 2] != d.k) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inner dimensions differ: A ", ShapeToString(a), " has K=", d.k, ", B ",
+        ShapeToString(b), " has K=", b2[b2.size() - 2]));
+  }
+  d.a_batch.assign(a2.begin(), a2.end() - 2);
+  d.b_batch.assign(b2.begin(), b2.end() - 2);
+  auto batch = kernels::BroadcastShapes(d.a_batch, d.b_batch);
+  if (!batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch dimensions of A ", ShapeToString(a), " and B ",
+                     ShapeToString(b), " do not broadcast"));
+  }
+  d.out_batch = *batch;
+  return d;
+}
+
+// Offset (in matrices) of batch entry `index` of `out_batch` within an operand
+// whose batch dims `dims` broadcast to it.
+int64_t BatchOffset(int64_t index, const Shape& dims, const Shape& out_batch) {
+  const size_t pad = out_batch.size() - dims.size();
+  int64_t offset = 0, stride = 1;
+  for (size_t d = out_batch.size(); d-- > 0;) {
+    const int64_t idx = index % out_batch[d];
+    index /= out_batch[d];
+    if (d >= pad && dims[d - pad] != 1) offset += idx * stride;
+    if (d >= pad) stride *= dims[d - pad];
+  }
+  return offset;
+}
+
+class MatMulOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<MatMulOp>();
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    for (int i : {0, 1}) {
+      if (absl::Status s = ExpectInputType(in, i, DataType::kFp32); !s.ok())
+        return s;
+    }
+    absl::StatusOr<MatMulDims> d = Analyze(in[0].shape, in[1].shape);
+    if (!d.ok()) return d.status();
+    Shape shape = d->out_batch;
+    if (in[0].shape.size() > 1) shape.push_back(d->m);
+    if (in[1].shape.size() > 1) shape.push_back(d->n);
+    out[0].dtype = DataType::kFp32;
+    out[0].shape = std::move(shape);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    absl::StatusOr<MatMulDims> d = Analyze(*in[0].shape, *in[1].shape);
+    if (!d.ok()) return d.status();
+    const float* a = in[0].as<float>();
+    const float* b = in[1].as<float>();
+    float* y = out[0].as<float>();
+    const int64_t a_batches = DimProduct(d->a_batch, 0, d->a_batch.size());
+    const int64_t batches = DimProduct(d->out_batch, 0, d->out_batch.size());
+    if (DimProduct(d->b_batch, 0, d->b_batch.size()) == 1 &&
+        a_batches == batches) {
+      // B is one matrix: fold A's batch into its rows, one large product.
+      return kernels::Sgemm({.m = batches * d->m, .n = d->n, .k = d->k}, a, b,
+                            y);
+    }
+    for (int64_t i = 0; i < batches; ++i) {
+      const float* a_i =
+          a + BatchOffset(i, d->a_batch, d->out_batch) * d->m * d->k;
+      const float* b_i =
+          b + BatchOffset(i, d->b_batch, d->out_batch) * d->k * d->n;
+      absl::Status s = kernels::Sgemm({.m = d->m, .n = d->n, .k = d->k}, a_i,
+                                      b_i, y + i * d->m * d->n);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+void RegisterMatMulOp(OpRegistry& registry) {
+  registry.Register("MatMul", FactoryOf<MatMulOp>());
+}
+
+}  // namespace coalesce

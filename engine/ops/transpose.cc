@@ -1,0 +1,70 @@
+// Transpose: permutes axes by `perm` (default: reversed). Any element type.
+#include "kernels/cpu/transpose.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+
+namespace coalesce {
+namespace {
+
+class TransposeOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<std::vector<int64_t>> perm = node.GetInts("perm");
+    if (!perm.ok()) return perm.status();
+    return std::make_unique<TransposeOp>(*std::move(perm));
+  }
+
+  explicit TransposeOp(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present()) {
+      return absl::InvalidArgumentError("input 0 is required");
+    }
+    const Shape& s = in[0].shape;
+    const std::vector<int64_t> perm = PermFor(s.size());
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted.size() != s.size() || sorted[i] != static_cast<int64_t>(i)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "perm is not a permutation of the axes of ", ShapeToString(s)));
+      }
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape.resize(s.size());
+    for (size_t i = 0; i < s.size(); ++i) out[0].shape[i] = s[perm[i]];
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& s = *in[0].shape;
+    kernels::Transpose(in[0].data, s, PermFor(s.size()),
+                       ElementByteSize(in[0].dtype), out[0].data);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<int64_t> PermFor(size_t rank) const {
+    if (!perm_.empty()) return perm_;
+    std::vector<int64_t> perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+    return perm;
+  }
+
+  std::vector<int64_t> perm_;
+};
+
+}  // namespace
+
+void RegisterTransposeOp(OpRegistry& registry) {
+  registry.Register("Transpose", FactoryOf<TransposeOp>());
+}
+
+}  // namespace coalesce

@@ -1,0 +1,151 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace coalesce::kernels {
+namespace {
+
+// Runs of at least this many elements are split across OpenMP threads.
+constexpr int64_t kParallelElements = 1 << 16;
+
+struct AddFn {
+  float operator()(float x, float y) const { return x + y; }
+};
+struct SubFn {
+  float operator()(float x, float y) const { return x - y; }
+};
+struct MulFn {
+  float operator()(float x, float y) const { return x * y; }
+};
+struct DivFn {
+  float operator()(float x, float y) const { return x / y; }
+};
+
+// One contiguous inner run; stride 0 means that operand is a repeated scalar.
+template <typename Fn>
+void InnerRun(const float* a, int64_t sa, const float* b, int64_t sb,
+              float* out, int64_t n) {
+  Fn fn;
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], b[i]);
+  } else if (sa == 1) {
+    const float y = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], y);
+  } else if (sb == 1) {
+    const float x = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(x, b[i]);
+  } else {
+    const float r = fn(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = r;
+  }
+}
+
+// Operand dims right-aligned to `rank`, padded with leading 1s.
+std::vector<int64_t> Align(const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<int64_t> out(rank - dims.size(), 1);
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
+}
+
+// Element strides of `dims`, with 0 for broadcast (size-1) dimensions.
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[i] = dims[i] == 1 ? 0 : stride;
+    stride *= dims[i];
+  }
+  return strides;
+}
+
+// A broadcast collapsed to [outer rows] x [inner run]: the innermost output
+// dimensions over which both operands have a fixed stride (0 or 1) are merged.
+struct Layout {
+  std::vector<int64_t> out_dims, a_strides, b_strides;  // outer dims only
+  int64_t inner = 1;
+  int64_t inner_sa = 1, inner_sb = 1;
+};
+
+Layout MakeLayout(const std::vector<int64_t>& a_dims,
+                  const std::vector<int64_t>& b_dims,
+                  const std::vector<int64_t>& out_dims) {
+  const size_t rank = out_dims.size();
+  std::vector<int64_t> a = Align(a_dims, rank), b = Align(b_dims, rank);
+  std::vector<int64_t> sa = BroadcastStrides(a), sb = BroadcastStrides(b);
+  Layout layout;
+  size_t d = rank;
+  if (d > 0) {
+    layout.inner_sa = a[d - 1] == 1 ? 0 : 1;
+    layout.inner_sb = b[d - 1] == 1 ? 0 : 1;
+  }
+  // Merge trailing dims while each operand keeps the same broadcast-ness.
+  while (d > 0 && (a[d - 1] == 1 ? 0 : 1) == layout.inner_sa &&
+         (b[d - 1] == 1 ? 0 : 1) == layout.inner_sb) {
+    layout.inner *= out_dims[d - 1];
+    --d;
+  }
+  layout.out_dims.assign(out_dims.begin(), out_dims.begin() + d);
+  layout.a_strides.assign(sa.begin(), sa.begin() + d);
+  layout.b_strides.assign(sb.begin(), sb.begin() + d);
+  return layout;
+}
+
+template <typename Fn>
+void RunLayout(const Layout& l, const float* a, const float* b, float* out) {
+  int64_t rows = 1;
+  for (int64_t d : l.out_dims) rows *= d;
+  const int64_t outer_rank = static_cast<int64_t>(l.out_dims.size());
+#pragma omp parallel for if (rows * l.inner >= kParallelElements && rows > 1)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t a_off = 0, b_off = 0, rem = row;
+    for (int64_t d = outer_rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % l.out_dims[d];
+      rem /= l.out_dims[d];
+      a_off += idx * l.a_strides[d];
+      b_off += idx * l.b_strides[d];
+    }
+    InnerRun<Fn>(a + a_off, l.inner_sa, b + b_off, l.inner_sb,
+                 out + row * l.inner, l.inner);
+  }
+}
+
+}  // namespace
+
+std::optional<std::vector<int64_t>> BroadcastShapes(
+    const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> pa = Align(a, rank), pb = Align(b, rank), out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (pa[i] == pb[i] || pb[i] == 1) {
+      out[i] = pa[i];
+    } else if (pa[i] == 1) {
+      out[i] = pb[i];
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+void BroadcastBinary(BinaryOp op, const float* a,
+                     const std::vector<int64_t>& a_dims, const float* b,
+                     const std::vector<int64_t>& b_dims, float* out) {
+  const std::vector<int64_t> out_dims = *BroadcastShapes(a_dims, b_dims);
+  for (int64_t d : out_dims) {
+    if (d == 0) return;
+  }
+  const Layout layout = MakeLayout(a_dims, b_dims, out_dims);
+  switch (op) {
+    case BinaryOp::kAdd:
+      return RunLayout<AddFn>(layout, a, b, out);
+    case BinaryOp::kSub:
+      return RunLayout<SubFn>(layout, a, b, out);
+    case BinaryOp::kMul:
+      return RunLayout<MulFn>(layout, a, b, out);
+    case BinaryOp::kDiv:
+      return RunLayout<DivFn>(layout, a, b, out);
+  }
+}
+
+}  // namespace coalesce::kernels
