@@ -1,0 +1,58 @@
+// BatchAssembler: moves bytes between requests and a BatchSlot.
+//
+// Gather writes each request's input bytes once, straight into the slot's
+// input buffers at the request's row offset (requests in batch order).
+// Scatter hands each request its rows of every output it asked for through
+// ResponseSink::AddOutput, with the batch dim replaced by the request's own.
+// When the model does not batch (max_batch_size 0) a batch is one request and
+// shapes are passed through unchanged.
+//
+// Immutable after construction; thread-safe. Never owns requests or slots.
+#ifndef COALESCE_BATCHING_BATCH_ASSEMBLER_H_
+#define COALESCE_BATCHING_BATCH_ASSEMBLER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "batching/queued_request.h"
+#include "engine/executor.h"
+#include "engine/tensor_spec.h"
+
+namespace coalesce {
+
+class BatchAssembler {
+ public:
+  // `outputs` as in SchedulerOptions (executor output order).
+  BatchAssembler(bool batched, std::vector<TensorSpec> outputs);
+
+  // Full input shapes of a batch of `requests`, in model input order.
+  // REQUIRES: requests non-empty, with equal item shapes.
+  std::vector<Shape> InputShapes(
+      const std::vector<QueuedRequest>& requests) const;
+
+  // Copies every request's input bytes into slot->input_data(i).
+  // REQUIRES: slot->SetInputShapes(InputShapes(requests)) returned OK.
+  // Internal when the slot's buffer size disagrees with the requests.
+  absl::Status Gather(const std::vector<QueuedRequest>& requests,
+                      BatchSlot* slot) const;
+
+  // Internal when the slot's outputs cannot be split into `batch_size` rows
+  // (wrong rank, batch dim or byte size). Check before any Scatter.
+  absl::Status CheckOutputs(const BatchSlot& slot, int64_t batch_size) const;
+
+  // Adds to `request`'s sink its outputs, taken from rows
+  // [row_offset, row_offset + request.layout.batch_size) of the slot.
+  // Internal when the sink returns no buffer. Does not call Finish.
+  // REQUIRES: CheckOutputs(slot, batch_size) returned OK.
+  absl::Status Scatter(const BatchSlot& slot, int64_t batch_size,
+                       int64_t row_offset, const QueuedRequest& request) const;
+
+ private:
+  const bool batched_;
+  const std::vector<TensorSpec> outputs_;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_BATCHING_BATCH_ASSEMBLER_H_

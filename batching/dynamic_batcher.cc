@@ -1,0 +1,252 @@
+#include "batching/dynamic_batcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+
+namespace coalesce {
+
+struct DynamicBatcher::Batch {
+  std::vector<QueuedRequest> requests;  // Batch order = row order.
+  int64_t batch_size = 0;
+  SlotRef slot{};
+  Clock::TimePoint formed_at;
+  Clock::Duration gather{0};
+};
+
+absl::StatusOr<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(
+    const SchedulerOptions& options,
+    std::vector<std::unique_ptr<ExecutorInstance>> instances) {
+  if (absl::Status s = ValidateSchedulerOptions(options); !s.ok()) return s;
+  if (instances.empty()) {
+    return absl::InvalidArgumentError("no executor instances");
+  }
+  for (const auto& instance : instances) {
+    if (instance == nullptr || instance->num_slots() < 1) {
+      return absl::InvalidArgumentError(
+          "every executor instance must exist and have a slot");
+    }
+  }
+  auto batcher =
+      absl::WrapUnique(new DynamicBatcher(options, std::move(instances)));
+  batcher->scheduler_ =
+      std::thread([b = batcher.get()] { b->SchedulerLoop(); });
+  return batcher;
+}
+
+DynamicBatcher::DynamicBatcher(
+    const SchedulerOptions& options,
+    std::vector<std::unique_ptr<ExecutorInstance>> instances)
+    : options_(options),
+      clock_(options.clock),
+      validator_(options.max_batch_size, options.inputs, options.outputs),
+      assembler_(options.max_batch_size > 0, options.outputs),
+      policy_(BatchingPolicy::FromOptions(options)),
+      queue_(options),
+      instances_(std::move(instances)) {
+  // Slot k of every instance before slot k+1 of any: batches spread over
+  // instances before they double-buffer on one.
+  int max_slots = 0;
+  for (const auto& instance : instances_) {
+    max_slots = std::max(max_slots, instance->num_slots());
+  }
+  absl::MutexLock lock(&mu_);
+  for (int k = 0; k < max_slots; ++k) {
+    for (const auto& instance : instances_) {
+      if (k < instance->num_slots()) {
+        free_slots_.push_back(SlotRef{instance.get(), instance->slot(k)});
+      }
+    }
+  }
+}
+
+DynamicBatcher::~DynamicBatcher() { Shutdown(); }
+
+absl::Status DynamicBatcher::Enqueue(
+    std::unique_ptr<InferenceRequest>* request) {
+  if (request == nullptr || *request == nullptr ||
+      (*request)->sink == nullptr) {
+    return absl::InvalidArgumentError("a request needs a response sink");
+  }
+  absl::StatusOr<RequestLayout> layout = validator_.Validate(**request);
+  absl::Status status =
+      layout.ok() ? Admit(request, *std::move(layout)) : layout.status();
+  if (!status.ok()) {
+    stats_.RecordFailure(Clock::Duration::zero());
+    return status;
+  }
+  cv_.Signal();
+  return absl::OkStatus();
+}
+
+absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
+                                   RequestLayout layout) {
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_) {
+    return absl::UnavailableError(
+        absl::StrCat("model '", options_.model_name, "' is shutting down"));
+  }
+  if (absl::Status s = queue_.CheckRoom((*request)->priority); !s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("model '", options_.model_name, "': ", s.message()));
+  }
+  QueuedRequest queued;
+  queued.request = std::move(*request);
+  queued.layout = std::move(layout);
+  queued.enqueue_time = clock_->Now();
+  queue_.Push(std::move(queued));
+  return absl::OkStatus();
+}
+
+void DynamicBatcher::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    {
+      absl::MutexLock lock(&mu_);
+      shutting_down_ = true;
+    }
+    cv_.Signal();
+    scheduler_.join();
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return in_flight_ == 0;
+    };
+    mu_.Await(absl::Condition(&drained));
+  });
+}
+
+ModelStatsSnapshot DynamicBatcher::Stats() const { return stats_.Snapshot(); }
+
+void DynamicBatcher::SchedulerLoop() {
+  while (true) {
+    Work work = AwaitWork();
+    for (RequestQueue::Rejection& r : work.rejected) {
+      FailRequest(r.request, r.status);
+    }
+    if (work.batch != nullptr) Execute(std::move(work.batch));
+    if (work.exit) return;
+  }
+}
+
+DynamicBatcher::Work DynamicBatcher::AwaitWork() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    const Clock::TimePoint now = clock_->Now();
+    Work work;
+    work.rejected = queue_.TakeExpired(now);
+    if (!work.rejected.empty()) return work;
+    if (queue_.empty() && shutting_down_) {
+      work.exit = true;
+      return work;
+    }
+    Clock::TimePoint wake = queue_.NextExpiry();
+    if (!queue_.empty() && !free_slots_.empty()) {
+      const BatchPlan plan = PlanBatch(queue_, policy_, now, shutting_down_);
+      for (const RequestQueue::Ref& ref : plan.cancelled) {
+        work.rejected.push_back(RequestQueue::Rejection{
+            queue_.Take(ref),
+            absl::CancelledError("request cancelled while queued")});
+      }
+      if (!work.rejected.empty()) return work;  // The plan is stale now.
+      if (plan.ready) {
+        work.batch = TakeBatch(plan, now);
+        return work;
+      }
+      wake = std::min(wake, plan.ready_at);
+    }
+    clock_->WaitUntil(&mu_, &cv_, wake);
+  }
+}
+
+std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
+    const BatchPlan& plan, Clock::TimePoint now) {
+  auto batch = std::make_shared<Batch>();
+  for (const RequestQueue::Ref& ref : plan.members) {
+    batch->requests.push_back(queue_.Take(ref));
+  }
+  batch->batch_size = plan.batch_size;
+  batch->formed_at = now;
+  batch->slot = free_slots_.front();
+  free_slots_.pop_front();
+  ++in_flight_;
+  return batch;
+}
+
+void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
+  const Clock::TimePoint start = clock_->Now();
+  BatchSlot* slot = batch->slot.slot;
+  absl::Status status =
+      slot->SetInputShapes(assembler_.InputShapes(batch->requests));
+  if (status.ok()) status = assembler_.Gather(batch->requests, slot);
+  batch->gather = clock_->Now() - start;
+  if (!status.ok()) {
+    CompleteBatch(*batch, status);
+    return;
+  }
+  ExecutorInstance* instance = batch->slot.instance;
+  // A failed step fails the later ones on the slot, so CopyOut's event
+  // carries the batch's status.
+  instance->CopyIn(slot);
+  instance->Run(slot);
+  instance->CopyOut(slot)->OnComplete(
+      [this, batch](const absl::Status& s) { CompleteBatch(*batch, s); });
+}
+
+void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
+  if (status.ok()) {
+    status = assembler_.CheckOutputs(*batch.slot.slot, batch.batch_size);
+  }
+  if (status.ok()) {
+    AnswerBatch(batch);
+  } else {
+    for (QueuedRequest& q : batch.requests) FailRequest(q, status);
+  }
+  batch.requests.clear();
+  ReleaseSlot(batch.slot);  // Last: Shutdown may return once it is done.
+}
+
+void DynamicBatcher::AnswerBatch(Batch& batch) {
+  const BatchSlot& slot = *batch.slot.slot;
+  const Clock::TimePoint scatter_start = clock_->Now();
+  std::vector<absl::Status> statuses;
+  int64_t row = 0;
+  for (const QueuedRequest& q : batch.requests) {
+    statuses.push_back(assembler_.Scatter(slot, batch.batch_size, row, q));
+    row += q.layout.batch_size;
+  }
+  const Clock::TimePoint end = clock_->Now();
+  const StepTimings timings = slot.timings();
+  BatchDurations durations;
+  durations.compute_input = batch.gather + timings.copy_in;
+  durations.compute_infer = timings.run;
+  durations.compute_output = timings.copy_out + (end - scatter_start);
+  stats_.RecordExecution(static_cast<uint64_t>(batch.batch_size), durations);
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    QueuedRequest& q = batch.requests[i];
+    if (!statuses[i].ok()) {
+      FailRequest(q, statuses[i]);
+      continue;
+    }
+    stats_.RecordSuccess(batch.formed_at - q.enqueue_time, end - q.enqueue_time,
+                         durations);
+    q.request->sink->Finish(absl::OkStatus());
+  }
+}
+
+void DynamicBatcher::FailRequest(QueuedRequest& request,
+                                 const absl::Status& status) {
+  stats_.RecordFailure(clock_->Now() - request.enqueue_time);
+  request.request->sink->Finish(status);
+}
+
+void DynamicBatcher::ReleaseSlot(SlotRef slot) {
+  absl::MutexLock lock(&mu_);
+  free_slots_.push_back(slot);
+  --in_flight_;
+  // Signalled under the lock: once it is released Shutdown may return and
+  // the destructor may run, so `this` must not be touched afterwards.
+  cv_.Signal();
+}
+
+}  // namespace coalesce

@@ -1,0 +1,124 @@
+// DynamicBatcher: one model's scheduler. Queues validated requests, merges
+// them into batches the way Triton's dynamic batcher does (see
+// batch_planner.h and docs/batching.md), and runs each batch on a free
+// BatchSlot of one of its ExecutorInstances.
+//
+// Threading: Enqueue, Shutdown and Stats may be called from any thread
+// (Enqueue never blocks on the queue). One scheduler thread per batcher forms
+// batches, only while some slot is free, and gathers their inputs; each batch's
+// outputs are scattered and its requests answered on the thread that completes
+// its CopyOut event (an executor thread). Every sink's Finish is called
+// exactly once, never with the batcher's lock held.
+//
+// Ownership: the batcher owns its executor instances; it owns each request
+// from a successful Enqueue until the request's Finish returns.
+#ifndef COALESCE_BATCHING_DYNAMIC_BATCHER_H_
+#define COALESCE_BATCHING_DYNAMIC_BATCHER_H_
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "batching/batch_assembler.h"
+#include "batching/batch_planner.h"
+#include "batching/clock.h"
+#include "batching/inference_request.h"
+#include "batching/model_stats.h"
+#include "batching/request_queue.h"
+#include "batching/request_validator.h"
+#include "batching/scheduler_options.h"
+#include "engine/executor.h"
+
+namespace coalesce {
+
+class DynamicBatcher {
+ public:
+  // InvalidArgument (or Unimplemented) when ValidateSchedulerOptions fails,
+  // when `instances` is empty or holds a null or slot-less instance.
+  // Starts the scheduler thread.
+  static absl::StatusOr<std::unique_ptr<DynamicBatcher>> Create(
+      const SchedulerOptions& options,
+      std::vector<std::unique_ptr<ExecutorInstance>> instances);
+
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+  // Shutdown(), then destroys the executor instances.
+  ~DynamicBatcher();
+
+  // Validates `*request` against the options and queues it. On OK takes
+  // *request; its sink's Finish is called exactly once later. On error leaves
+  // *request untouched for the caller to answer:
+  //   InvalidArgument naming the tensor (see RequestValidator::Validate), or a
+  //     null request or sink;
+  //   Unavailable when the request's priority level holds max_queue_size
+  //     requests, or after Shutdown began.
+  absl::Status Enqueue(std::unique_ptr<InferenceRequest>* request);
+
+  // Stops accepting requests, runs everything queued (without waiting for
+  // max_queue_delay), and waits for all in-flight batches to be answered.
+  // Idempotent; every caller blocks until drained.
+  // REQUIRES: not called from a ResponseSink callback.
+  void Shutdown();
+
+  ModelStatsSnapshot Stats() const;
+
+ private:
+  struct SlotRef {
+    ExecutorInstance* instance;
+    BatchSlot* slot;
+  };
+  struct Batch;
+  // What the scheduler thread does next, outside the lock.
+  struct Work {
+    std::vector<RequestQueue::Rejection> rejected;
+    std::shared_ptr<Batch> batch;
+    bool exit = false;
+  };
+
+  DynamicBatcher(const SchedulerOptions& options,
+                 std::vector<std::unique_ptr<ExecutorInstance>> instances);
+
+  absl::Status Admit(std::unique_ptr<InferenceRequest>* request,
+                     RequestLayout layout);
+  void SchedulerLoop();
+  Work AwaitWork();
+  std::shared_ptr<Batch> TakeBatch(const BatchPlan& plan, Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Execute(std::shared_ptr<Batch> batch);
+  void CompleteBatch(Batch& batch, absl::Status status);
+  void AnswerBatch(Batch& batch);
+  void FailRequest(QueuedRequest& request, const absl::Status& status);
+  void ReleaseSlot(SlotRef slot);
+
+  const SchedulerOptions options_;
+  Clock* const clock_;
+  const RequestValidator validator_;
+  const BatchAssembler assembler_;
+  const BatchingPolicy policy_;
+  ModelStats stats_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // Wakes the scheduler: request, free slot, shutdown.
+  RequestQueue queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<SlotRef> free_slots_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::once_flag shutdown_once_;
+  std::thread scheduler_;
+  // Declared last so it is destroyed first: executor threads that may still
+  // be inside a completion callback are joined while mu_ is alive.
+  std::vector<std::unique_ptr<ExecutorInstance>> instances_;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_BATCHING_DYNAMIC_BATCHER_H_

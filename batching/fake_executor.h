@@ -1,0 +1,96 @@
+// FakeExecutorInstance: a hand-stepped ExecutorInstance for tests.
+//
+// It records every batch copied in (shapes and input bytes) and completes a
+// batch's CopyIn/Run/CopyOut events only when the test calls
+// CompleteNextBatch (or at once with auto_complete). Outputs are computed at
+// completion by an OutputFunction (default: output k echoes input k). Errors
+// can be injected into SetInputShapes and into Run. Completion callbacks run
+// on the thread that calls CompleteNextBatch. Thread-safe.
+#ifndef COALESCE_BATCHING_FAKE_EXECUTOR_H_
+#define COALESCE_BATCHING_FAKE_EXECUTOR_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/executor.h"
+#include "engine/tensor_spec.h"
+
+namespace coalesce {
+
+class FakeExecutorInstance : public ExecutorInstance {
+ public:
+  struct RecordedBatch {
+    int slot = 0;
+    std::vector<Shape> input_shapes;
+    std::vector<std::string> inputs;  // Bytes per input.
+  };
+  struct FakeOutput {
+    Shape shape;
+    std::string data;
+  };
+  // Computes a batch's outputs, in model output order; a non-OK status fails
+  // the batch's Run.
+  using OutputFunction = std::function<absl::Status(
+      const RecordedBatch& batch, std::vector<FakeOutput>* outputs)>;
+
+  struct Options {
+    int num_slots = 1;
+    bool auto_complete = false;      // Complete each batch inside CopyOut.
+    std::vector<TensorSpec> inputs;  // Full-shape dtypes for buffer sizes.
+    StepTimings timings;             // Reported for every batch.
+  };
+
+  explicit FakeExecutorInstance(Options options);
+  ~FakeExecutorInstance() override;
+
+  void SetOutputFunction(OutputFunction fn);
+  // The next SetInputShapes call returns `status`.
+  void FailNextSetInputShapes(absl::Status status);
+
+  // Blocks until at least `count` batches have been copied in.
+  void AwaitBatches(int count);
+  std::vector<RecordedBatch> batches() const;
+  int pending_batches() const;
+
+  // Completes every pending batch, and every later one inside CopyOut.
+  // For tear-down: lets a batcher drain.
+  void AutoCompleteFromNow();
+
+  // Completes the oldest batch not yet completed: CopyIn OK, then Run and
+  // CopyOut with `run_status` (or the OutputFunction's error).
+  // A no-op when nothing is pending.
+  void CompleteNextBatch(absl::Status run_status = absl::OkStatus());
+
+  int num_slots() const override;
+  BatchSlot* slot(int index) override;
+  std::shared_ptr<Event> CopyIn(BatchSlot* slot) override;
+  std::shared_ptr<Event> Run(BatchSlot* slot) override;
+  std::shared_ptr<Event> CopyOut(BatchSlot* slot) override;
+
+ private:
+  class Slot;
+  struct InFlight {
+    Slot* slot;
+    RecordedBatch batch;
+    std::shared_ptr<Event> copy_in, run, copy_out;
+  };
+
+  const Options options_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  mutable absl::Mutex mu_;
+  bool auto_complete_ ABSL_GUARDED_BY(mu_);
+  OutputFunction output_fn_ ABSL_GUARDED_BY(mu_);
+  std::vector<RecordedBatch> batches_ ABSL_GUARDED_BY(mu_);
+  std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  friend class Slot;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_BATCHING_FAKE_EXECUTOR_H_

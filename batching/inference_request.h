@@ -1,0 +1,69 @@
+// InferenceRequest: one inference as the batcher sees it, and ResponseSink, the
+// frontend's half of answering it.
+//
+// Ownership: the frontend builds an InferenceRequest (owning its sink) and
+// hands it to DynamicBatcher::Enqueue, which takes it only on OK. Input bytes
+// are not owned: they must stay valid until the sink's Finish returns. The
+// batcher calls the sink from its own threads (scheduler or executor completion
+// threads), one call at a time per request.
+#ifndef COALESCE_BATCHING_INFERENCE_REQUEST_H_
+#define COALESCE_BATCHING_INFERENCE_REQUEST_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "batching/clock.h"
+#include "engine/data_type.h"
+#include "engine/shape.h"
+
+namespace coalesce {
+
+struct RequestInput {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape shape;            // Full shape as sent; batch dim first when batching.
+  std::string_view data;  // Not owned; valid until the sink's Finish returns.
+};
+
+// Implemented by the gRPC frontend.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+
+  // Adds one output to the response and returns where to write its
+  // `byte_size` bytes (may be null when byte_size is 0). Called once per
+  // returned output, in the order of InferenceRequest::requested_outputs (the
+  // model's output order when that is empty), all before Finish(OkStatus()).
+  virtual char* AddOutput(const std::string& name, DataType dtype,
+                          const Shape& shape, size_t byte_size) = 0;
+
+  // Called exactly once, last, from any thread. On a non-OK status the
+  // outputs added so far (if any) are to be discarded.
+  virtual void Finish(const absl::Status& status) = 0;
+
+  // True once the client went away. Polled by the scheduler; thread-safe.
+  virtual bool IsCancelled() const = 0;
+};
+
+struct InferenceRequest {
+  std::string id;
+  std::vector<RequestInput> inputs;
+  std::vector<std::string> requested_outputs;  // Empty = all, model order.
+  uint64_t priority = 0;  // 0 (or out of range) = the default level.
+  // The `timeout` request parameter; only used when the level's QueuePolicy
+  // allows overriding, and then only to shorten the queue timeout.
+  std::optional<Clock::Duration> timeout;
+  // The gRPC deadline, on the batcher's clock.
+  Clock::TimePoint deadline = Clock::TimePoint::max();
+  std::unique_ptr<ResponseSink> sink;  // Required.
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_BATCHING_INFERENCE_REQUEST_H_

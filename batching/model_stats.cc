@@ -1,0 +1,58 @@
+#include "batching/model_stats.h"
+
+#include <chrono>
+
+namespace coalesce {
+namespace {
+
+void Add(DurationStat* stat, Clock::Duration d) {
+  stat->count += 1;
+  stat->ns +=
+      d > Clock::Duration::zero() ? static_cast<uint64_t>(d.count()) : 0;
+}
+
+uint64_t UnixMillisNow() {
+  // A wall-clock label for last_inference, not a batching decision, so it
+  // reads the system clock rather than the injectable steady Clock.
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+void ModelStats::RecordSuccess(Clock::Duration queue, Clock::Duration total,
+                               const BatchDurations& batch) {
+  const uint64_t now_ms = UnixMillisNow();
+  absl::MutexLock lock(&mu_);
+  Add(&stats_.success, total);
+  Add(&stats_.queue, queue);
+  Add(&stats_.compute_input, batch.compute_input);
+  Add(&stats_.compute_infer, batch.compute_infer);
+  Add(&stats_.compute_output, batch.compute_output);
+  stats_.last_inference_ms = now_ms;
+}
+
+void ModelStats::RecordFailure(Clock::Duration total) {
+  absl::MutexLock lock(&mu_);
+  Add(&stats_.fail, total);
+}
+
+void ModelStats::RecordExecution(uint64_t batch_size,
+                                 const BatchDurations& batch) {
+  absl::MutexLock lock(&mu_);
+  stats_.inference_count += batch_size;
+  stats_.execution_count += 1;
+  BatchSizeStats& per_size = stats_.batch_stats[batch_size];
+  Add(&per_size.compute_input, batch.compute_input);
+  Add(&per_size.compute_infer, batch.compute_infer);
+  Add(&per_size.compute_output, batch.compute_output);
+}
+
+ModelStatsSnapshot ModelStats::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace coalesce
