@@ -1,0 +1,44 @@
+// InferHandler: the request path shared by ModelInfer and ModelStreamInfer.
+// Finds the served model, decodes the message into an InferenceRequest whose
+// outputs go straight into the response, and hands it to the model's batcher.
+// Thread-safe; holds no state of its own besides its collaborators.
+#ifndef COALESCE_SERVER_INFER_HANDLER_H_
+#define COALESCE_SERVER_INFER_HANDLER_H_
+
+#include <chrono>
+#include <memory>
+
+#include "batching/clock.h"
+#include "proto/grpc_service.pb.h"
+#include "server/model_manager.h"
+#include "server/response_sinks.h"
+
+namespace coalesce {
+
+class InferHandler {
+ public:
+  // REQUIRES: manager and clock outlive the handler.
+  InferHandler(ModelManager* manager, Clock* clock)
+      : manager_(manager), clock_(clock) {}
+
+  // Submits `proto` for execution. The sink is always finished exactly once:
+  // by the batcher when the request runs (or times out, is cancelled...), or
+  // right here with the error when the model is unknown (NotFound), the
+  // request is malformed (InvalidArgument) or the queue is full (Unavailable).
+  // `deadline` is the RPC's (system_clock::time_point::max() for none).
+  // REQUIRES: `proto` outlives the sink's Finish.
+  void Submit(const inference::ModelInferRequest& proto,
+              std::chrono::system_clock::time_point deadline,
+              std::unique_ptr<ProtoResponseSink> sink);
+
+ private:
+  Clock::TimePoint ToClockDeadline(
+      std::chrono::system_clock::time_point deadline) const;
+
+  ModelManager* const manager_;
+  Clock* const clock_;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_INFER_HANDLER_H_

@@ -1,0 +1,213 @@
+#include "server/infer_request_decoder.h"
+
+#include <chrono>
+#include <cstring>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace coalesce {
+namespace {
+
+using inference::InferParameter;
+using inference::InferTensorContents;
+using Input = inference::ModelInferRequest::InferInputTensor;
+
+absl::Status InputError(const std::string& name, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("input '", name, "': ", what));
+}
+
+template <typename T>
+std::string_view ViewOf(const google::protobuf::RepeatedField<T>& field) {
+  return std::string_view(reinterpret_cast<const char*>(field.data()),
+                          field.size() * sizeof(T));
+}
+
+// Narrows 32-bit typed contents into `Narrow` elements.
+template <typename Narrow, typename Wide>
+std::string_view Converted(const google::protobuf::RepeatedField<Wide>& field,
+                           std::deque<std::string>* converted) {
+  std::string& out =
+      converted->emplace_back(field.size() * sizeof(Narrow), '\0');
+  for (int i = 0; i < field.size(); ++i) {
+    const auto value = static_cast<Narrow>(field.Get(i));
+    std::memcpy(out.data() + i * sizeof(Narrow), &value, sizeof(Narrow));
+  }
+  return out;
+}
+
+std::string_view SerializedBytes(const InferTensorContents& contents,
+                                 std::deque<std::string>* converted) {
+  std::string& out = converted->emplace_back();
+  for (const std::string& element : contents.bytes_contents()) {
+    const uint32_t length = static_cast<uint32_t>(element.size());
+    out.append(reinterpret_cast<const char*>(&length), sizeof(length));
+    out.append(element);
+  }
+  return out;
+}
+
+// Number of typed values present, over every typed field.
+int TypedValueCount(const InferTensorContents& c) {
+  return c.bool_contents_size() + c.int_contents_size() +
+         c.int64_contents_size() + c.uint_contents_size() +
+         c.uint64_contents_size() + c.fp32_contents_size() +
+         c.fp64_contents_size() + c.bytes_contents_size();
+}
+
+// The typed field that holds `type`, as bytes laid out like a raw tensor.
+absl::StatusOr<std::string_view> TypedData(const Input& input, DataType type,
+                                           std::deque<std::string>* converted) {
+  const InferTensorContents& c = input.contents();
+  std::string_view data;
+  int used = 0;
+  switch (type) {
+    case DataType::kBool:
+      data = ViewOf(c.bool_contents());
+      used = c.bool_contents_size();
+      break;
+    case DataType::kInt8:
+      data = Converted<int8_t>(c.int_contents(), converted);
+      used = c.int_contents_size();
+      break;
+    case DataType::kInt16:
+      data = Converted<int16_t>(c.int_contents(), converted);
+      used = c.int_contents_size();
+      break;
+    case DataType::kInt32:
+      data = ViewOf(c.int_contents());
+      used = c.int_contents_size();
+      break;
+    case DataType::kInt64:
+      data = ViewOf(c.int64_contents());
+      used = c.int64_contents_size();
+      break;
+    case DataType::kUint8:
+      data = Converted<uint8_t>(c.uint_contents(), converted);
+      used = c.uint_contents_size();
+      break;
+    case DataType::kUint16:
+      data = Converted<uint16_t>(c.uint_contents(), converted);
+      used = c.uint_contents_size();
+      break;
+    case DataType::kUint32:
+      data = ViewOf(c.uint_contents());
+      used = c.uint_contents_size();
+      break;
+    case DataType::kUint64:
+      data = ViewOf(c.uint64_contents());
+      used = c.uint64_contents_size();
+      break;
+    case DataType::kFp32:
+      data = ViewOf(c.fp32_contents());
+      used = c.fp32_contents_size();
+      break;
+    case DataType::kFp64:
+      data = ViewOf(c.fp64_contents());
+      used = c.fp64_contents_size();
+      break;
+    case DataType::kBytes:
+      data = SerializedBytes(c, converted);
+      used = c.bytes_contents_size();
+      break;
+    case DataType::kFp16:
+    case DataType::kBf16:
+    case DataType::kInvalid:
+      return InputError(
+          input.name(),
+          absl::StrCat(
+              std::string(DataTypeName(type)),
+              " has no typed contents field; send it in raw_input_contents"));
+  }
+  if (used != TypedValueCount(c)) {
+    return InputError(
+        input.name(),
+        absl::StrCat("typed contents are not in the field for datatype ",
+                     std::string(DataTypeName(type))));
+  }
+  return data;
+}
+
+absl::StatusOr<RequestInput> DecodeInput(
+    const inference::ModelInferRequest& proto, int index,
+    std::deque<std::string>* converted) {
+  const Input& input = proto.inputs(index);
+  RequestInput decoded;
+  decoded.name = input.name();
+  decoded.dtype = DataTypeFromName(input.datatype());
+  if (decoded.dtype == DataType::kInvalid) {
+    return InputError(input.name(), absl::StrCat("unknown datatype '",
+                                                 input.datatype(), "'"));
+  }
+  for (int64_t d : input.shape()) {
+    if (d < 0)
+      return InputError(input.name(), "shape has a negative dimension");
+    decoded.shape.push_back(d);
+  }
+  const bool has_typed =
+      input.has_contents() && TypedValueCount(input.contents()) > 0;
+  if (proto.raw_input_contents_size() > 0) {
+    if (has_typed) {
+      return InputError(input.name(),
+                        "raw_input_contents and typed contents in one request");
+    }
+    decoded.data = proto.raw_input_contents(index);
+    return decoded;
+  }
+  auto data = TypedData(input, decoded.dtype, converted);
+  if (!data.ok()) return data.status();
+  decoded.data = *data;
+  return decoded;
+}
+
+absl::Status ReadParameters(const inference::ModelInferRequest& proto,
+                            InferenceRequest* request) {
+  for (const auto& [key, value] : proto.parameters()) {
+    if (key == "priority") {
+      if (value.has_uint64_param()) {
+        request->priority = value.uint64_param();
+      } else if (value.has_int64_param() && value.int64_param() >= 0) {
+        request->priority = static_cast<uint64_t>(value.int64_param());
+      } else {
+        return absl::InvalidArgumentError(
+            "parameter 'priority' must be a non-negative integer");
+      }
+    } else if (key == "timeout") {
+      if (!value.has_int64_param() || value.int64_param() < 0) {
+        return absl::InvalidArgumentError(
+            "parameter 'timeout' must be a non-negative int64 (microseconds)");
+      }
+      if (value.int64_param() > 0) {
+        request->timeout = std::chrono::microseconds(value.int64_param());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
+                                std::deque<std::string>* converted,
+                                InferenceRequest* request) {
+  if (proto.raw_input_contents_size() > 0 &&
+      proto.raw_input_contents_size() != proto.inputs_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request has ", proto.inputs_size(), " inputs but ",
+                     proto.raw_input_contents_size(),
+                     " raw_input_contents; each input needs exactly one"));
+  }
+  request->id = proto.id();
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    auto input = DecodeInput(proto, i, converted);
+    if (!input.ok()) return input.status();
+    request->inputs.push_back(*std::move(input));
+  }
+  for (const auto& output : proto.outputs()) {
+    request->requested_outputs.push_back(output.name());
+  }
+  return ReadParameters(proto, request);
+}
+
+}  // namespace coalesce

@@ -1,0 +1,180 @@
+#include "server/inference_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/statistics_proto.h"
+#include "server/status_convert.h"
+#include "server/stream_infer_reactor.h"
+
+namespace coalesce {
+namespace {
+
+using Reactor = grpc::ServerUnaryReactor;
+
+// The server's name and version in ServerMetadata.
+constexpr char kServerName[] = "coalesce";
+constexpr char kServerVersion[] = "0.1.0";
+// Protocol extensions this server implements (and only those).
+constexpr const char* kExtensions[] = {"model_repository",
+                                       "model_configuration", "schedule_policy",
+                                       "parameters", "statistics"};
+
+Reactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+  Reactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+void FillTensorMetadata(bool batching, const std::string& name,
+                        inference::DataType type,
+                        const google::protobuf::RepeatedField<int64_t>& dims,
+                        inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(name);
+  out->set_datatype(std::string(DataTypeName(static_cast<DataType>(type))));
+  if (batching) out->add_shape(-1);
+  for (int64_t d : dims) out->add_shape(d);
+}
+
+}  // namespace
+
+InferenceService::InferenceService(ModelManager* manager, Clock* clock,
+                                   ModelControlMode mode)
+    : manager_(manager), handler_(manager, clock), mode_(mode) {}
+
+Reactor* InferenceService::ServerLive(Context* c,
+                                      const inference::ServerLiveRequest*,
+                                      inference::ServerLiveResponse* resp) {
+  resp->set_live(true);
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ServerReady(Context* c,
+                                       const inference::ServerReadyRequest*,
+                                       inference::ServerReadyResponse* resp) {
+  resp->set_ready(ready_.load());
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ModelReady(Context* c,
+                                      const inference::ModelReadyRequest* req,
+                                      inference::ModelReadyResponse* resp) {
+  resp->set_ready(ready_.load() &&
+                  manager_->Find(req->name(), req->version()).ok());
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ServerMetadata(
+    Context* c, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* resp) {
+  resp->set_name(kServerName);
+  resp->set_version(kServerVersion);
+  for (const char* extension : kExtensions) resp->add_extensions(extension);
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ModelMetadata(
+    Context* c, const inference::ModelMetadataRequest* req,
+    inference::ModelMetadataResponse* resp) {
+  auto served = manager_->Find(req->name(), req->version());
+  if (!served.ok()) return Done(c, served.status());
+  auto versions = manager_->Served(req->name());
+  if (versions.ok()) {
+    for (const auto& v : *versions) {
+      resp->add_versions(std::to_string(v->version));
+    }
+  }
+  const inference::ModelConfig& config = (*served)->config;
+  const bool batching = config.max_batch_size() > 0;
+  resp->set_name(config.name());
+  resp->set_platform(config.platform());
+  for (const auto& input : config.input()) {
+    FillTensorMetadata(batching, input.name(), input.data_type(), input.dims(),
+                       resp->add_inputs());
+  }
+  for (const auto& output : config.output()) {
+    FillTensorMetadata(batching, output.name(), output.data_type(),
+                       output.dims(), resp->add_outputs());
+  }
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ModelConfig(Context* c,
+                                       const inference::ModelConfigRequest* req,
+                                       inference::ModelConfigResponse* resp) {
+  auto served = manager_->Find(req->name(), req->version());
+  if (!served.ok()) return Done(c, served.status());
+  *resp->mutable_config() = (*served)->config;
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::ModelStatistics(
+    Context* c, const inference::ModelStatisticsRequest* req,
+    inference::ModelStatisticsResponse* resp) {
+  if (!req->version().empty()) {
+    auto served = manager_->Find(req->name(), req->version());
+    if (!served.ok()) return Done(c, served.status());
+    FillModelStatistics(**served, resp->add_model_stats());
+    return Done(c, absl::OkStatus());
+  }
+  auto served = manager_->Served(req->name());
+  if (!served.ok()) return Done(c, served.status());
+  for (const auto& model : *served) {
+    FillModelStatistics(*model, resp->add_model_stats());
+  }
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::RepositoryIndex(
+    Context* c, const inference::RepositoryIndexRequest* req,
+    inference::RepositoryIndexResponse* resp) {
+  for (const ModelIndexEntry& entry : manager_->Index(req->ready())) {
+    auto* model = resp->add_models();
+    model->set_name(entry.name);
+    model->set_version(entry.version);
+    model->set_state(entry.state);
+    model->set_reason(entry.reason);
+  }
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::RepositoryModelLoad(
+    Context* c, const inference::RepositoryModelLoadRequest* req,
+    inference::RepositoryModelLoadResponse*) {
+  if (mode_ != ModelControlMode::kExplicit) {
+    return Done(c, absl::UnavailableError(
+                       "model load needs --model-control-mode explicit"));
+  }
+  if (!req->parameters().empty()) {
+    return Done(c, absl::InvalidArgumentError(
+                       "load parameters (config or file overrides) are not "
+                       "supported"));
+  }
+  // Loading blocks this callback thread for the load's duration.
+  return Done(c, manager_->Load(req->model_name()));
+}
+
+Reactor* InferenceService::RepositoryModelUnload(
+    Context* c, const inference::RepositoryModelUnloadRequest* req,
+    inference::RepositoryModelUnloadResponse*) {
+  if (mode_ != ModelControlMode::kExplicit) {
+    return Done(c, absl::UnavailableError(
+                       "model unload needs --model-control-mode explicit"));
+  }
+  return Done(c, manager_->Unload(req->model_name()));
+}
+
+Reactor* InferenceService::ModelInfer(Context* c,
+                                      const inference::ModelInferRequest* req,
+                                      inference::ModelInferResponse* resp) {
+  Reactor* reactor = c->DefaultReactor();
+  handler_.Submit(*req, c->deadline(),
+                  std::make_unique<UnaryResponseSink>(c, reactor, resp));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest,
+                        inference::ModelStreamInferResponse>*
+InferenceService::ModelStreamInfer(Context* c) {
+  return new StreamInferReactor(c, &handler_);
+}
+
+}  // namespace coalesce

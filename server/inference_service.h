@@ -1,0 +1,71 @@
+// InferenceService: the KServe v2 GRPCInferenceService as Triton speaks it.
+// Each handler converts the message, calls the ModelManager / InferHandler,
+// and converts the status back; nothing else. RPCs not overridden here
+// (shared memory, trace and log settings) answer UNIMPLEMENTED through the
+// generated base class.
+#ifndef COALESCE_SERVER_INFERENCE_SERVICE_H_
+#define COALESCE_SERVER_INFERENCE_SERVICE_H_
+
+#include <atomic>
+
+#include "batching/clock.h"
+#include "proto/grpc_service.grpc.pb.h"
+#include "server/infer_handler.h"
+#include "server/model_manager.h"
+#include "server/server_options.h"
+
+namespace coalesce {
+
+class InferenceService final
+    : public inference::GRPCInferenceService::CallbackService {
+ public:
+  // REQUIRES: manager and clock outlive the service.
+  InferenceService(ModelManager* manager, Clock* clock, ModelControlMode mode);
+
+  // Readiness as ServerReady reports it; false once shutdown has begun.
+  void set_ready(bool ready) { ready_.store(ready); }
+
+  using Context = grpc::CallbackServerContext;
+  using Reactor = grpc::ServerUnaryReactor;
+
+  Reactor* ServerLive(Context* c, const inference::ServerLiveRequest* req,
+                      inference::ServerLiveResponse* resp) override;
+  Reactor* ServerReady(Context* c, const inference::ServerReadyRequest* req,
+                       inference::ServerReadyResponse* resp) override;
+  Reactor* ModelReady(Context* c, const inference::ModelReadyRequest* req,
+                      inference::ModelReadyResponse* resp) override;
+  Reactor* ServerMetadata(Context* c,
+                          const inference::ServerMetadataRequest* req,
+                          inference::ServerMetadataResponse* resp) override;
+  Reactor* ModelMetadata(Context* c, const inference::ModelMetadataRequest* req,
+                         inference::ModelMetadataResponse* resp) override;
+  Reactor* ModelConfig(Context* c, const inference::ModelConfigRequest* req,
+                       inference::ModelConfigResponse* resp) override;
+  Reactor* ModelStatistics(Context* c,
+                           const inference::ModelStatisticsRequest* req,
+                           inference::ModelStatisticsResponse* resp) override;
+  Reactor* RepositoryIndex(Context* c,
+                           const inference::RepositoryIndexRequest* req,
+                           inference::RepositoryIndexResponse* resp) override;
+  Reactor* RepositoryModelLoad(
+      Context* c, const inference::RepositoryModelLoadRequest* req,
+      inference::RepositoryModelLoadResponse* resp) override;
+  Reactor* RepositoryModelUnload(
+      Context* c, const inference::RepositoryModelUnloadRequest* req,
+      inference::RepositoryModelUnloadResponse* resp) override;
+  Reactor* ModelInfer(Context* c, const inference::ModelInferRequest* req,
+                      inference::ModelInferResponse* resp) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest,
+                          inference::ModelStreamInferResponse>*
+  ModelStreamInfer(Context* c) override;
+
+ private:
+  ModelManager* const manager_;
+  InferHandler handler_;
+  const ModelControlMode mode_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_INFERENCE_SERVICE_H_

@@ -1,0 +1,36 @@
+// Completing a model's config from its ONNX signature, and checking that the
+// two agree: what Triton calls auto-complete, for ONNX models.
+#ifndef COALESCE_SERVER_MODEL_CONFIG_COMPLETION_H_
+#define COALESCE_SERVER_MODEL_CONFIG_COMPLETION_H_
+
+#include "absl/status/status.h"
+#include "engine/tensor_spec.h"
+#include "proto/model_config.pb.h"
+
+namespace coalesce {
+
+// The batch size given to a model whose config says nothing about batching
+// and whose inputs and outputs all start with a symbolic dimension (Triton's
+// default for auto-completed models).
+inline constexpr int kAutoMaxBatchSize = 4;
+
+// Fills in what *config leaves out from `signature`:
+// - with no inputs, no outputs and max_batch_size 0 in the config, a model
+//   whose every input and output has a symbolic first dimension batches:
+//   max_batch_size = kAutoMaxBatchSize and dynamic_batching {} (unless a
+//   scheduling choice is already set);
+// - missing inputs and outputs, missing data types and dims (without the batch
+//   dimension when max_batch_size > 0);
+// - one KIND_CPU instance group when none is given; platform onnxruntime_onnx.
+// Then checks: every config tensor exists in the model with the same data
+// type and compatible dims; batching models have a variable first dimension;
+// preferred batch sizes and priority levels are in range; only CPU instances
+// (this build has no GPU executor); features Coalesce does not implement
+// (sequence batching, ensembles, ragged batching, shape tensors, reshape) are
+// refused rather than ignored. InvalidArgument naming the tensor or field.
+absl::Status CompleteModelConfig(const ModelSignature& signature,
+                                 inference::ModelConfig* config);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_MODEL_CONFIG_COMPLETION_H_

@@ -1,0 +1,107 @@
+#include "server/model_config_completion.h"
+
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+ModelSignature BatchedSignature() {
+  return ModelSignature{
+      {{"x", DataType::kFp32, {-1, 4}}, {"y", DataType::kInt64, {-1, 2, 3}}},
+      {{"out", DataType::kFp32, {-1, 10}}}};
+}
+
+inference::ModelConfig Config(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config));
+  config.set_name("m");
+  return config;
+}
+
+TEST(ModelConfigCompletionTest, EmptyConfigOfBatchedModelBatches) {
+  inference::ModelConfig config = Config("");
+  ASSERT_TRUE(CompleteModelConfig(BatchedSignature(), &config).ok());
+  EXPECT_EQ(config.max_batch_size(), kAutoMaxBatchSize);
+  EXPECT_TRUE(config.has_dynamic_batching());
+  ASSERT_EQ(config.input_size(), 2);
+  EXPECT_EQ(config.input(1).name(), "y");
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);
+  ASSERT_EQ(config.input(1).dims_size(), 2);  // batch dimension dropped
+  EXPECT_EQ(config.input(1).dims(0), 2);
+  EXPECT_EQ(config.output(0).dims(0), 10);
+  ASSERT_EQ(config.instance_group_size(), 1);
+  EXPECT_EQ(config.instance_group(0).kind(),
+            inference::ModelInstanceGroup::KIND_CPU);
+  EXPECT_EQ(config.instance_group(0).count(), 1);
+  EXPECT_EQ(config.platform(), "onnxruntime_onnx");
+}
+
+TEST(ModelConfigCompletionTest, FixedFirstDimensionDoesNotBatch) {
+  ModelSignature signature{{{"x", DataType::kFp32, {3, 4}}},
+                           {{"out", DataType::kFp32, {3}}}};
+  inference::ModelConfig config = Config("");
+  ASSERT_TRUE(CompleteModelConfig(signature, &config).ok());
+  EXPECT_EQ(config.max_batch_size(), 0);
+  EXPECT_FALSE(config.has_dynamic_batching());
+  EXPECT_EQ(config.input(0).dims_size(), 2);
+}
+
+TEST(ModelConfigCompletionTest, PartialConfigIsCompleted) {
+  inference::ModelConfig config =
+      Config("max_batch_size: 8 input [ { name: \"x\" } ]");
+  ASSERT_TRUE(CompleteModelConfig(BatchedSignature(), &config).ok());
+  EXPECT_EQ(config.input_size(), 2);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(config.output_size(), 1);
+  EXPECT_FALSE(config.has_dynamic_batching());  // not asked for
+}
+
+TEST(ModelConfigCompletionTest, MismatchesNameTheTensor) {
+  struct Case {
+    const char* config;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"max_batch_size: 8 input [ { name: \"z\" } ]", "'z'"},
+      {"max_batch_size: 8 input [ { name: \"x\" data_type: TYPE_INT32 } ]",
+       "'x'"},
+      {"max_batch_size: 8 input [ { name: \"x\" dims: [ 5 ] } ]", "'x'"},
+      {"max_batch_size: 8 output [ { name: \"out\" dims: [ 10, 1 ] } ]",
+       "'out'"},
+      {"max_batch_size: 8 input [ { name: \"x\" allow_ragged_batch: true } ]",
+       "'x'"},
+      {"max_batch_size: 4 dynamic_batching { preferred_batch_size: 8 }",
+       "preferred_batch_size"},
+      {"input [ { name: \"x\" } ] dynamic_batching { }", "max_batch_size"},
+      {"max_batch_size: 4 batch_input [ { target_name: \"n\" } ]",
+       "batch_input"},
+      {"max_batch_size: 4 model_transaction_policy { decoupled: true }",
+       "decoupled"},
+      {"max_batch_size: 4 dynamic_batching { priority_levels: 2 "
+       "default_priority_level: 3 }",
+       "default_priority_level"},
+      {"max_batch_size: 4 instance_group [ { kind: KIND_GPU } ]", "KIND_GPU"},
+      {"platform: \"tensorflow_savedmodel\"", "platform"},
+      {"max_batch_size: 4 sequence_batching { }", "sequence batching"},
+  };
+  for (const Case& c : cases) {
+    inference::ModelConfig config = Config(c.config);
+    absl::Status s = CompleteModelConfig(BatchedSignature(), &config);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.config;
+    EXPECT_NE(s.message().find(c.expected), std::string::npos)
+        << c.config << " -> " << s;
+  }
+}
+
+TEST(ModelConfigCompletionTest, BatchingNeedsVariableFirstDimension) {
+  ModelSignature signature{{{"x", DataType::kFp32, {3, 4}}},
+                           {{"out", DataType::kFp32, {3}}}};
+  inference::ModelConfig config = Config("max_batch_size: 4");
+  absl::Status s = CompleteModelConfig(signature, &config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'x'"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace coalesce

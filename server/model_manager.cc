@@ -1,0 +1,184 @@
+#include "server/model_manager.h"
+
+#include <charconv>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/model_config_io.h"
+#include "spdlog/spdlog.h"
+
+namespace coalesce {
+namespace {
+
+namespace fs = std::filesystem;
+
+void ShutdownEach(const std::vector<std::shared_ptr<ServedModel>>& models) {
+  for (const auto& m : models) m->batcher->Shutdown();
+}
+
+absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>> LoadVersions(
+    const fs::path& dir, const std::string& name, Clock* clock) {
+  auto config = ReadModelConfig(dir, name);
+  if (!config.ok()) return config.status();
+  const auto versions =
+      SelectVersions(config->version_policy(), ListVersionFolders(dir));
+  if (versions.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "model '", name, "' has no version folder selected by its policy"));
+  }
+  std::map<int64_t, std::shared_ptr<ServedModel>> served;
+  for (int64_t version : versions) {
+    auto model = LoadServedModel(dir, version, *config, clock);
+    if (!model.ok()) {
+      std::vector<std::shared_ptr<ServedModel>> loaded;
+      for (auto& [v, m] : served) loaded.push_back(m);
+      ShutdownEach(loaded);
+      return model.status();
+    }
+    served[version] = *std::move(model);
+  }
+  return served;
+}
+
+}  // namespace
+
+ModelManager::ModelManager(std::string repository, Clock* clock)
+    : repository_(std::move(repository)), clock_(clock) {}
+
+ModelManager::~ModelManager() { ShutdownAll(); }
+
+void ModelManager::Record(const std::string& name, ModelRecord record,
+                          std::vector<std::shared_ptr<ServedModel>>* replaced) {
+  absl::MutexLock lock(&mu_);
+  ModelRecord& slot = models_[name];
+  for (auto& [v, m] : slot.served) replaced->push_back(m);
+  slot = std::move(record);
+}
+
+absl::Status ModelManager::Load(const std::string& name) {
+  absl::MutexLock load_lock(&load_mu_);
+  const fs::path dir = fs::path(repository_) / name;
+  std::error_code ec;
+  if (name.empty() || name.find('/') != std::string::npos ||
+      !fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' is not in the repository"));
+  }
+  auto loaded = LoadVersions(dir, name, clock_);
+  ModelRecord record;
+  if (loaded.ok()) {
+    record.served = *std::move(loaded);
+    record.state = "READY";
+    spdlog::info("model '{}' loaded ({} version(s))", name,
+                 record.served.size());
+  } else {
+    record.state = "UNAVAILABLE";
+    record.reason = std::string(loaded.status().message());
+    spdlog::error("model '{}' failed to load: {}", name, record.reason);
+  }
+  std::vector<std::shared_ptr<ServedModel>> replaced;
+  Record(name, std::move(record), &replaced);
+  ShutdownEach(replaced);
+  return loaded.status();
+}
+
+absl::Status ModelManager::LoadAll() {
+  auto names = ListModelFolders(repository_);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) Load(name).IgnoreError();
+  return absl::OkStatus();
+}
+
+absl::Status ModelManager::Unload(const std::string& name) {
+  absl::MutexLock load_lock(&load_mu_);
+  std::vector<std::shared_ptr<ServedModel>> replaced;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.state != "READY") {
+      return absl::NotFoundError(
+          absl::StrCat("model '", name, "' is not loaded"));
+    }
+  }
+  Record(name, ModelRecord{{}, "UNAVAILABLE", "unloaded"}, &replaced);
+  ShutdownEach(replaced);
+  spdlog::info("model '{}' unloaded", name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<ServedModel>> ModelManager::Find(
+    const std::string& name, const std::string& version) const {
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end() || it->second.served.empty()) {
+    std::string why = it == models_.end() || it->second.reason.empty()
+                          ? ""
+                          : absl::StrCat(": ", it->second.reason);
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' is not ready", why));
+  }
+  const auto& served = it->second.served;
+  if (version.empty()) return served.rbegin()->second;
+  int64_t v = 0;
+  auto [end, ec] =
+      std::from_chars(version.data(), version.data() + version.size(), v);
+  auto found = served.end();
+  if (ec == std::errc() && end == version.data() + version.size()) {
+    found = served.find(v);
+  }
+  if (found == served.end()) {
+    return absl::NotFoundError(absl::StrCat("model '", name, "' version '",
+                                            version, "' is not ready"));
+  }
+  return found->second;
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<ServedModel>>> ModelManager::Served(
+    const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<ServedModel>> out;
+  for (const auto& [model_name, record] : models_) {
+    if (!name.empty() && model_name != name) continue;
+    for (const auto& [v, m] : record.served) out.push_back(m);
+  }
+  if (!name.empty() && out.empty()) {
+    return absl::NotFoundError(absl::StrCat("model '", name, "' is not ready"));
+  }
+  return out;
+}
+
+std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
+  auto names = ListModelFolders(repository_);
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, const ModelRecord*> all;
+  if (names.ok()) {
+    for (const auto& n : *names) all[n] = nullptr;
+  }
+  for (const auto& [n, record] : models_) all[n] = &record;
+  std::vector<ModelIndexEntry> entries;
+  for (const auto& [n, record] : all) {
+    if (record != nullptr && !record->served.empty()) {
+      for (const auto& [v, m] : record->served) {
+        entries.push_back({n, std::to_string(v), "READY", ""});
+      }
+    } else if (!ready_only) {
+      entries.push_back(
+          {n, "", record ? record->state : "", record ? record->reason : ""});
+    }
+  }
+  return entries;
+}
+
+void ModelManager::ShutdownAll() {
+  std::vector<std::shared_ptr<ServedModel>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [n, record] : models_) {
+      for (const auto& [v, m] : record.served) all.push_back(m);
+    }
+  }
+  ShutdownEach(all);
+}
+
+}  // namespace coalesce

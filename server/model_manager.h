@@ -1,0 +1,88 @@
+// ModelManager: which models of the repository are loaded, in what state,
+// and why not. Loads, reloads and unloads models; finds the ServedModel a
+// request is for.
+//
+// A model that fails to load (bad config, unparsable or unsupported ONNX) is
+// recorded UNAVAILABLE with its reason and logged; the others keep serving.
+// Thread-safe. Loading runs outside the state lock, one load at a time.
+#ifndef COALESCE_SERVER_MODEL_MANAGER_H_
+#define COALESCE_SERVER_MODEL_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "batching/clock.h"
+#include "server/served_model.h"
+
+namespace coalesce {
+
+// One row of RepositoryIndex.
+struct ModelIndexEntry {
+  std::string name;
+  std::string version;  // empty when the failure is not tied to a version
+  std::string state;    // READY, UNAVAILABLE, or empty when never loaded
+  std::string reason;
+};
+
+class ModelManager {
+ public:
+  // REQUIRES: clock outlives the manager.
+  ModelManager(std::string repository, Clock* clock);
+  ~ModelManager();  // ShutdownAll()
+
+  // (Re)loads every version the model's version policy selects. On failure
+  // the model's previous versions stay unloaded and the error (with reason)
+  // is returned and recorded. NotFound when the repository has no such model.
+  absl::Status Load(const std::string& name);
+
+  // Loads every model folder of the repository; failures are recorded and
+  // logged, not returned. Fails only when the repository cannot be read.
+  absl::Status LoadAll();
+
+  // Stops accepting requests for the model, drains its queues, and forgets
+  // it. NotFound when it is not loaded.
+  absl::Status Unload(const std::string& name);
+
+  // The served version: `version` empty means the latest ready one.
+  // NotFound naming the model (and version) otherwise.
+  absl::StatusOr<std::shared_ptr<ServedModel>> Find(
+      const std::string& name, const std::string& version) const;
+
+  // Every served version of `name` (all models when empty), by name then
+  // version. NotFound when a named model is not served.
+  absl::StatusOr<std::vector<std::shared_ptr<ServedModel>>> Served(
+      const std::string& name) const;
+
+  // Every model folder of the repository with its state; with `ready_only`
+  // only READY versions.
+  std::vector<ModelIndexEntry> Index(bool ready_only) const;
+
+  // Drains and shuts down every served model. Idempotent.
+  void ShutdownAll();
+
+ private:
+  struct ModelRecord {
+    std::map<int64_t, std::shared_ptr<ServedModel>> served;
+    std::string state;   // READY, UNAVAILABLE or empty (never loaded)
+    std::string reason;  // why UNAVAILABLE
+  };
+
+  void Record(const std::string& name, ModelRecord record,
+              std::vector<std::shared_ptr<ServedModel>>* replaced);
+
+  const std::string repository_;
+  Clock* const clock_;
+  absl::Mutex load_mu_;  // serializes Load/Unload; taken before mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, ModelRecord> models_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_MODEL_MANAGER_H_

@@ -1,0 +1,83 @@
+// ResponseSinks that write a request's outputs straight into the gRPC
+// response message (one raw_output_contents entry per output, so Triton's
+// clients find them by position) and complete the RPC.
+//
+// ProtoResponseSink holds the response being built and any input bytes the
+// decoder had to convert; subclasses decide how completion is delivered:
+// UnaryResponseSink finishes a unary ModelInfer call, StreamResponseSink hands
+// the response to its ModelStreamInfer stream. A sink is used by one thread at
+// a time (the batcher's contract), except IsCancelled, which is thread-safe.
+#ifndef COALESCE_SERVER_RESPONSE_SINKS_H_
+#define COALESCE_SERVER_RESPONSE_SINKS_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "batching/inference_request.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/grpc_service.pb.h"
+
+namespace coalesce {
+
+class StreamInferReactor;
+
+class ProtoResponseSink : public ResponseSink {
+ public:
+  explicit ProtoResponseSink(inference::ModelInferResponse* response)
+      : response_(response) {}
+
+  char* AddOutput(const std::string& name, DataType dtype, const Shape& shape,
+                  size_t byte_size) override;
+
+  // Buffers for input bytes converted while decoding; live as long as the sink.
+  std::deque<std::string>* converted() { return &converted_; }
+  inference::ModelInferResponse* response() { return response_; }
+
+ private:
+  inference::ModelInferResponse* response_;
+  std::deque<std::string> converted_;
+};
+
+// Completes a unary ModelInfer. `context`, `reactor` and `response` belong to
+// gRPC and stay valid until Finish.
+class UnaryResponseSink : public ProtoResponseSink {
+ public:
+  UnaryResponseSink(grpc::CallbackServerContext* context,
+                    grpc::ServerUnaryReactor* reactor,
+                    inference::ModelInferResponse* response)
+      : ProtoResponseSink(response), context_(context), reactor_(reactor) {}
+
+  void Finish(const absl::Status& status) override;
+  bool IsCancelled() const override { return context_->IsCancelled(); }
+
+ private:
+  grpc::CallbackServerContext* context_;
+  grpc::ServerUnaryReactor* reactor_;
+};
+
+// One request of a ModelStreamInfer stream. Owns the request message (the
+// stream reuses its read buffer) and the response it builds.
+class StreamResponseSink : public ProtoResponseSink {
+ public:
+  StreamResponseSink(StreamInferReactor* stream,
+                     std::unique_ptr<inference::ModelInferRequest> request);
+
+  const inference::ModelInferRequest& request() const { return *request_; }
+  void Finish(const absl::Status& status) override;
+  bool IsCancelled() const override;
+
+ private:
+  StreamResponseSink(
+      StreamInferReactor* stream,
+      std::unique_ptr<inference::ModelInferRequest> request,
+      std::unique_ptr<inference::ModelStreamInferResponse> message);
+
+  StreamInferReactor* stream_;
+  std::unique_ptr<inference::ModelInferRequest> request_;
+  std::unique_ptr<inference::ModelStreamInferResponse> message_;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_RESPONSE_SINKS_H_

@@ -1,0 +1,95 @@
+#include "server/served_model.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cpu_executor.h"
+#include "server/model_config_completion.h"
+#include "server/scheduler_options_from_config.h"
+#include "spdlog/spdlog.h"
+
+namespace coalesce {
+namespace {
+
+int InstanceCount(const inference::ModelConfig& config) {
+  int count = 0;
+  for (const auto& group : config.instance_group()) count += group.count();
+  return std::max(count, 1);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<ExecutorInstance>>> CreateInstances(
+    const std::shared_ptr<const Model>& model,
+    const inference::ModelConfig& config) {
+  const int count = InstanceCount(config);
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  CpuExecutorOptions options;
+  options.intra_op_threads = std::max(1, cores / count);
+  std::vector<std::unique_ptr<ExecutorInstance>> instances;
+  for (int i = 0; i < count; ++i) {
+    auto instance = CreateCpuExecutor(model, options);
+    if (!instance.ok()) return instance.status();
+    instances.push_back(*std::move(instance));
+  }
+  return instances;
+}
+
+// Config settings that are accepted but have no effect here, said once per
+// load so that nobody believes they took effect.
+void WarnIgnoredSettings(const inference::ModelConfig& config) {
+  auto warn = [&config](const char* what) {
+    spdlog::warn("model '{}': {} is ignored by this server", config.name(),
+                 what);
+  };
+  if (config.model_warmup_size() > 0) warn("model_warmup");
+  if (config.optimization().has_execution_accelerators()) {
+    warn("optimization.execution_accelerators");
+  }
+  if (config.response_cache().enable()) warn("response_cache");
+  if (config.has_dynamic_batching() &&
+      config.dynamic_batching().preserve_ordering()) {
+    warn("dynamic_batching.preserve_ordering");
+  }
+  for (const auto& group : config.instance_group()) {
+    if (group.has_rate_limiter()) warn("instance_group.rate_limiter");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
+    const std::filesystem::path& model_dir, int64_t version,
+    inference::ModelConfig config, Clock* clock) {
+  const std::string filename = config.default_model_filename().empty()
+                                   ? "model.onnx"
+                                   : config.default_model_filename();
+  const auto path = model_dir / std::to_string(version) / filename;
+  auto model = Model::LoadFromFile(path.string());
+  if (!model.ok()) {
+    return absl::Status(model.status().code(),
+                        absl::StrCat("version ", version, " (", filename,
+                                     "): ", model.status().message()));
+  }
+  if (absl::Status s = CompleteModelConfig((*model)->signature(), &config);
+      !s.ok()) {
+    return s;
+  }
+  WarnIgnoredSettings(config);
+  auto instances = CreateInstances(*model, config);
+  if (!instances.ok()) return instances.status();
+  auto batcher = DynamicBatcher::Create(
+      SchedulerOptionsFromConfig(config, (*model)->signature(), clock),
+      *std::move(instances));
+  if (!batcher.ok()) return batcher.status();
+  auto served = std::make_shared<ServedModel>();
+  served->name = config.name();
+  served->version = version;
+  served->config = std::move(config);
+  served->model = *std::move(model);
+  served->batcher = *std::move(batcher);
+  return served;
+}
+
+}  // namespace coalesce

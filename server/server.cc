@@ -1,0 +1,87 @@
+#include "server/server.h"
+
+#include <climits>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace coalesce {
+namespace {
+
+constexpr char kServiceName[] = "inference.GRPCInferenceService";
+
+void SetServing(grpc::Server* server, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+  health->SetServingStatus(kServiceName, serving);
+}
+
+absl::Status LoadModels(const ServerOptions& options, ModelManager* manager) {
+  if (options.model_control_mode == ModelControlMode::kNone) {
+    return manager->LoadAll();
+  }
+  for (const std::string& name : options.startup_models) {
+    // A failure is recorded and logged by the manager; keep serving.
+    manager->Load(name).IgnoreError();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<Server> server(new Server());
+  server->manager_ =
+      std::make_unique<ModelManager>(options.model_repository, RealClock());
+  server->service_ = std::make_unique<InferenceService>(
+      server->manager_.get(), RealClock(), options.model_control_mode);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address =
+      absl::StrCat(options.grpc_address, ":", options.grpc_port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxSendMessageSize(INT_MAX);
+  builder.RegisterService(server->service_.get());
+  server->grpc_server_ = builder.BuildAndStart();
+  if (server->grpc_server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  SetServing(server->grpc_server_.get(), false);
+  spdlog::info("listening on {}:{}", options.grpc_address, server->port_);
+
+  if (absl::Status s = LoadModels(options, server->manager_.get()); !s.ok()) {
+    server->Shutdown(std::chrono::seconds(0));
+    return s;
+  }
+  server->service_->set_ready(true);
+  SetServing(server->grpc_server_.get(), true);
+  spdlog::info("ready");
+  return server;
+}
+
+Server::~Server() { Shutdown(std::chrono::seconds(0)); }
+
+void Server::Shutdown(std::chrono::seconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  service_->set_ready(false);
+  SetServing(grpc_server_.get(), false);
+  spdlog::info(
+      "shutting down: finishing queued and in-flight requests "
+      "(up to {} s)",
+      grace.count());
+  grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
+  manager_->ShutdownAll();
+  grpc_server_->Wait();
+  spdlog::info("shut down");
+}
+
+}  // namespace coalesce

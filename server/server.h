@@ -1,0 +1,50 @@
+// Server: coalesce-server's process-level object. Binds the gRPC port, serves
+// GRPCInferenceService, grpc.health.v1.Health and server reflection, loads
+// the repository's models, and shuts down gracefully.
+//
+// Start() returns a listening, serving server; Shutdown() is called once, from
+// one thread (main, after SIGTERM/SIGINT).
+#ifndef COALESCE_SERVER_SERVER_H_
+#define COALESCE_SERVER_SERVER_H_
+
+#include <chrono>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "server/inference_service.h"
+#include "server/model_manager.h"
+#include "server/server_options.h"
+
+namespace coalesce {
+
+class Server {
+ public:
+  // Binds, starts serving (live, not ready), loads the models the control
+  // mode asks for (failures are recorded per model, not fatal), then turns
+  // ready. Fails when the port cannot be bound or the repository read.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(
+      const ServerOptions& options);
+
+  ~Server();
+
+  int port() const { return port_; }
+
+  // Stops accepting new RPCs (health NOT_SERVING, ServerReady false), lets
+  // queued and in-flight requests finish for up to `grace`, cancels what is
+  // left, then drains every model's queue.
+  void Shutdown(std::chrono::seconds grace);
+
+ private:
+  Server() = default;
+
+  std::unique_ptr<ModelManager> manager_;
+  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_SERVER_H_

@@ -1,0 +1,40 @@
+// ServerOptions: everything coalesce-server is told on its command line, and
+// ParseServerFlags, which builds it. Plain value type.
+#ifndef COALESCE_SERVER_SERVER_OPTIONS_H_
+#define COALESCE_SERVER_SERVER_OPTIONS_H_
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace coalesce {
+
+enum class ModelControlMode {
+  kNone,      // load every model of the repository at start; no load/unload
+  kExplicit,  // load only --load-model models; RepositoryModelLoad/Unload work
+};
+
+struct ServerOptions {
+  std::string model_repository;
+  std::string grpc_address = "0.0.0.0";
+  int grpc_port = 8001;  // 0 = any free port; the bound port is logged
+  ModelControlMode model_control_mode = ModelControlMode::kNone;
+  std::vector<std::string> startup_models;  // --load-model, explicit mode
+  std::string log_level = "info";
+  // How long SIGTERM/SIGINT waits for queued and in-flight requests.
+  std::chrono::seconds exit_timeout{30};
+  bool show_help = false;
+};
+
+// Parses argv. InvalidArgument with a message naming the bad flag.
+absl::StatusOr<ServerOptions> ParseServerFlags(int argc,
+                                               const char* const* argv);
+
+// The text printed for --help.
+std::string ServerUsage();
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_SERVER_OPTIONS_H_

@@ -1,0 +1,70 @@
+#include "server/server_options.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+absl::StatusOr<ServerOptions> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "coalesce-server");
+  return ParseServerFlags(static_cast<int>(args.size()), args.data());
+}
+
+TEST(ServerOptionsTest, DefaultsMatchTriton) {
+  auto options = Parse({"--model-repository", "/models"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->model_repository, "/models");
+  EXPECT_EQ(options->grpc_port, 8001);
+  EXPECT_EQ(options->model_control_mode, ModelControlMode::kNone);
+  EXPECT_EQ(options->exit_timeout.count(), 30);
+}
+
+TEST(ServerOptionsTest, ParsesEveryFlagInBothForms) {
+  auto options = Parse({"--model-repository=/m", "--grpc-port", "0",
+                        "--grpc-address=127.0.0.1", "--model-control-mode",
+                        "explicit", "--load-model", "a", "--load-model=b",
+                        "--log-level", "debug", "--exit-timeout-secs", "5"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->grpc_port, 0);
+  EXPECT_EQ(options->grpc_address, "127.0.0.1");
+  EXPECT_EQ(options->model_control_mode, ModelControlMode::kExplicit);
+  EXPECT_EQ(options->startup_models, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(options->log_level, "debug");
+  EXPECT_EQ(options->exit_timeout.count(), 5);
+}
+
+TEST(ServerOptionsTest, RejectsBadInputNamingTheFlag) {
+  struct Case {
+    std::vector<const char*> args;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {{"--grpc-port", "70000", "--model-repository", "m"}, "--grpc-port"},
+      {{"--grpc-port", "12x", "--model-repository", "m"}, "--grpc-port"},
+      {{"--model-control-mode", "poll", "--model-repository", "m"},
+       "--model-control-mode"},
+      {{"--log-level", "loud", "--model-repository", "m"}, "--log-level"},
+      {{"--bogus", "1"}, "--bogus"},
+      {{"--model-repository"}, "--model-repository"},
+      {{"--grpc-port", "1"}, "--model-repository"},
+  };
+  for (const Case& c : cases) {
+    auto options = Parse(c.args);
+    ASSERT_FALSE(options.ok()) << c.expected;
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(options.status().message().find(c.expected), std::string::npos)
+        << options.status();
+  }
+}
+
+TEST(ServerOptionsTest, HelpNeedsNoRepository) {
+  auto options = Parse({"--help"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->show_help);
+  EXPECT_NE(ServerUsage().find("--exit-timeout-secs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coalesce
