@@ -1,0 +1,102 @@
+"""Triton's perf_analyzer against the server (a real, unmodified Triton client).
+
+perf_analyzer comes from the PyPI package perf-analyzer, whose wheels (2.58+) are
+tagged manylinux_2_38: on Debian 12 (glibc 2.36) plain `pip install perf-analyzer`
+installs the 0.1.0 placeholder without a binary. tests/e2e/perf_analyzer/setup.sh
+downloads the real wheel and makes it run there (see compat.cc). The binary is
+looked up in $PERF_ANALYZER, build/perf_analyzer/perf_analyzer, then PATH.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from e2e_util import get_stats
+
+HOW_TO = ("run `bash tests/e2e/perf_analyzer/setup.sh` (pip's perf-analyzer wheels need "
+          "glibc >= 2.38 and GCC 13's libstdc++; on older systems pip installs the 0.1.0 "
+          "placeholder without a binary)")
+
+
+def find_perf_analyzer():
+    candidates = []
+    if os.environ.get("PERF_ANALYZER"):
+        candidates.append(Path(os.environ["PERF_ANALYZER"]))
+    candidates.append(REPO_ROOT / "build" / "perf_analyzer" / "perf_analyzer")
+    on_path = shutil.which("perf_analyzer")
+    if on_path:
+        candidates.append(Path(on_path))
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def usable_perf_analyzer():
+    """Path of a perf_analyzer that starts here, or pytest.skip with the reason."""
+    path = find_perf_analyzer()
+    if path is None:
+        pytest.skip(f"perf_analyzer not found: {HOW_TO}")
+    try:
+        probe = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"{path} cannot run: {exc!r}; {HOW_TO}")
+    output = probe.stdout + probe.stderr
+    if probe.returncode != 0 or "Perf Analyzer" not in output:
+        lines = [l for l in output.splitlines() if l.strip()][:3]
+        pytest.skip(f"{path} does not start (exit {probe.returncode}): {' | '.join(lines)}; {HOW_TO}")
+    return path
+
+
+def run_perf_analyzer(path, server, *args, timeout=180):
+    cmd = [str(path), "-i", "grpc", "-u", server.url, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return proc, f"$ {' '.join(cmd)}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n" + \
+        "\n".join(l for l in proc.stderr.splitlines() if "weak version" not in l)
+
+
+def test_perf_analyzer_mlp_classifier(server, client):
+    path = usable_perf_analyzer()
+    before = get_stats(client, "mlp_classifier")
+    proc, report = run_perf_analyzer(
+        path, server,
+        "-m", "mlp_classifier", "-b", "1",
+        "--concurrency-range", "8",
+        "--measurement-interval", "1500",
+        "--max-trials", "5",
+        "--stability-percentage", "100",
+    )
+    assert proc.returncode == 0, report
+    out = proc.stdout
+    assert "Concurrency: 8" in out, report
+    # server-side statistics (from ModelStatistics) are printed under "Server:"
+    assert re.search(r"Server:\s*\n\s*Inference count: \d+", out), report
+    m = re.search(r"Inference count: (\d+)", out)
+    e = re.search(r"Execution count: (\d+)", out)
+    assert m and e and int(m.group(1)) > 0 and int(e.group(1)) > 0, report
+    assert re.search(r"Throughput: [\d.]+ infer/sec", out), report
+    after = get_stats(client, "mlp_classifier")
+    inferences = after.inference_count - before.inference_count
+    executions = after.execution_count - before.execution_count
+    assert inferences > 0
+    # 8 concurrent clients on one instance with dynamic batching: batches form
+    assert executions < inferences, (inferences, executions)
+
+
+def test_perf_analyzer_streaming_two_io(server):
+    path = usable_perf_analyzer()
+    proc, report = run_perf_analyzer(
+        path, server,
+        "-m", "two_io", "-b", "2", "--streaming",
+        "--concurrency-range", "4",
+        "--measurement-interval", "1000",
+        "--max-trials", "5",
+        "--stability-percentage", "100",
+    )
+    assert proc.returncode == 0, report
+    assert re.search(r"Throughput: [\d.]+ infer/sec", proc.stdout), report

@@ -1,0 +1,134 @@
+"""Broken models in the repository, and explicit model control (load/unload)."""
+
+import numpy as np
+import pytest
+from tritonclient.utils import InferenceServerException
+
+import generate_models as gm
+from conftest import tiny_config, wait_for
+from e2e_util import make_inputs, status_name
+
+
+def index_by_name(client):
+    out = {}
+    for m in client.get_model_repository_index().models:
+        out.setdefault(m.name, []).append(m)
+    return out
+
+
+def tiny_ok(client, model, value=1.0):
+    x = np.full((2, 4), value, np.float32)
+    result = client.infer(model, make_inputs(x=x), client_timeout=30)
+    np.testing.assert_array_equal(result.as_numpy("y"), x * 2 + 1)
+
+
+@pytest.fixture
+def broken_repo(tmp_path):
+    repo = tmp_path / "repo_broken"
+    gm.write_model(repo, "good", gm.make_tiny_model(), tiny_config("good", 8, ""))
+    gm.write_model(repo, "bad_op", gm.make_unsupported_op_model("Cos"), tiny_config("bad_op"))
+    gm.write_model(repo, "bad_bytes", gm.garbage_bytes(), tiny_config("bad_bytes"))
+    # config that contradicts the model: the input is called 'x' in the graph
+    wrong = tiny_config("bad_config").replace('name: "x"', 'name: "not_in_graph"')
+    gm.write_model(repo, "bad_config", gm.make_tiny_model(), wrong)
+    return repo
+
+
+def test_broken_models_are_unavailable_and_others_serve(start_server, broken_repo):
+    srv = start_server(broken_repo)
+    client = srv.client()
+    index = index_by_name(client)
+    assert set(index) == {"good", "bad_op", "bad_bytes", "bad_config"}, index
+    assert any(m.state == "READY" for m in index["good"]), index["good"]
+    for name in ("bad_op", "bad_bytes", "bad_config"):
+        entries = index[name]
+        assert all(m.state == "UNAVAILABLE" for m in entries), entries
+        assert all(m.reason for m in entries), f"{name}: no reason given: {entries}"
+    assert any("Cos" in m.reason for m in index["bad_op"]), index["bad_op"]
+    bad_bytes_reason = " ".join(m.reason for m in index["bad_bytes"]).lower()
+    assert any(w in bad_bytes_reason for w in ("onnx", "parse", "protobuf", "model.onnx", "invalid")), \
+        bad_bytes_reason
+    assert any("not_in_graph" in m.reason for m in index["bad_config"]), index["bad_config"]
+
+    assert client.is_server_live()
+    assert client.is_model_ready("good")
+    for name in ("bad_op", "bad_bytes", "bad_config"):
+        assert not client.is_model_ready(name)
+        with pytest.raises(InferenceServerException) as ei:
+            client.infer(name, make_inputs(x=np.ones((1, 4), np.float32)))
+        assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+    tiny_ok(client, "good")
+
+
+def test_explicit_model_control(start_server, tmp_path):
+    repo = tmp_path / "repo_explicit"
+    for name in ("alpha", "beta"):
+        gm.write_model(repo, name, gm.make_tiny_model(), tiny_config(name, 8, "max_queue_delay_microseconds: 1000"))
+    srv = start_server(repo, "--model-control-mode", "explicit", "--load-model", "alpha")
+    client = srv.client()
+
+    assert client.is_model_ready("alpha")
+    assert not client.is_model_ready("beta")
+    index = index_by_name(client)
+    assert {"alpha", "beta"} <= set(index), index  # unloaded models are listed too
+    assert any(m.state == "READY" for m in index["alpha"])
+    assert not any(m.state == "READY" for m in index["beta"])
+    tiny_ok(client, "alpha")
+    with pytest.raises(InferenceServerException) as ei:
+        client.infer("beta", make_inputs(x=np.ones((1, 4), np.float32)))
+    assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+
+    # load
+    client.load_model("beta", client_timeout=60)
+    wait_for(lambda: client.is_model_ready("beta"), 30, what="beta ready")
+    tiny_ok(client, "beta", 5.0)
+    assert any(m.state == "READY" for m in index_by_name(client)["beta"])
+
+    # unload
+    client.unload_model("alpha", client_timeout=60)
+    wait_for(lambda: not client.is_model_ready("alpha"), 30, what="alpha unloaded")
+    with pytest.raises(InferenceServerException) as ei:
+        client.infer("alpha", make_inputs(x=np.ones((1, 4), np.float32)))
+    assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+    index = index_by_name(client)
+    assert "alpha" in index and not any(m.state == "READY" for m in index["alpha"]), index.get("alpha")
+    tiny_ok(client, "beta")
+
+    # a model added to the repository after start-up can be loaded
+    gm.write_model(repo, "gamma", gm.make_tiny_model(), tiny_config("gamma"))
+    client.load_model("gamma", client_timeout=60)
+    wait_for(lambda: client.is_model_ready("gamma"), 30, what="gamma ready")
+    tiny_ok(client, "gamma", -1.0)
+
+    # reload after unload
+    client.load_model("alpha", client_timeout=60)
+    wait_for(lambda: client.is_model_ready("alpha"), 30, what="alpha reloaded")
+    tiny_ok(client, "alpha", 2.0)
+
+    # loading something that is not there fails and changes nothing
+    with pytest.raises(InferenceServerException):
+        client.load_model("no_such_model", client_timeout=60)
+    assert client.is_model_ready("beta")
+
+
+def test_explicit_load_of_broken_model_fails(start_server, tmp_path):
+    repo = tmp_path / "repo_explicit_broken"
+    gm.write_model(repo, "ok", gm.make_tiny_model(), tiny_config("ok"))
+    gm.write_model(repo, "bad_op", gm.make_unsupported_op_model("Cos"), tiny_config("bad_op"))
+    srv = start_server(repo, "--model-control-mode", "explicit")
+    client = srv.client()
+    assert not client.is_model_ready("ok")
+    with pytest.raises(InferenceServerException) as ei:
+        client.load_model("bad_op", client_timeout=60)
+    assert "Cos" in ei.value.message(), ei.value.message()
+    assert not client.is_model_ready("bad_op")
+    client.load_model("ok", client_timeout=60)
+    wait_for(lambda: client.is_model_ready("ok"), 30, what="ok ready")
+    tiny_ok(client, "ok")
+
+
+def test_load_unload_rejected_in_mode_none(client):
+    """With --model-control-mode none the repository is fixed (Triton answers with an error)."""
+    with pytest.raises(InferenceServerException):
+        client.unload_model("tiny_plain", client_timeout=30)
+    assert client.is_model_ready("tiny_plain")
