@@ -57,9 +57,9 @@ class BatchCollector {
     return plan_.batch_size < policy_.max_batch_size;
   }
 
-  bool full() const {
-    return blocked_ || plan_.batch_size == policy_.max_batch_size;
-  }
+  // The next candidate did not fit: waiting cannot grow the batch.
+  bool blocked() const { return blocked_; }
+  bool full() const { return plan_.batch_size == policy_.max_batch_size; }
   Clock::TimePoint oldest() const { return oldest_; }
   // Members up to the largest preferred size reached (0 = none reached).
   size_t preferred_count() const { return preferred_count_; }
@@ -98,10 +98,13 @@ BatchPlan PlanBatch(RequestQueue& queue, const BatchingPolicy& policy,
   const Clock::TimePoint delay_end =
       AddSaturating(collector.oldest(), policy.max_queue_delay);
   if (collector.full() || drain || now >= delay_end) {
-    plan.ready = true;
+    plan.ready = true;  // Everything collected.
   } else if (collector.preferred_count() > 0) {
+    // Cut at the largest preferred size reached, also when blocked.
     plan.members.resize(collector.preferred_count());
     plan.batch_size = collector.preferred_size();
+    plan.ready = true;
+  } else if (collector.blocked()) {
     plan.ready = true;
   } else {
     plan.ready_at = delay_end;

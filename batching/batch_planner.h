@@ -7,13 +7,16 @@
 // added while their whole batch dim fits in max_batch_size; the first one that
 // does not fit ends the batch. Cancelled candidates are reported instead.
 //
-// The batch is ready at once when
-//   - it is full (size == max_batch_size, or the next candidate did not fit),
-//   - or its size prefix reached a preferred batch size: the batch is cut at
-//     the largest preferred size reached (the rest stays queued),
+// The batch is ready at once, with every member collected, when
+//   - its size == max_batch_size,
 //   - or the oldest member has waited max_queue_delay (0 = always),
 //   - or `drain` is set (shutdown: nothing more will arrive).
-// Otherwise it becomes ready at oldest member's enqueue time + delay.
+// Otherwise, if its size prefix reached a preferred batch size, it is ready
+// at once cut at the largest preferred size reached (the rest stays queued,
+// in order); this also holds when the next candidate did not fit (Triton).
+// Otherwise, if the next candidate did not fit (waiting cannot grow it), it
+// is ready at once with every member. Otherwise it becomes ready at the
+// oldest member's enqueue time + delay.
 // Without batching (max_batch_size 0 or dynamic_batching off) the batch is
 // the first live request alone, ready at once.
 //

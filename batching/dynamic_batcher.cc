@@ -100,6 +100,14 @@ absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
   return absl::OkStatus();
 }
 
+void DynamicBatcher::NotifyCancelled() {
+  {
+    absl::MutexLock lock(&mu_);
+    cancel_scan_pending_ = true;
+  }
+  cv_.Signal();
+}
+
 void DynamicBatcher::Shutdown() {
   std::call_once(shutdown_once_, [this] {
     {
@@ -134,7 +142,7 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
   while (true) {
     const Clock::TimePoint now = clock_->Now();
     Work work;
-    work.rejected = queue_.TakeExpired(now);
+    work.rejected = TakeRejections(now);
     if (!work.rejected.empty()) return work;
     if (queue_.empty() && shutting_down_) {
       work.exit = true;
@@ -144,9 +152,8 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
     if (!queue_.empty() && !free_slots_.empty()) {
       const BatchPlan plan = PlanBatch(queue_, policy_, now, shutting_down_);
       for (const RequestQueue::Ref& ref : plan.cancelled) {
-        work.rejected.push_back(RequestQueue::Rejection{
-            queue_.Take(ref),
-            absl::CancelledError("request cancelled while queued")});
+        work.rejected.push_back(
+            RequestQueue::Rejection{queue_.Take(ref), CancelledWhileQueued()});
       }
       if (!work.rejected.empty()) return work;  // The plan is stale now.
       if (plan.ready) {
@@ -157,6 +164,18 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
     }
     clock_->WaitUntil(&mu_, &cv_, wake);
   }
+}
+
+std::vector<RequestQueue::Rejection> DynamicBatcher::TakeRejections(
+    Clock::TimePoint now) {
+  std::vector<RequestQueue::Rejection> rejected = queue_.TakeExpired(now);
+  if (cancel_scan_pending_) {
+    cancel_scan_pending_ = false;
+    for (RequestQueue::Rejection& r : queue_.TakeCancelled()) {
+      rejected.push_back(std::move(r));
+    }
+  }
+  return rejected;
 }
 
 std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(

@@ -62,6 +62,16 @@ class DynamicBatcher {
   //     requests, or after Shutdown began.
   absl::Status Enqueue(std::unique_ptr<InferenceRequest>* request);
 
+  // Tells the batcher that some queued request's sink may now report
+  // IsCancelled(): wakes the scheduler, which answers every queued request
+  // whose sink is cancelled with Cancelled (it never executes) and frees its
+  // queue place. Requests already in a batch are not affected. Cheap (takes
+  // the lock only to set a flag) and never calls a sink on the caller's
+  // thread; any thread, any number of times, also after Shutdown (no-op).
+  // The frontend calls it from its cancellation callback, after the sink
+  // starts reporting IsCancelled().
+  void NotifyCancelled();
+
   // Stops accepting requests, runs everything queued (without waiting for
   // max_queue_delay), and waits for all in-flight batches to be answered.
   // Idempotent; every caller blocks until drained.
@@ -90,6 +100,8 @@ class DynamicBatcher {
                      RequestLayout layout);
   void SchedulerLoop();
   Work AwaitWork();
+  std::vector<RequestQueue::Rejection> TakeRejections(Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<Batch> TakeBatch(const BatchPlan& plan, Clock::TimePoint now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Execute(std::shared_ptr<Batch> batch);
@@ -106,11 +118,14 @@ class DynamicBatcher {
   ModelStats stats_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // Wakes the scheduler: request, free slot, shutdown.
+  // Wakes the scheduler: request, free slot, cancellation, shutdown.
+  absl::CondVar cv_;
   RequestQueue queue_ ABSL_GUARDED_BY(mu_);
   std::deque<SlotRef> free_slots_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by NotifyCancelled: the scheduler scans the queue for cancellations.
+  bool cancel_scan_pending_ ABSL_GUARDED_BY(mu_) = false;
 
   std::once_flag shutdown_once_;
   std::thread scheduler_;

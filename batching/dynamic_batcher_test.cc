@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -182,6 +183,47 @@ TEST_F(DynamicBatcherTest, BatchIsCutAtLargestPreferredSizeReached) {
   clock_.Advance(Ms(1000));
   fakes_[0]->AwaitBatches(3);
   EXPECT_THAT(Heads(2), ElementsAre(4));
+}
+
+TEST_F(DynamicBatcherTest, BlockedBatchIsCutAtPreferredSizeBeforeTheDelay) {
+  SchedulerOptions options = Options(/*max_batch_size=*/8, Ms(1000));
+  options.preferred_batch_sizes = {4};
+  Start(options);
+  Send(100, /*rows=*/8);  // Full: occupies the only slot.
+  fakes_[0]->AwaitBatches(1);
+  Send(1, /*rows=*/2);
+  Send(10, /*rows=*/2);
+  Send(20, /*rows=*/2);
+  Send(30, /*rows=*/3);  // 2 + 2 + 2 + 3 > 8: blocks the batch at 6.
+  fakes_[0]->CompleteNextBatch();
+  fakes_[0]->AwaitBatches(2);
+  EXPECT_THAT(Heads(1), ElementsAre(1, 3, 10, 12));
+  fakes_[0]->CompleteNextBatch();
+  // 2 + 3 rows: neither full nor preferred, so they wait for the delay.
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(1000));
+  EXPECT_EQ(fakes_[0]->batches().size(), 2u);
+  clock_.Advance(Ms(1000));
+  fakes_[0]->AwaitBatches(3);
+  EXPECT_THAT(Heads(2), ElementsAre(20, 22, 30, 32, 34));
+}
+
+TEST_F(DynamicBatcherTest, BlockedBatchSendsAllPendingOnceTheDelayPassed) {
+  SchedulerOptions options = Options(/*max_batch_size=*/8, Ms(10));
+  options.preferred_batch_sizes = {4};
+  Start(options);
+  Send(100, /*rows=*/8);  // Full: occupies the only slot.
+  fakes_[0]->AwaitBatches(1);
+  Send(1, /*rows=*/2);
+  Send(10, /*rows=*/2);
+  Send(20, /*rows=*/2);
+  Send(30, /*rows=*/3);
+  clock_.Advance(Ms(10));  // The oldest's delay passes while the slot is busy.
+  fakes_[0]->CompleteNextBatch();
+  fakes_[0]->AwaitBatches(2);
+  EXPECT_THAT(Heads(1), ElementsAre(1, 3, 10, 12, 20, 22));
+  fakes_[0]->CompleteNextBatch();
+  fakes_[0]->AwaitBatches(3);
+  EXPECT_THAT(Heads(2), ElementsAre(30, 32, 34));
 }
 
 TEST_F(DynamicBatcherTest, BatchGrowsWhileTheOnlySlotIsBusy) {
@@ -381,6 +423,54 @@ TEST_F(DynamicBatcherTest, CancelledRequestIsAnsweredCancelledAndNeverRuns) {
   EXPECT_EQ(gone->AwaitFinish().code(), absl::StatusCode::kCancelled);
 }
 
+TEST_F(DynamicBatcherTest, NotifyCancelledAnswersAtOnceAndFreesTheQueuePlace) {
+  SchedulerOptions options = Options(/*max_batch_size=*/8, Ms(1000));
+  options.default_queue_policy.max_queue_size = 1;
+  Start(options);
+  auto gone = Send(1);
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(1000));  // Waiting for delay.
+  std::shared_ptr<SinkRecord> record;
+  auto request = Request(2, 1, &record);
+  EXPECT_EQ(batcher_->Enqueue(&request).code(), absl::StatusCode::kUnavailable);
+  gone->Cancel();
+  batcher_->NotifyCancelled();
+  const absl::Status status = gone->AwaitFinish();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(status.message(), HasSubstr("cancelled while queued"));
+  EXPECT_EQ(clock_.Now(), start_);  // Answered before the delay passed.
+  EXPECT_EQ(batcher_->Stats().fail.count, 2u);   // Rejection + cancellation.
+  auto kept = Send(std::move(request), record);  // The place is free again.
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(1000));
+  clock_.Advance(Ms(1000));
+  fakes_[0]->AwaitBatches(1);
+  EXPECT_THAT(Heads(0), ElementsAre(2));  // The cancelled request never ran.
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(kept->AwaitFinish().ok());
+  EXPECT_EQ(gone->finish_calls(), 1);
+}
+
+TEST_F(DynamicBatcherTest, NotifyCancelledAnswersWhileEverySlotIsBusy) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)));
+  auto running = Send(1);
+  fakes_[0]->AwaitBatches(1);
+  auto gone = Send(2);
+  auto kept = Send(3);
+  gone->Cancel();
+  running->Cancel();  // Already in a batch: runs to completion.
+  batcher_->NotifyCancelled();
+  EXPECT_EQ(gone->AwaitFinish().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(running->finished());
+  EXPECT_FALSE(kept->finished());
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(running->AwaitFinish().ok());
+  fakes_[0]->AwaitBatches(2);
+  EXPECT_THAT(Heads(1), ElementsAre(3));
+  fakes_[0]->CompleteNextBatch();
+  batcher_->Shutdown();
+  batcher_->NotifyCancelled();  // After Shutdown: a no-op.
+  EXPECT_TRUE(kept->AwaitFinish().ok());
+}
+
 TEST_F(DynamicBatcherTest, GathersAndScattersMixedBatchSizes) {
   SchedulerOptions options = Options(/*max_batch_size=*/8, Ms(0));
   options.inputs = {{"a", DataType::kFp32, {2}}, {"b", DataType::kInt64, {1}}};
@@ -490,13 +580,28 @@ TEST_F(DynamicBatcherTest, ShutdownDrainsQueuedWorkAndRejectsNewRequests) {
 }
 
 TEST_F(DynamicBatcherTest, ShutdownWaitsForInFlightBatches) {
-  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)));
-  auto a = Send(1);
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(1000)));
+  auto a = Send(1, /*rows=*/8);  // Full: runs at once.
   fakes_[0]->AwaitBatches(1);
-  std::thread shutdown([this] { batcher_->Shutdown(); });
+  auto b = Send(100);  // Waits for the delay, which never passes.
+  std::atomic<bool> returned{false};
+  std::thread shutdown([this, &returned] {
+    batcher_->Shutdown();
+    returned = true;
+  });
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(a->AwaitFinish().ok());
+  // The clock never moves, so b's batch forms only because Shutdown drains
+  // the queue. Once it is copied in the queue is empty and the scheduler
+  // exits; the batch stays uncompleted, so Shutdown must still be waiting.
+  fakes_[0]->AwaitBatches(2);
+  EXPECT_FALSE(returned);
+  EXPECT_FALSE(b->finished());
   fakes_[0]->CompleteNextBatch();
   shutdown.join();
-  EXPECT_TRUE(a->finished());
+  EXPECT_TRUE(returned);
+  EXPECT_TRUE(b->finished());
+  EXPECT_EQ(b->AwaitFinish(), absl::OkStatus());
 }
 
 TEST_F(DynamicBatcherTest, ValidationErrorsNameTheTensorAndLeaveTheRequest) {

@@ -27,6 +27,10 @@ std::optional<Clock::Duration> QueueTimeout(const QueuePolicy& policy,
 
 }  // namespace
 
+absl::Status CancelledWhileQueued() {
+  return absl::CancelledError("request cancelled while queued");
+}
+
 RequestQueue::RequestQueue(const SchedulerOptions& options) {
   const uint32_t count = std::max<uint32_t>(1, options.priority_levels);
   levels_.resize(count);
@@ -90,6 +94,21 @@ std::vector<RequestQueue::Rejection> RequestQueue::TakeExpired(
   return rejected;
 }
 
+std::vector<RequestQueue::Rejection> RequestQueue::TakeCancelled() {
+  std::vector<Rejection> rejected;
+  for (Level& level : levels_) {
+    for (List* list : {&level.pending, &level.delayed}) {
+      for (auto it = list->begin(); it != list->end();) {
+        auto current = it++;
+        if (!current->request->sink->IsCancelled()) continue;
+        rejected.push_back(
+            Rejection{Take(Ref{list, current}), CancelledWhileQueued()});
+      }
+    }
+  }
+  return rejected;
+}
+
 void RequestQueue::ExpireList(Level& level, List& list, Clock::TimePoint now,
                               std::vector<Rejection>* rejected) {
   for (auto it = list.begin(); it != list.end();) {
@@ -99,7 +118,7 @@ void RequestQueue::ExpireList(Level& level, List& list, Clock::TimePoint now,
     if (q.request->deadline <= now) {
       status = absl::DeadlineExceededError("deadline exceeded while queued");
     } else if (q.request->sink->IsCancelled()) {
-      status = absl::CancelledError("request cancelled while queued");
+      status = CancelledWhileQueued();
     } else if (q.timeout_at <= now) {
       if (level.policy.timeout_action == QueuePolicy::TimeoutAction::kReject) {
         status = absl::UnavailableError("request timed out in queue");

@@ -26,6 +26,9 @@
 
 namespace coalesce {
 
+// The status of a request answered because its client cancelled it.
+absl::Status CancelledWhileQueued();
+
 class RequestQueue {
  public:
   using List = std::list<QueuedRequest>;
@@ -64,6 +67,10 @@ class RequestQueue {
   // timeout has passed behind their level's non-delayed requests. Scans only
   // when some request's expiry is due.
   std::vector<Rejection> TakeExpired(Clock::TimePoint now);
+
+  // Removes and returns every request whose sink reports cancellation
+  // (Cancelled), whatever its expiry. Scans the whole queue.
+  std::vector<Rejection> TakeCancelled();
 
   // Earliest queue timeout or deadline among queued requests; max() if none.
   Clock::TimePoint NextExpiry() const;

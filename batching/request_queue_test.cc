@@ -125,6 +125,32 @@ TEST_F(RequestQueueTest, ExpiryAnswersDeadlineTimeoutAndCancel) {
   EXPECT_EQ(queue.NextExpiry(), kT0 + Ms(9));
 }
 
+TEST_F(RequestQueueTest, TakeCancelledScansEveryLevelWhateverItsExpiry) {
+  options_.priority_levels = 2;
+  options_.default_priority_level = 2;
+  options_.default_queue_policy.max_queue_size = 2;
+  options_.default_queue_policy.default_timeout = Ms(5);
+  options_.default_queue_policy.timeout_action =
+      QueuePolicy::TimeoutAction::kDelay;
+  RequestQueue queue(options_);
+  auto delayed = Push(queue, "delayed", 2);
+  EXPECT_TRUE(queue.TakeExpired(kT0 + Ms(5)).empty());  // Now delayed.
+  auto high = Push(queue, "high", 1, kT0 + Ms(5));
+  Push(queue, "kept", 2, kT0 + Ms(5));
+  EXPECT_EQ(queue.CheckRoom(2).code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(queue.TakeCancelled().empty());
+  delayed->Cancel();
+  high->Cancel();
+  const std::vector<RequestQueue::Rejection> rejected = queue.TakeCancelled();
+  EXPECT_THAT(Codes(rejected), ElementsAre(absl::StatusCode::kCancelled,
+                                           absl::StatusCode::kCancelled));
+  EXPECT_EQ(rejected[0].request.request->id, "high");
+  EXPECT_EQ(rejected[1].request.request->id, "delayed");
+  EXPECT_THAT(Order(queue), ElementsAre("kept"));
+  EXPECT_TRUE(queue.CheckRoom(2).ok());
+  EXPECT_EQ(queue.NextExpiry(), kT0 + Ms(10));
+}
+
 TEST_F(RequestQueueTest, DelayedRequestsGoBehindTheirLevel) {
   options_.priority_levels = 2;
   options_.default_priority_level = 2;
