@@ -17,17 +17,36 @@ Clock::TimePoint InferHandler::ToClockDeadline(
          std::chrono::duration_cast<Clock::Duration>(deadline - now);
 }
 
-void InferHandler::Submit(const inference::ModelInferRequest& proto,
-                          std::chrono::system_clock::time_point deadline,
-                          std::unique_ptr<ProtoResponseSink> sink) {
+absl::Status InferHandler::Enqueue(const inference::ModelInferRequest& proto,
+                                   inference::ModelInferResponse* response,
+                                   std::shared_ptr<ServedModel>* served,
+                                   std::unique_ptr<InferenceRequest>* request) {
+  // The response must be complete before Enqueue: once queued, the request
+  // may finish on another thread at any moment.
+  response->set_model_version(std::to_string((*served)->version));
+  absl::Status status = (*served)->batcher->Enqueue(request);
+  if (status.code() != absl::StatusCode::kUnavailable) return status;
+  // Unavailable is also what a batcher that is being shut down answers: a
+  // reload or unload raced with this request. Ask again.
+  auto now_serving = manager_->Find(proto.model_name(), proto.model_version());
+  if (!now_serving.ok()) return now_serving.status();
+  if (*now_serving == *served) return status;
+  *served = *std::move(now_serving);
+  response->set_model_version(std::to_string((*served)->version));
+  return (*served)->batcher->Enqueue(request);
+}
+
+std::shared_ptr<ServedModel> InferHandler::Submit(
+    const inference::ModelInferRequest& proto,
+    std::chrono::system_clock::time_point deadline,
+    std::unique_ptr<ProtoResponseSink> sink) {
   auto served = manager_->Find(proto.model_name(), proto.model_version());
   if (!served.ok()) {
     sink->Finish(served.status());
-    return;
+    return nullptr;
   }
   inference::ModelInferResponse* response = sink->response();
   response->set_model_name(proto.model_name());
-  response->set_model_version(std::to_string((*served)->version));
   response->set_id(proto.id());
 
   auto request = std::make_unique<InferenceRequest>();
@@ -35,15 +54,18 @@ void InferHandler::Submit(const inference::ModelInferRequest& proto,
           DecodeInferRequest(proto, sink->converted(), request.get());
       !s.ok()) {
     sink->Finish(s);
-    return;
+    return nullptr;
   }
   request->deadline = ToClockDeadline(deadline);
   ProtoResponseSink* raw_sink = sink.get();
   request->sink = std::move(sink);
-  if (absl::Status s = (*served)->batcher->Enqueue(&request); !s.ok()) {
+  std::shared_ptr<ServedModel> model = *std::move(served);
+  if (absl::Status s = Enqueue(proto, response, &model, &request); !s.ok()) {
     // Not consumed: the request and its sink are still ours to answer.
     raw_sink->Finish(s);
+    return nullptr;
   }
+  return model;
 }
 
 }  // namespace coalesce

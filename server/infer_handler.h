@@ -26,12 +26,21 @@ class InferHandler {
   // right here with the error when the model is unknown (NotFound), the
   // request is malformed (InvalidArgument) or the queue is full (Unavailable).
   // `deadline` is the RPC's (system_clock::time_point::max() for none).
+  // Returns the model the request was queued on (null when it was answered
+  // here), so that the caller can tell it about a cancellation.
   // REQUIRES: `proto` outlives the sink's Finish.
-  void Submit(const inference::ModelInferRequest& proto,
-              std::chrono::system_clock::time_point deadline,
-              std::unique_ptr<ProtoResponseSink> sink);
+  std::shared_ptr<ServedModel> Submit(
+      const inference::ModelInferRequest& proto,
+      std::chrono::system_clock::time_point deadline,
+      std::unique_ptr<ProtoResponseSink> sink);
 
  private:
+  // Enqueues on `served`; when that version was unloaded or replaced in the
+  // meantime, once more on what serves the model now.
+  absl::Status Enqueue(const inference::ModelInferRequest& proto,
+                       inference::ModelInferResponse* response,
+                       std::shared_ptr<ServedModel>* served,
+                       std::unique_ptr<InferenceRequest>* request);
   Clock::TimePoint ToClockDeadline(
       std::chrono::system_clock::time_point deadline) const;
 

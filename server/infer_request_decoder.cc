@@ -56,77 +56,82 @@ int TypedValueCount(const InferTensorContents& c) {
          c.fp64_contents_size() + c.bytes_contents_size();
 }
 
+// Where each datatype's typed contents live: the view (or conversion) of the
+// field as raw tensor bytes, and how many values the field holds.
+struct TypedField {
+  DataType type;
+  std::string_view (*bytes)(const InferTensorContents&,
+                            std::deque<std::string>*);
+  int (*count)(const InferTensorContents&);
+};
+
+using C = InferTensorContents;
+using Buffers = std::deque<std::string>;
+constexpr TypedField kTypedFields[] = {
+    {DataType::kBool,
+     [](const C& c, Buffers*) { return ViewOf(c.bool_contents()); },
+     [](const C& c) { return c.bool_contents_size(); }},
+    {DataType::kInt8,
+     [](const C& c, Buffers* b) {
+       return Converted<int8_t>(c.int_contents(), b);
+     },
+     [](const C& c) { return c.int_contents_size(); }},
+    {DataType::kInt16,
+     [](const C& c, Buffers* b) {
+       return Converted<int16_t>(c.int_contents(), b);
+     },
+     [](const C& c) { return c.int_contents_size(); }},
+    {DataType::kInt32,
+     [](const C& c, Buffers*) { return ViewOf(c.int_contents()); },
+     [](const C& c) { return c.int_contents_size(); }},
+    {DataType::kInt64,
+     [](const C& c, Buffers*) { return ViewOf(c.int64_contents()); },
+     [](const C& c) { return c.int64_contents_size(); }},
+    {DataType::kUint8,
+     [](const C& c, Buffers* b) {
+       return Converted<uint8_t>(c.uint_contents(), b);
+     },
+     [](const C& c) { return c.uint_contents_size(); }},
+    {DataType::kUint16,
+     [](const C& c, Buffers* b) {
+       return Converted<uint16_t>(c.uint_contents(), b);
+     },
+     [](const C& c) { return c.uint_contents_size(); }},
+    {DataType::kUint32,
+     [](const C& c, Buffers*) { return ViewOf(c.uint_contents()); },
+     [](const C& c) { return c.uint_contents_size(); }},
+    {DataType::kUint64,
+     [](const C& c, Buffers*) { return ViewOf(c.uint64_contents()); },
+     [](const C& c) { return c.uint64_contents_size(); }},
+    {DataType::kFp32,
+     [](const C& c, Buffers*) { return ViewOf(c.fp32_contents()); },
+     [](const C& c) { return c.fp32_contents_size(); }},
+    {DataType::kFp64,
+     [](const C& c, Buffers*) { return ViewOf(c.fp64_contents()); },
+     [](const C& c) { return c.fp64_contents_size(); }},
+    {DataType::kBytes,
+     [](const C& c, Buffers* b) { return SerializedBytes(c, b); },
+     [](const C& c) { return c.bytes_contents_size(); }},
+};
+
 // The typed field that holds `type`, as bytes laid out like a raw tensor.
 absl::StatusOr<std::string_view> TypedData(const Input& input, DataType type,
                                            std::deque<std::string>* converted) {
   const InferTensorContents& c = input.contents();
-  std::string_view data;
-  int used = 0;
-  switch (type) {
-    case DataType::kBool:
-      data = ViewOf(c.bool_contents());
-      used = c.bool_contents_size();
-      break;
-    case DataType::kInt8:
-      data = Converted<int8_t>(c.int_contents(), converted);
-      used = c.int_contents_size();
-      break;
-    case DataType::kInt16:
-      data = Converted<int16_t>(c.int_contents(), converted);
-      used = c.int_contents_size();
-      break;
-    case DataType::kInt32:
-      data = ViewOf(c.int_contents());
-      used = c.int_contents_size();
-      break;
-    case DataType::kInt64:
-      data = ViewOf(c.int64_contents());
-      used = c.int64_contents_size();
-      break;
-    case DataType::kUint8:
-      data = Converted<uint8_t>(c.uint_contents(), converted);
-      used = c.uint_contents_size();
-      break;
-    case DataType::kUint16:
-      data = Converted<uint16_t>(c.uint_contents(), converted);
-      used = c.uint_contents_size();
-      break;
-    case DataType::kUint32:
-      data = ViewOf(c.uint_contents());
-      used = c.uint_contents_size();
-      break;
-    case DataType::kUint64:
-      data = ViewOf(c.uint64_contents());
-      used = c.uint64_contents_size();
-      break;
-    case DataType::kFp32:
-      data = ViewOf(c.fp32_contents());
-      used = c.fp32_contents_size();
-      break;
-    case DataType::kFp64:
-      data = ViewOf(c.fp64_contents());
-      used = c.fp64_contents_size();
-      break;
-    case DataType::kBytes:
-      data = SerializedBytes(c, converted);
-      used = c.bytes_contents_size();
-      break;
-    case DataType::kFp16:
-    case DataType::kBf16:
-    case DataType::kInvalid:
+  for (const TypedField& field : kTypedFields) {
+    if (field.type != type) continue;
+    if (field.count(c) != TypedValueCount(c)) {
       return InputError(
           input.name(),
-          absl::StrCat(
-              std::string(DataTypeName(type)),
-              " has no typed contents field; send it in raw_input_contents"));
+          absl::StrCat("typed contents are not in the field for datatype ",
+                       std::string(DataTypeName(type))));
+    }
+    return field.bytes(c, converted);
   }
-  if (used != TypedValueCount(c)) {
-    return InputError(
-        input.name(),
-        absl::StrCat("typed contents are not in the field for datatype ",
-                     std::string(DataTypeName(type))));
-  }
-  return data;
+  return InputError(input.name(),
+                    absl::StrCat(std::string(DataTypeName(type)),
+                                 " has no typed contents field; send it in "
+                                 "raw_input_contents"));
 }
 
 absl::StatusOr<RequestInput> DecodeInput(

@@ -4,6 +4,7 @@
 #include "server/statistics_proto.h"
 #include "server/status_convert.h"
 #include "server/stream_infer_reactor.h"
+#include "server/unary_infer_reactor.h"
 
 namespace coalesce {
 namespace {
@@ -144,7 +145,7 @@ Reactor* InferenceService::RepositoryModelLoad(
                        "model load needs --model-control-mode explicit"));
   }
   if (!req->parameters().empty()) {
-    return Done(c, absl::InvalidArgumentError(
+    return Done(c, absl::UnimplementedError(
                        "load parameters (config or file overrides) are not "
                        "supported"));
   }
@@ -165,9 +166,15 @@ Reactor* InferenceService::RepositoryModelUnload(
 Reactor* InferenceService::ModelInfer(Context* c,
                                       const inference::ModelInferRequest* req,
                                       inference::ModelInferResponse* resp) {
-  Reactor* reactor = c->DefaultReactor();
-  handler_.Submit(*req, c->deadline(),
-                  std::make_unique<UnaryResponseSink>(c, reactor, resp));
+  // gRPC calls OnDone (which deletes the reactor) only after this handler
+  // has returned it, so the reactor stays valid here even if the request
+  // already finished on another thread.
+  auto* reactor = new UnaryInferReactor();
+  std::shared_ptr<ServedModel> model =
+      handler_.Submit(*req, c->deadline(),
+                      std::make_unique<UnaryResponseSink>(c, reactor, resp));
+  reactor->cancel_notifier()->Add(model);
+  if (model != nullptr && c->IsCancelled()) model->batcher->NotifyCancelled();
   return reactor;
 }
 

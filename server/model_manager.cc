@@ -1,7 +1,9 @@
 #include "server/model_manager.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Shuts the batchers down side by side, so that each queue is flushed at once
+// rather than after the previous model's drain; returns when all are drained.
 void ShutdownEach(const std::vector<std::shared_ptr<ServedModel>>& models) {
-  for (const auto& m : models) m->batcher->Shutdown();
+  std::vector<std::thread> drains;
+  for (const auto& m : models) {
+    drains.emplace_back([m] { m->batcher->Shutdown(); });
+  }
+  for (auto& t : drains) t.join();
 }
 
 absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>> LoadVersions(
@@ -56,31 +64,48 @@ void ModelManager::Record(const std::string& name, ModelRecord record,
   slot = std::move(record);
 }
 
+bool ModelManager::IsRepositoryModel(const std::string& name) const {
+  auto names = ListModelFolders(repository_);
+  return names.ok() &&
+         std::find(names->begin(), names->end(), name) != names->end();
+}
+
 absl::Status ModelManager::Load(const std::string& name) {
   absl::MutexLock load_lock(&load_mu_);
-  const fs::path dir = fs::path(repository_) / name;
-  std::error_code ec;
-  if (name.empty() || name.find('/') != std::string::npos ||
-      !fs::is_directory(dir, ec)) {
+  if (!IsRepositoryModel(name)) {
     return absl::NotFoundError(
         absl::StrCat("model '", name, "' is not in the repository"));
   }
-  auto loaded = LoadVersions(dir, name, clock_);
+  auto loaded = LoadVersions(fs::path(repository_) / name, name, clock_);
+  if (!loaded.ok()) return RecordFailure(name, loaded.status());
   ModelRecord record;
-  if (loaded.ok()) {
-    record.served = *std::move(loaded);
-    record.state = "READY";
-    spdlog::info("model '{}' loaded ({} version(s))", name,
-                 record.served.size());
-  } else {
-    record.state = "UNAVAILABLE";
-    record.reason = std::string(loaded.status().message());
-    spdlog::error("model '{}' failed to load: {}", name, record.reason);
-  }
+  record.served = *std::move(loaded);
+  record.state = "READY";
+  spdlog::info("model '{}' loaded ({} version(s))", name, record.served.size());
   std::vector<std::shared_ptr<ServedModel>> replaced;
   Record(name, std::move(record), &replaced);
   ShutdownEach(replaced);
-  return loaded.status();
+  return absl::OkStatus();
+}
+
+absl::Status ModelManager::RecordFailure(const std::string& name,
+                                         const absl::Status& status) {
+  const std::string reason(status.message());
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && !it->second.served.empty()) {
+      // A failed reload leaves the loaded versions serving, as in Triton.
+      spdlog::error(
+          "model '{}' failed to reload, previous version(s) keep "
+          "serving: {}",
+          name, reason);
+      return status;
+    }
+    models_[name] = ModelRecord{{}, "UNAVAILABLE", reason};
+  }
+  spdlog::error("model '{}' failed to load: {}", name, reason);
+  return status;
 }
 
 absl::Status ModelManager::LoadAll() {

@@ -36,9 +36,11 @@ class ModelManager {
   ModelManager(std::string repository, Clock* clock);
   ~ModelManager();  // ShutdownAll()
 
-  // (Re)loads every version the model's version policy selects. On failure
-  // the model's previous versions stay unloaded and the error (with reason)
-  // is returned and recorded. NotFound when the repository has no such model.
+  // (Re)loads every version the model's version policy selects; a reload
+  // swaps the new versions in, then drains the old ones. When loading fails,
+  // the error (with reason) is returned and logged; versions already serving
+  // keep serving, otherwise the model is recorded UNAVAILABLE with the reason.
+  // NotFound unless `name` is a model folder of the repository.
   absl::Status Load(const std::string& name);
 
   // Loads every model folder of the repository; failures are recorded and
@@ -73,6 +75,9 @@ class ModelManager {
     std::string reason;  // why UNAVAILABLE
   };
 
+  bool IsRepositoryModel(const std::string& name) const;
+  absl::Status RecordFailure(const std::string& name,
+                             const absl::Status& status);
   void Record(const std::string& name, ModelRecord record,
               std::vector<std::shared_ptr<ServedModel>>* replaced);
 

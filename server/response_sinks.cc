@@ -23,27 +23,33 @@ void UnaryResponseSink::Finish(const absl::Status& status) {
 }
 
 StreamResponseSink::StreamResponseSink(
-    StreamInferReactor* stream,
+    StreamInferReactor* stream, uint64_t sequence,
     std::unique_ptr<inference::ModelInferRequest> request)
     : StreamResponseSink(
-          stream, std::move(request),
+          stream, sequence, std::move(request),
           std::make_unique<inference::ModelStreamInferResponse>()) {}
 
 StreamResponseSink::StreamResponseSink(
-    StreamInferReactor* stream,
+    StreamInferReactor* stream, uint64_t sequence,
     std::unique_ptr<inference::ModelInferRequest> request,
     std::unique_ptr<inference::ModelStreamInferResponse> message)
     : ProtoResponseSink(message->mutable_infer_response()),
       stream_(stream),
+      sequence_(sequence),
       request_(std::move(request)),
       message_(std::move(message)) {}
 
 void StreamResponseSink::Finish(const absl::Status& status) {
   if (!status.ok()) {
+    // Only the error and which request it answers (as Triton does).
     message_->clear_infer_response();
     message_->set_error_message(std::string(status.message()));
+    auto* header = message_->mutable_infer_response();
+    header->set_id(request_->id());
+    header->set_model_name(request_->model_name());
+    header->set_model_version(request_->model_version());
   }
-  stream_->Deliver(std::move(message_));
+  stream_->Deliver(sequence_, std::move(message_));
 }
 
 bool StreamResponseSink::IsCancelled() const { return stream_->cancelled(); }

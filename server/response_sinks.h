@@ -10,6 +10,7 @@
 #ifndef COALESCE_SERVER_RESPONSE_SINKS_H_
 #define COALESCE_SERVER_RESPONSE_SINKS_H_
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -60,7 +61,8 @@ class UnaryResponseSink : public ProtoResponseSink {
 // stream reuses its read buffer) and the response it builds.
 class StreamResponseSink : public ProtoResponseSink {
  public:
-  StreamResponseSink(StreamInferReactor* stream,
+  // `sequence` is the request's position in its stream.
+  StreamResponseSink(StreamInferReactor* stream, uint64_t sequence,
                      std::unique_ptr<inference::ModelInferRequest> request);
 
   const inference::ModelInferRequest& request() const { return *request_; }
@@ -69,11 +71,12 @@ class StreamResponseSink : public ProtoResponseSink {
 
  private:
   StreamResponseSink(
-      StreamInferReactor* stream,
+      StreamInferReactor* stream, uint64_t sequence,
       std::unique_ptr<inference::ModelInferRequest> request,
       std::unique_ptr<inference::ModelStreamInferResponse> message);
 
   StreamInferReactor* stream_;
+  uint64_t sequence_;
   std::unique_ptr<inference::ModelInferRequest> request_;
   std::unique_ptr<inference::ModelStreamInferResponse> message_;
 };

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <climits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -75,11 +76,15 @@ void Server::Shutdown(std::chrono::seconds grace) {
   service_->set_ready(false);
   SetServing(grpc_server_.get(), false);
   spdlog::info(
-      "shutting down: finishing queued and in-flight requests "
-      "(up to {} s)",
+      "shutting down: finishing queued and in-flight requests (up to {} s)",
       grace.count());
+  // Draining the batchers first sends every queued request to execution at
+  // once instead of after its batching delay, and refuses new ones; gRPC
+  // meanwhile stops accepting calls and waits for the running ones until the
+  // grace period ends, then cancels what is left.
+  std::thread drain([this] { manager_->ShutdownAll(); });
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
-  manager_->ShutdownAll();
+  drain.join();
   grpc_server_->Wait();
   spdlog::info("shut down");
 }

@@ -30,9 +30,9 @@ class Server {
 
   int port() const { return port_; }
 
-  // Stops accepting new RPCs (health NOT_SERVING, ServerReady false), lets
-  // queued and in-flight requests finish for up to `grace`, cancels what is
-  // left, then drains every model's queue.
+  // Turns not ready (health NOT_SERVING), flushes every model's queue to
+  // execution at once and refuses new requests, stops accepting RPCs, lets
+  // running ones finish for up to `grace`, then cancels what is left.
   void Shutdown(std::chrono::seconds grace);
 
  private:

@@ -25,21 +25,24 @@ void StreamInferReactor::OnReadDone(bool ok) {
     absl::MutexLock lock(&mu_);
     ++pending_;
   }
-  auto sink = std::make_unique<StreamResponseSink>(this, std::move(request));
+  auto sink = std::make_unique<StreamResponseSink>(this, next_sequence_++,
+                                                   std::move(request));
   const inference::ModelInferRequest& proto = sink->request();
-  handler_->Submit(proto, context_->deadline(), std::move(sink));
-  StartRead(&incoming_);
+  cancel_notifier_.Add(
+      handler_->Submit(proto, context_->deadline(), std::move(sink)));
+  if (!cancelled_.load()) StartRead(&incoming_);
 }
 
 void StreamInferReactor::Deliver(
+    uint64_t sequence,
     std::unique_ptr<inference::ModelStreamInferResponse> response) {
   bool delete_now = false;
   {
     absl::MutexLock lock(&mu_);
     --pending_;
     if (!finish_called_) {
-      to_write_.push_back(std::move(response));
-      if (!writing_) StartNextWriteLocked();
+      ready_[sequence] = std::move(response);
+      StartNextWriteLocked();
     }
     MaybeFinishLocked();
     delete_now = done_ && pending_ == 0;
@@ -48,15 +51,18 @@ void StreamInferReactor::Deliver(
 }
 
 void StreamInferReactor::StartNextWriteLocked() {
-  if (to_write_.empty() || cancelled_.load()) return;
-  writing_ = true;
-  StartWrite(to_write_.front().get());
+  if (writing_ != nullptr || cancelled_.load()) return;
+  auto next = ready_.find(next_to_write_);
+  if (next == ready_.end()) return;
+  writing_ = std::move(next->second);
+  ready_.erase(next);
+  ++next_to_write_;
+  StartWrite(writing_.get());
 }
 
 void StreamInferReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
-  writing_ = false;
-  to_write_.pop_front();
+  writing_.reset();
   if (!ok) cancelled_.store(true);
   StartNextWriteLocked();
   MaybeFinishLocked();
@@ -64,13 +70,14 @@ void StreamInferReactor::OnWriteDone(bool ok) {
 
 void StreamInferReactor::OnCancel() {
   cancelled_.store(true);
+  cancel_notifier_.NotifyAll();
   absl::MutexLock lock(&mu_);
   MaybeFinishLocked();
 }
 
 void StreamInferReactor::MaybeFinishLocked() {
-  if (finish_called_ || writing_) return;
-  const bool drained = reads_done_ && pending_ == 0 && to_write_.empty();
+  if (finish_called_ || writing_ != nullptr) return;
+  const bool drained = reads_done_ && pending_ == 0 && ready_.empty();
   if (!drained && !cancelled_.load()) return;
   finish_called_ = true;
   Finish(cancelled_.load() ? grpc::Status::CANCELLED : grpc::Status::OK);

@@ -1,7 +1,8 @@
 // StreamInferReactor: one ModelStreamInfer call. Reads requests one after
-// another, submits each through the InferHandler, and writes each response
-// (or its error_message) back as it completes, in completion order, one write
-// in flight at a time.
+// another, submits each through the InferHandler, and writes the responses
+// (or error_message with the request's id) back in the order the requests
+// arrived, as Triton does for non-decoupled models: a response that is ready
+// early waits for the ones before it. One write in flight at a time.
 //
 // Lifetime: gRPC owns the reactor until OnDone; requests still queued then
 // keep it alive, and the last of OnDone and the last Deliver deletes it.
@@ -10,13 +11,15 @@
 #define COALESCE_SERVER_STREAM_INFER_REACTOR_H_
 
 #include <atomic>
-#include <deque>
+#include <cstdint>
+#include <map>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.pb.h"
+#include "server/cancel_notifier.h"
 #include "server/infer_handler.h"
 
 namespace coalesce {
@@ -28,9 +31,10 @@ class StreamInferReactor
   StreamInferReactor(grpc::CallbackServerContext* context,
                      InferHandler* handler);
 
-  // Queues one finished response for writing. Called once per submitted
-  // request.
-  void Deliver(std::unique_ptr<inference::ModelStreamInferResponse> response);
+  // Hands over the finished response of the request read as number
+  // `sequence` (0, 1, ...). Called exactly once per request read.
+  void Deliver(uint64_t sequence,
+               std::unique_ptr<inference::ModelStreamInferResponse> response);
 
   bool cancelled() const { return cancelled_.load(); }
 
@@ -45,15 +49,20 @@ class StreamInferReactor
 
   grpc::CallbackServerContext* const context_;
   InferHandler* const handler_;
-  inference::ModelInferRequest incoming_;  // read buffer, reader thread only
+  inference::ModelInferRequest incoming_;  // read buffer, reader callbacks only
+  uint64_t next_sequence_ = 0;             // reader callbacks only
   std::atomic<bool> cancelled_{false};
+  CancelNotifier cancel_notifier_;
 
   absl::Mutex mu_;
-  std::deque<std::unique_ptr<inference::ModelStreamInferResponse>> to_write_
+  // Finished responses not yet written, by request sequence number.
+  std::map<uint64_t, std::unique_ptr<inference::ModelStreamInferResponse>>
+      ready_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_to_write_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<inference::ModelStreamInferResponse> writing_
       ABSL_GUARDED_BY(mu_);
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // submitted, not yet delivered
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // read, not yet delivered
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };

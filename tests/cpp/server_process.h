@@ -1,13 +1,18 @@
 // ServerProcess: runs the real coalesce-server binary for an end-to-end test,
 // on 127.0.0.1 with a port the OS picks, and stops it at destruction.
-// The bound port is read from the server's "listening on ADDR:PORT" log line.
+// A reader thread drains the server's output into log() (so the server never
+// blocks on a full pipe); the bound port comes from its "listening on
+// ADDR:PORT" line. Thread-safe.
 #ifndef COALESCE_TESTS_CPP_SERVER_PROCESS_H_
 #define COALESCE_TESTS_CPP_SERVER_PROCESS_H_
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coalesce::testing {
@@ -24,20 +29,22 @@ class ServerProcess {
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
   std::string address() const;
-  const std::string& log() const { return log_; }
+  std::string log() const;
 
   // Sends `signal` and waits (bounded) for the exit; returns the exit code,
   // or -1 when it did not exit in time or died by a signal.
   int StopWith(int signal, std::chrono::seconds timeout);
 
  private:
-  void ReadLogUntil(std::chrono::steady_clock::time_point deadline,
-                    bool stop_at_port);
+  void ReadOutput(int fd);
 
   pid_t pid_ = -1;
-  int log_fd_ = -1;
   int port_ = 0;
-  std::string log_;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::string log_;   // guarded by mu_
+  bool eof_ = false;  // guarded by mu_
 };
 
 }  // namespace coalesce::testing
