@@ -172,7 +172,7 @@ instance_group [ {{ count: {instances} kind: KIND_CPU }} ]
 
 # Test models of the shared repository: name -> dynamic_batching body (None: no batcher).
 SHARED_TINY_MODELS = {
-    # plain: no dynamic batching, used as a round-trip barrier and for misc checks
+    # plain: no dynamic batching, for misc checks
     "tiny_plain": None,
     # merging: a 200 ms window so concurrent requests are certainly merged
     "tiny_batching": "max_queue_delay_microseconds: 200000",

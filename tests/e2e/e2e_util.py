@@ -82,6 +82,36 @@ class RawClient:
         return _decode_status_field(reply)
 
 
+    def stream(self, requests, n_responses: int, timeout: float = 60.0) -> list:
+        """Send requests on one ModelStreamInfer call and read n_responses
+        ModelStreamInferResponse messages, in the order they arrive. The request
+        side stays open until they are all here (then it is closed); the whole
+        exchange is bounded by the call's deadline."""
+        outbox = queue.Queue()
+        for r in requests:
+            outbox.put(r)
+
+        def gen():
+            while True:
+                item = outbox.get()
+                if item is None:
+                    return
+                yield item
+
+        call = self.stub.ModelStreamInfer(gen(), timeout=timeout)
+        out = []
+        try:
+            for resp in call:
+                out.append(resp)
+                if len(out) == n_responses:
+                    break
+        finally:
+            outbox.put(None)
+            call.cancel()
+        assert len(out) == n_responses, f"stream ended after {len(out)} of {n_responses} responses"
+        return out
+
+
 def _varint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -179,6 +209,12 @@ class AsyncCollector:
             self.q.put((tag, result, error))
         return _cb
 
+    def timed(self, tag):
+        """Callback putting (tag, result, error, time.monotonic() at arrival)."""
+        def _cb(result, error):
+            self.q.put((tag, result, error, time.monotonic()))
+        return _cb
+
     def get(self, n: int, timeout: float = 60.0) -> list:
         deadline = time.monotonic() + timeout
         items = []
@@ -191,3 +227,25 @@ class AsyncCollector:
             except queue.Empty:
                 raise TimeoutError(f"only {len(items)} of {n} results within {timeout}s") from None
         return items
+
+
+def fill_queue(client, model: str, xs, queue_size: int, timeout: float = 20.0,
+               client_timeout: float = 120.0):
+    """Send len(xs) == queue_size + 1 async requests to a model whose queue holds
+    queue_size requests (max_queue_size) and whose batcher keeps them waiting.
+
+    The server handles calls concurrently, so which request is rejected is not
+    known in advance; whichever it is, exactly one is answered UNAVAILABLE, and
+    once that answer is here every other request is in the server's queue (the
+    rejection proves the queue was full). Returns (collector, rejected_tag, t_rejected);
+    the collector's (tag, result, error, t) items for the queued requests come later.
+    """
+    assert len(xs) == queue_size + 1
+    collector = AsyncCollector()
+    for i, x in enumerate(xs):
+        client.async_infer(model, make_inputs(x=x), collector.timed(i), client_timeout=client_timeout)
+    [(tag, result, error, t)] = collector.get(1, timeout=timeout)
+    assert error is not None, (
+        f"request {tag} to {model} completed while the queue should hold it: {result.get_response()}")
+    assert status_name(error) == "UNAVAILABLE", error
+    return collector, tag, t

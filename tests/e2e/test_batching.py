@@ -10,12 +10,6 @@ from conftest import wait_for
 from e2e_util import AsyncCollector, assert_close, get_stats, make_inputs, status_name
 
 
-def barrier(client):
-    """A synchronous round trip on the same channel: requests sent before it have
-    reached the server by the time it returns (HTTP/2 keeps a connection's order)."""
-    client.infer("tiny_plain", make_inputs(x=np.zeros((1, 4), np.float32)), client_timeout=30)
-
-
 def stats_delta(before, after):
     return (after.inference_count - before.inference_count,
             after.execution_count - before.execution_count)
@@ -65,10 +59,15 @@ def test_statistics_all_models_and_unknown(client):
 
 
 def test_mlp_concurrent_load_is_batched(client, reference, rng):
-    """32 concurrent single-item requests on mlp_classifier (1 instance, 1 ms delay):
-    while one batch computes the rest queue up, so executions < requests."""
-    n = 32
+    """mlp_classifier (1 instance, max_queue_delay_microseconds: 0, no preferred sizes):
+    nothing waits for company, but a batch forms from whatever queued while the
+    instance was busy. 64 single-item requests sent at once: while one batch
+    computes (milliseconds for this 8M-parameter MLP) the others queue up, so
+    executions < requests and some batch holds more than one request."""
+    n = 64
     before = get_stats(client, "mlp_classifier")
+    cfg = client.get_model_config("mlp_classifier").config
+    assert cfg.dynamic_batching.max_queue_delay_microseconds == 0  # what this test is about
     xs = [rng.standard_normal((1, 1024), dtype=np.float32) for _ in range(n)]
     collector = AsyncCollector()
     for i, x in enumerate(xs):
@@ -84,7 +83,24 @@ def test_mlp_concurrent_load_is_batched(client, reference, rng):
     inferences, executions = stats_delta(before, after)
     assert inferences == n
     assert executions < n, f"{executions} executions for {n} concurrent requests: no batching"
-    assert max(batch_delta(before, after)) > 1
+    sizes = batch_delta(before, after)
+    assert max(sizes) > 1, sizes
+    assert max(sizes) <= 64, sizes
+    assert sum(size * k for size, k in sizes.items()) == n, sizes
+
+
+def test_zero_delay_single_request_does_not_wait(client):
+    """With max_queue_delay_microseconds: 0 a lone request runs at once (the old 1 ms
+    delay is gone): a few sequential requests each run alone, in one execution each."""
+    x = np.zeros((1, 1024), np.float32)
+    client.infer("mlp_classifier", make_inputs(input=x), client_timeout=60)  # warm up
+    before = get_stats(client, "mlp_classifier")
+    for _ in range(5):
+        client.infer("mlp_classifier", make_inputs(input=x), client_timeout=60)
+    after = wait_for(lambda: (s := get_stats(client, "mlp_classifier")).inference_count
+                     - before.inference_count >= 5 and s, 10, what="statistics")
+    assert stats_delta(before, after) == (5, 5)
+    assert batch_delta(before, after) == {1: 5}
 
 
 def test_concurrent_requests_are_merged(client):
@@ -136,19 +152,29 @@ def test_multi_item_requests_merge_whole(client):
 
 
 def test_queue_full_is_unavailable(client):
-    """tiny_qfull holds one queued request for 3 s; a second one is rejected."""
+    """tiny_qfull holds one queued request for 3 s (max_queue_size 1). Four requests
+    sent at once: whichever reaches the queue first is kept and runs after the delay;
+    the other three are rejected with UNAVAILABLE at once. The server handles calls
+    concurrently, so which one is kept is not known in advance."""
+    n = 4
+    before = get_stats(client, "tiny_qfull")
     collector = AsyncCollector()
-    first = np.ones((1, 4), np.float32)
-    client.async_infer("tiny_qfull", make_inputs(x=first), collector.callback, client_timeout=30)
-    barrier(client)
+    xs = [np.full((1, 4), i + 1, np.float32) for i in range(n)]
     t0 = time.monotonic()
-    with pytest.raises(InferenceServerException) as ei:
-        client.infer("tiny_qfull", make_inputs(x=first * 2), client_timeout=30)
-    assert status_name(ei.value) == "UNAVAILABLE", ei.value
-    assert time.monotonic() - t0 < 2.0, "rejection must be immediate, not after the delay"
-    [(result, error)] = collector.get(1, timeout=30)
-    assert error is None, error
-    np.testing.assert_array_equal(result.as_numpy("y"), first * 2 + 1)
+    for i, x in enumerate(xs):
+        client.async_infer("tiny_qfull", make_inputs(x=x), collector.timed(i), client_timeout=30)
+    results = collector.get(n, timeout=30)
+    rejected = [(tag, err, t) for tag, res, err, t in results if err is not None]
+    served = [(tag, res, t) for tag, res, err, t in results if err is None]
+    assert len(served) == 1 and len(rejected) == n - 1, results
+    for tag, err, t in rejected:
+        assert status_name(err) == "UNAVAILABLE", err
+        assert t - t0 < 2.0, f"request {tag} rejected after {t - t0:.2f}s: must be immediate"
+    [(tag, result, t)] = served
+    np.testing.assert_array_equal(result.as_numpy("y"), xs[tag] * 2 + 1)
+    after = wait_for(lambda: (s := get_stats(client, "tiny_qfull")).inference_count
+                     - before.inference_count >= 1 and s, 10, what="statistics")
+    assert stats_delta(before, after) == (1, 1)
 
 
 def test_queue_timeout_reject_is_unavailable(client):
@@ -160,9 +186,12 @@ def test_queue_timeout_reject_is_unavailable(client):
     elapsed = time.monotonic() - t0
     assert status_name(ei.value) == "UNAVAILABLE", ei.value
     assert elapsed < 1.9, f"rejected after {elapsed:.2f}s: the timeout was not applied"
-    after = get_stats(client, "tiny_qreject")
+    after = wait_for(lambda: (s := get_stats(client, "tiny_qreject")).inference_stats.fail.count
+                     > before.inference_stats.fail.count and s, 10, what="fail statistics")
     assert after.execution_count == before.execution_count
-    assert after.inference_stats.fail.count >= before.inference_stats.fail.count
+    assert after.inference_count == before.inference_count
+    assert after.inference_stats.fail.count == before.inference_stats.fail.count + 1
+    assert after.inference_stats.success.count == before.inference_stats.success.count
 
 
 def test_queue_timeout_delay_still_executes(client):

@@ -1,6 +1,8 @@
 """Inference through tritonclient (unary and streaming) and the raw stubs, checked
 against onnxruntime on the same ONNX files."""
 
+import time
+
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -172,6 +174,60 @@ def test_streaming_error_is_reported_in_stream(server, rng):
     assert len(errors) == 1 and len(goods) == 1, results
     assert "no_such_model" in str(errors[0])
     np.testing.assert_allclose(goods[0].as_numpy("y"), x * 2 + 1, rtol=1e-6)
+
+
+def test_stream_responses_come_in_request_order(server):
+    """ModelStreamInfer on non-decoupled models answers in request order (as Triton):
+    the first request waits in tiny_slowq's 2 s batching window, the later ones go to
+    models without (or with a shorter) delay and finish first, yet every response
+    comes back in the order of the requests."""
+    plan = [("tiny_slowq", 1.0), ("tiny_plain", 2.0), ("tiny_batching", 3.0),
+            ("tiny_plain", 4.0), ("tiny_noconfig", 5.0)]
+    requests = []
+    for i, (model, value) in enumerate(plan):
+        x = np.full((1, 4), value, np.float32)
+        requests.append(raw_request(model, [fp32_tensor("x", x)], request_id=f"r{i}-{model}"))
+    with RawClient(server.url) as raw:
+        t0 = time.monotonic()
+        responses = raw.stream(requests, len(requests), timeout=60)
+        elapsed = time.monotonic() - t0
+    got_ids = [r.infer_response.id for r in responses]
+    assert [r.error_message for r in responses] == [""] * len(plan), responses
+    assert got_ids == [r.id for r in requests], f"responses out of request order: {got_ids}"
+    for resp, (model, value) in zip(responses, plan):
+        assert resp.infer_response.model_name == model
+        y = output_arrays(resp.infer_response)["y"]
+        np.testing.assert_array_equal(y, np.full((1, 4), value * 2 + 1, np.float32))
+    assert elapsed >= 1.5, f"{elapsed:.2f}s: the first request did not wait in tiny_slowq's window"
+
+
+def test_stream_error_carries_request_id(server):
+    """A stream request that fails (unknown model, bad input) is answered with
+    error_message set and infer_response.id equal to the request's id, so that a
+    client can tell which request failed; the stream keeps working."""
+    good = np.full((1, 4), 7.0, np.float32)
+    requests = [
+        raw_request("no_such_model", [fp32_tensor("x", good)], request_id="bad-model"),
+        raw_request("tiny_plain", [fp32_tensor("not_an_input", good)], request_id="bad-name"),
+        raw_request("tiny_plain", [fp32_tensor("x", good, shape=[1, 5])], request_id="bad-shape"),
+        raw_request("tiny_plain", [fp32_tensor("x", good)], request_id="good"),
+        raw_request("tiny_plain", [fp32_tensor("x", good, datatype="FP64")], request_id="bad-dtype"),
+    ]
+    with RawClient(server.url) as raw:
+        responses = raw.stream(requests, len(requests), timeout=60)
+    by_id = {}
+    for resp in responses:
+        rid = resp.infer_response.id
+        assert rid not in by_id, f"two responses with id {rid!r}: {responses}"
+        by_id[rid] = resp
+    assert set(by_id) == {r.id for r in requests}, (
+        f"response ids {sorted(by_id)}: an error response must carry its request's id")
+    for rid in ("bad-model", "bad-name", "bad-shape", "bad-dtype"):
+        assert by_id[rid].error_message, f"{rid}: no error_message: {by_id[rid]}"
+    assert "no_such_model" in by_id["bad-model"].error_message
+    assert "not_an_input" in by_id["bad-name"].error_message
+    assert by_id["good"].error_message == ""
+    np.testing.assert_array_equal(output_arrays(by_id["good"].infer_response)["y"], good * 2 + 1)
 
 
 def test_unknown_model_and_version_not_found(client):

@@ -5,6 +5,9 @@ import pytest
 from tritonclient.grpc import model_config_pb2
 from tritonclient.utils import InferenceServerException
 
+from google.protobuf import text_format
+
+from conftest import REPO_ROOT
 from e2e_util import RawClient, make_inputs, status_name
 
 SERVED = ["mlp_classifier", "mlp_classifier_nobatch", "two_io", "tiny_plain", "tiny_noconfig"]
@@ -78,8 +81,15 @@ def test_model_metadata_unknown_model(client):
     assert status_name(ei.value) == "NOT_FOUND", ei.value
 
 
+def checked_in_config(name: str) -> model_config_pb2.ModelConfig:
+    """examples/models/<name>/config.pbtxt, the file the shared repository copies."""
+    text = (REPO_ROOT / "examples" / "models" / name / "config.pbtxt").read_text()
+    return text_format.Parse(text, model_config_pb2.ModelConfig())
+
+
 def test_model_config_mlp(client):
     cfg = client.get_model_config("mlp_classifier").config
+    file_cfg = checked_in_config("mlp_classifier")
     assert cfg.name == "mlp_classifier"
     assert cfg.max_batch_size == 64
     assert [(i.name, i.data_type, list(i.dims)) for i in cfg.input] == [
@@ -87,8 +97,12 @@ def test_model_config_mlp(client):
     assert [(o.name, o.data_type, list(o.dims)) for o in cfg.output] == [
         ("probabilities", model_config_pb2.TYPE_FP32, [1000])]
     assert cfg.HasField("dynamic_batching")
-    assert list(cfg.dynamic_batching.preferred_batch_size) == [16, 32]
-    assert cfg.dynamic_batching.max_queue_delay_microseconds == 1000
+    # the batching settings are served as written in the checked-in config.pbtxt
+    assert file_cfg.HasField("dynamic_batching")
+    assert list(cfg.dynamic_batching.preferred_batch_size) == \
+        list(file_cfg.dynamic_batching.preferred_batch_size)
+    assert cfg.dynamic_batching.max_queue_delay_microseconds == \
+        file_cfg.dynamic_batching.max_queue_delay_microseconds
     assert len(cfg.instance_group) >= 1
     assert sum(g.count for g in cfg.instance_group) == 1
     assert all(g.kind == model_config_pb2.ModelInstanceGroup.KIND_CPU for g in cfg.instance_group)

@@ -56,7 +56,7 @@ def test_broken_models_are_unavailable_and_others_serve(start_server, broken_rep
         assert not client.is_model_ready(name)
         with pytest.raises(InferenceServerException) as ei:
             client.infer(name, make_inputs(x=np.ones((1, 4), np.float32)))
-        assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+        assert status_name(ei.value) == "NOT_FOUND", ei.value  # not loaded = unknown
     tiny_ok(client, "good")
 
 
@@ -76,7 +76,7 @@ def test_explicit_model_control(start_server, tmp_path):
     tiny_ok(client, "alpha")
     with pytest.raises(InferenceServerException) as ei:
         client.infer("beta", make_inputs(x=np.ones((1, 4), np.float32)))
-    assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+    assert status_name(ei.value) == "NOT_FOUND", ei.value
 
     # load
     client.load_model("beta", client_timeout=60)
@@ -89,7 +89,7 @@ def test_explicit_model_control(start_server, tmp_path):
     wait_for(lambda: not client.is_model_ready("alpha"), 30, what="alpha unloaded")
     with pytest.raises(InferenceServerException) as ei:
         client.infer("alpha", make_inputs(x=np.ones((1, 4), np.float32)))
-    assert status_name(ei.value) in ("UNAVAILABLE", "NOT_FOUND"), ei.value
+    assert status_name(ei.value) == "NOT_FOUND", ei.value
     index = index_by_name(client)
     assert "alpha" in index and not any(m.state == "READY" for m in index["alpha"]), index.get("alpha")
     tiny_ok(client, "beta")
@@ -106,8 +106,9 @@ def test_explicit_model_control(start_server, tmp_path):
     tiny_ok(client, "alpha", 2.0)
 
     # loading something that is not there fails and changes nothing
-    with pytest.raises(InferenceServerException):
+    with pytest.raises(InferenceServerException) as ei:
         client.load_model("no_such_model", client_timeout=60)
+    assert status_name(ei.value) == "NOT_FOUND", ei.value
     assert client.is_model_ready("beta")
 
 
@@ -120,6 +121,7 @@ def test_explicit_load_of_broken_model_fails(start_server, tmp_path):
     assert not client.is_model_ready("ok")
     with pytest.raises(InferenceServerException) as ei:
         client.load_model("bad_op", client_timeout=60)
+    assert status_name(ei.value) == "INVALID_ARGUMENT", ei.value  # the model file is invalid
     assert "Cos" in ei.value.message(), ei.value.message()
     assert not client.is_model_ready("bad_op")
     client.load_model("ok", client_timeout=60)
@@ -128,7 +130,72 @@ def test_explicit_load_of_broken_model_fails(start_server, tmp_path):
 
 
 def test_load_unload_rejected_in_mode_none(client):
-    """With --model-control-mode none the repository is fixed (Triton answers with an error)."""
-    with pytest.raises(InferenceServerException):
+    """With --model-control-mode none the repository is fixed: UNAVAILABLE (as Triton)."""
+    with pytest.raises(InferenceServerException) as ei:
         client.unload_model("tiny_plain", client_timeout=30)
+    assert status_name(ei.value) == "UNAVAILABLE", ei.value
+    with pytest.raises(InferenceServerException) as ei:
+        client.load_model("tiny_plain", client_timeout=30)
+    assert status_name(ei.value) == "UNAVAILABLE", ei.value
     assert client.is_model_ready("tiny_plain")
+    tiny_ok(client, "tiny_plain")
+
+
+def test_failed_reload_keeps_previous_version_serving(start_server, tmp_path):
+    """Explicit mode: load_model on a loaded model whose files were broken since
+    (model.onnx overwritten with garbage) fails, and the loaded version keeps serving."""
+    repo = tmp_path / "repo_reload"
+    model_dir = gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
+    gm.write_model(repo, "other", gm.make_tiny_model(), tiny_config("other"))
+    srv = start_server(repo, "--model-control-mode", "explicit", "--load-model", "m")
+    client = srv.client()
+    assert client.is_model_ready("m")
+    tiny_ok(client, "m")
+
+    (model_dir / "1" / "model.onnx").write_bytes(gm.garbage_bytes())
+    with pytest.raises(InferenceServerException) as ei:
+        client.load_model("m", client_timeout=60)
+    assert status_name(ei.value) == "INVALID_ARGUMENT", ei.value
+    assert client.is_model_ready("m")
+    tiny_ok(client, "m", 3.0)
+    assert any(e.state == "READY" for e in index_by_name(client)["m"])
+    # the server as a whole is unaffected
+    assert client.is_server_ready()
+    client.load_model("other", client_timeout=60)
+    tiny_ok(client, "other")
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "../repo_paths", "other/..", "/other", ""])
+def test_load_of_path_like_names_is_not_found(start_server, tmp_path, name):
+    """Names that are not a model folder of the repository (path components, a slash,
+    empty) are NOT_FOUND; nothing outside the repository is read and the server keeps
+    serving."""
+    repo = tmp_path / "repo_paths"
+    gm.write_model(repo, "other", gm.make_tiny_model(), tiny_config("other"))
+    # '../repo_paths' and 'other/..' lead back into the repository by a path: still no model
+    srv = start_server(repo, "--model-control-mode", "explicit", "--load-model", "other")
+    client = srv.client()
+    with pytest.raises(InferenceServerException) as ei:
+        client.load_model(name, client_timeout=60)
+    assert status_name(ei.value) == "NOT_FOUND", ei.value
+    assert client.is_server_live() and client.is_server_ready()
+    assert client.is_model_ready("other")
+    tiny_ok(client, "other")
+    # no phantom entry for the rejected name in the repository index
+    assert set(index_by_name(client)) == {"other"}
+
+
+def test_load_with_config_parameter_is_unimplemented(start_server, tmp_path):
+    """tritonclient's load_model(name, config=...) sends a 'config' parameter (a config
+    override), which this server does not support: UNIMPLEMENTED, nothing loaded."""
+    repo = tmp_path / "repo_params"
+    gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
+    srv = start_server(repo, "--model-control-mode", "explicit")
+    client = srv.client()
+    override = '{"max_batch_size": 4}'
+    with pytest.raises(InferenceServerException) as ei:
+        client.load_model("m", config=override, client_timeout=60)
+    assert status_name(ei.value) == "UNIMPLEMENTED", ei.value
+    assert not client.is_model_ready("m")
+    client.load_model("m", client_timeout=60)  # without parameters it loads
+    tiny_ok(client, "m")

@@ -8,37 +8,72 @@ import pytest
 
 import generate_models as gm
 from conftest import tiny_config
-from e2e_util import AsyncCollector, make_inputs
+from e2e_util import fill_queue
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_queued_requests_complete_after_signal(start_server, tmp_path, sig):
+    """Three requests sit in the queue (1.5 s batching window) when the signal
+    arrives; all three complete OK and the server exits 0."""
     repo = tmp_path / "repo_shutdown"
-    # requests wait up to 1.5 s for more; a batch is at most 8
+    # requests wait up to 1.5 s for more; the queue holds 3, a batch is at most 8
     gm.write_model(repo, "slow", gm.make_tiny_model(),
-                   tiny_config("slow", 8, "max_queue_delay_microseconds: 1500000"))
-    gm.write_model(repo, "fast", gm.make_tiny_model(), tiny_config("fast"))
+                   tiny_config("slow", 8, "max_queue_delay_microseconds: 1500000 "
+                                          "default_queue_policy { max_queue_size: 3 }"))
     srv = start_server(repo, "--exit-timeout-secs", "20")
     client = srv.client()
 
-    collector = AsyncCollector()
-    xs = [np.full((1, 4), i, np.float32) for i in range(3)]
+    xs = [np.full((1, 4), i, np.float32) for i in range(4)]
     t_sent = time.monotonic()
-    for i, x in enumerate(xs):
-        client.async_infer("slow", make_inputs(x=x), collector.tagged(i), client_timeout=60)
-    # barrier: the queued requests reached the server before this round trip ended
-    client.infer("fast", make_inputs(x=np.zeros((1, 4), np.float32)), client_timeout=30)
-    assert collector.q.empty(), "the slow requests must still be queued"
+    # returns once one of the 4 was rejected: the other 3 are then queued
+    collector, rejected, _ = fill_queue(client, "slow", xs, queue_size=3, client_timeout=60)
+    assert collector.q.empty(), "the queued requests must still be waiting in the 1.5 s window"
 
     srv.send_signal(sig)
-    results = collector.get(len(xs), timeout=40)
-    for tag, result, error in results:
+    results = collector.get(3, timeout=40)
+    assert sorted(tag for tag, *_ in results) == sorted(set(range(4)) - {rejected})
+    for tag, result, error, _t in results:
         assert error is None, f"queued request {tag} failed after shutdown signal: {error}"
         np.testing.assert_array_equal(result.as_numpy("y"), xs[tag] * 2 + 1)
 
     code = srv.wait(timeout=30)
     assert code == 0, f"exit code {code}; log:\n{srv.log()[-4000:]}"
     assert time.monotonic() - t_sent < 25
+
+
+def test_shutdown_flushes_queued_requests_at_once(start_server, tmp_path):
+    """A model whose batcher would hold requests for 20 s (max_batch_size 8): after
+    SIGTERM the queued requests are executed at once, not after the delay and not
+    cancelled when the 5 s grace (--exit-timeout-secs 5) ends; the server exits 0."""
+    repo = tmp_path / "repo_flush"
+    gm.write_model(repo, "held", gm.make_tiny_model(),
+                   tiny_config("held", 8, "max_queue_delay_microseconds: 20000000 "
+                                          "default_queue_policy { max_queue_size: 2 }"))
+    srv = start_server(repo, "--exit-timeout-secs", "5")
+    client = srv.client()
+
+    xs = [np.full((1, 4), i + 1, np.float32) for i in range(3)]
+    # 3 sent, the queue holds 2: once one is rejected the other two are queued
+    collector, rejected, _ = fill_queue(client, "held", xs, queue_size=2, client_timeout=60)
+    time.sleep(0.2)
+    assert collector.q.empty(), "the two queued requests must be held by the 20 s delay"
+
+    t_signal = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    results = collector.get(2, timeout=30)
+    assert sorted(tag for tag, *_ in results) == sorted(set(range(3)) - {rejected})
+    for tag, result, error, t_done in results:
+        assert error is None, (f"queued request {tag} failed after SIGTERM "
+                               f"({t_done - t_signal:.2f}s): {error}; log:\n{srv.log()[-3000:]}")
+        np.testing.assert_array_equal(result.as_numpy("y"), xs[tag] * 2 + 1)
+        assert t_done - t_signal < 3.0, (
+            f"request {tag} completed {t_done - t_signal:.2f}s after SIGTERM: queued requests "
+            "must be flushed at once, not after the delay or at the end of the grace period")
+
+    code = srv.wait(timeout=30)
+    exited = time.monotonic() - t_signal
+    assert code == 0, f"exit code {code}; log:\n{srv.log()[-4000:]}"
+    assert exited < 5.0 + 3.0, f"exit took {exited:.2f}s after SIGTERM with a 5 s grace"
 
 
 def test_idle_server_exits_promptly(start_server, tmp_path):
