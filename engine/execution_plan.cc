@@ -1,6 +1,8 @@
 #include "engine/execution_plan.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -10,6 +12,10 @@
 
 namespace coalesce {
 namespace {
+
+// Outputs up to this size are computed while planning when their inputs are
+// known; shape arithmetic is a few dozen bytes.
+constexpr size_t kMaxFoldedBytes = 64 * 1024;
 
 std::string DescribeInputs(const Graph& graph, const GraphNode& node,
                            const std::vector<PlannedValue>& values) {
@@ -74,7 +80,9 @@ absl::Status ExecutionPlan::BindInputs(const std::vector<Shape>& input_shapes) {
 
 absl::Status ExecutionPlan::InferNodes() {
   const Graph& graph = model_->graph();
-  for (const GraphNode& node : graph.nodes) {
+  folded_.assign(graph.nodes.size(), false);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const GraphNode& node = graph.nodes[n];
     absl::InlinedVector<TensorInfo, 4> inputs;
     for (int id : node.inputs)
       inputs.push_back(id < 0 ? TensorInfo{} : values_[id].info);
@@ -92,7 +100,53 @@ absl::Status ExecutionPlan::InferNodes() {
       v.byte_size = DimProduct(v.info.shape, 0, v.info.shape.size()) *
                     ElementByteSize(v.info.dtype);
     }
+    if (absl::Status s = MaybeFold(n); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,
+                                 "') while planning: ", s.message()));
+    }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutionPlan::MaybeFold(size_t index) {
+  const GraphNode& node = model_->graph().nodes[index];
+  const bool shapes_only = node.kernel->ReadsOnlyInputShapes();
+  absl::InlinedVector<ConstTensorView, 4> in;
+  for (int id : node.inputs) {
+    if (id < 0) {
+      in.emplace_back();
+      continue;
+    }
+    const TensorInfo& info = values_[id].info;
+    if (info.constant_data == nullptr && !shapes_only) return absl::OkStatus();
+    in.push_back({info.dtype, &info.shape, info.constant_data});
+  }
+  size_t bytes = 0;
+  for (int id : node.outputs) bytes += id < 0 ? 0 : values_[id].byte_size;
+  if (bytes > kMaxFoldedBytes) return absl::OkStatus();
+  absl::InlinedVector<TensorView, 2> out;
+  for (int id : node.outputs) {
+    if (id < 0) {
+      out.emplace_back();
+      continue;
+    }
+    AlignedBuffer buffer;
+    // At least one byte, so an empty tensor's value still reads as known.
+    if (absl::Status s =
+            buffer.Reserve(std::max<size_t>(values_[id].byte_size, 1));
+        !s.ok())
+      return s;
+    out.push_back(
+        {values_[id].info.dtype, &values_[id].info.shape, buffer.data()});
+    folded_data_.push_back(std::move(buffer));
+  }
+  if (absl::Status s = node.kernel->Run(in, out); !s.ok()) return s;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o] >= 0)
+      values_[node.outputs[o]].info.constant_data = out[o].data;
+  }
+  folded_[index] = true;
   return absl::OkStatus();
 }
 
@@ -105,9 +159,11 @@ void ExecutionPlan::AssignStorage() {
     values_[input_values_[i]].storage = ValueStorage::kInput;
     values_[input_values_[i]].io_index = static_cast<int>(i);
   }
-  for (const GraphNode& node : graph.nodes) {
-    for (int id : node.outputs) {
-      if (id >= 0) values_[id].storage = ValueStorage::kArena;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (int id : graph.nodes[n].outputs) {
+      if (id < 0) continue;
+      values_[id].storage =
+          folded_[n] ? ValueStorage::kConstant : ValueStorage::kArena;
     }
   }
   // A node-produced graph output is written straight into the caller's
@@ -128,11 +184,13 @@ void ExecutionPlan::PlanArena() {
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
   std::vector<int> last_use(values_.size(), -1);
   for (size_t n = 0; n < nodes.size(); ++n) {
+    if (folded_[n]) continue;
     for (int id : nodes[n].inputs)
       if (id >= 0) last_use[id] = static_cast<int>(n);
   }
   ArenaPlanner planner;
   for (size_t n = 0; n < nodes.size(); ++n) {
+    if (folded_[n]) continue;
     for (int id : nodes[n].outputs) {
       if (id >= 0 && values_[id].storage == ValueStorage::kArena) {
         values_[id].arena_offset = planner.Allocate(values_[id].byte_size);
@@ -174,7 +232,10 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
         break;
     }
   }
-  for (const GraphNode& node : model_->graph().nodes) {
+  const std::vector<GraphNode>& nodes = model_->graph().nodes;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (folded_[n]) continue;
+    const GraphNode& node = nodes[n];
     absl::InlinedVector<ConstTensorView, 4> in;
     for (int id : node.inputs) {
       in.push_back(id < 0 ? ConstTensorView{}

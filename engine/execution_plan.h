@@ -2,7 +2,10 @@
 // shapes: the inferred type and shape of every tensor, where each tensor lives
 // (caller's input/output buffers, the Model's constants, or an offset in a
 // scratch arena whose blocks are reused once a tensor is dead), and the node
-// order. Built once per distinct input-shape set (see PlanCache), immutable,
+// order. Nodes whose inputs are all known at plan time (constants, or shapes
+// only, for Shape) and whose outputs are small are computed once while
+// planning; their outputs become plan-owned constants and Execute skips them.
+// Built once per distinct input-shape set (see PlanCache), immutable,
 // and safe to Execute concurrently as long as each caller passes its own
 // buffers and arena.
 #ifndef COALESCE_ENGINE_EXECUTION_PLAN_H_
@@ -14,12 +17,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/aligned_buffer.h"
 #include "engine/model.h"
 #include "engine/op_kernel.h"
 #include "engine/shape.h"
 
 namespace coalesce {
 
+// kConstant: a Model constant or a value the plan computed while planning.
 enum class ValueStorage { kNone, kInput, kConstant, kArena, kOutput };
 
 struct PlannedValue {
@@ -65,6 +70,8 @@ class ExecutionPlan {
 
   absl::Status BindInputs(const std::vector<Shape>& input_shapes);
   absl::Status InferNodes();
+  // Runs node `index` now when its outputs are knowable at plan time.
+  absl::Status MaybeFold(size_t index);
   void AssignStorage();
   void PlanArena();
 
@@ -72,6 +79,8 @@ class ExecutionPlan {
   std::vector<PlannedValue> values_;  // by value id
   std::vector<int> input_values_;
   std::vector<int> output_values_;
+  std::vector<bool> folded_;  // by node index: computed while planning
+  std::vector<AlignedBuffer> folded_data_;
   size_t arena_bytes_ = 0;
 };
 

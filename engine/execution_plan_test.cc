@@ -56,6 +56,29 @@ TEST(ExecutionPlanTest, OutputThatIsAnInputOrInitializerIsCopied) {
   EXPECT_EQ((*out)[2].data, (std::vector<float>{0, 1}));
 }
 
+// Nodes whose inputs are known while planning (here: Shape of an input, then
+// int64 arithmetic on it) are computed once into the plan and skipped by
+// Execute; they take no arena space.
+TEST(ExecutionPlanTest, ShapeArithmeticIsComputedWhilePlanning) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {-1, 4}).Output("dims", {}, onnx::TensorProto::INT64);
+  b.Int64Initializer("one", {1}, {1});
+  b.Node("Shape", {"x"}, {"shape"});
+  testing::SetIntAttr(b.Node("Concat", {"shape", "one"}, {"dims"}), "axis", 0);
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto plan = ExecutionPlan::Build(*model, {{3, 4}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ((*plan)->arena_bytes(), 0u);
+  std::vector<float> x(12, 0.0f);
+  int64_t dims[3] = {};
+  const char* in[] = {reinterpret_cast<const char*>(x.data())};
+  char* out[] = {reinterpret_cast<char*>(dims)};
+  ASSERT_TRUE((*plan)->Execute(in, out, nullptr).ok());
+  EXPECT_EQ(std::vector<int64_t>(dims, dims + 3),
+            (std::vector<int64_t>{3, 4, 1}));
+}
+
 TEST(ExecutionPlanTest, MlpMatchesNaiveComputation) {
   // Tiny MLP through the shared builder; compare with a hand computation.
   auto model =

@@ -118,6 +118,41 @@ TEST(ModelTest, UnknownAndUnsupportedElementTypes) {
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("STRING"));
 }
 
+TEST(ModelTest, BoolAndInt32InputsAndInitializers) {
+  OnnxModelBuilder b;
+  b.Input("flags", {-1, 2}, onnx::TensorProto::BOOL)
+      .Input("ids", {3}, onnx::TensorProto::INT32)
+      .Output("flags_out", {}, onnx::TensorProto::BOOL)
+      .Output("ids_out", {}, onnx::TensorProto::INT32)
+      .Output("c32", {}, onnx::TensorProto::INT32)
+      .Output("cbool", {}, onnx::TensorProto::BOOL);
+  const int32_t raw[2] = {-4, 9};
+  b.RawInitializer("c32", onnx::TensorProto::INT32, {2}, raw, sizeof(raw));
+  // Bools in int32_data, as exporters write them without raw_data.
+  onnx::TensorProto* t = b.proto().mutable_graph()->add_initializer();
+  t->set_name("cbool");
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_dims(3);
+  for (int v : {1, 0, 1}) t->add_int32_data(v);
+  b.Node("Identity", {"flags"}, {"flags_out"});
+  b.Node("Identity", {"ids"}, {"ids_out"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->signature().inputs[0].dtype, DataType::kBool);
+  EXPECT_EQ((*model)->signature().inputs[1].dtype, DataType::kInt32);
+  EXPECT_EQ((*model)->signature().outputs[2].dtype, DataType::kInt32);
+  auto out = testing::RunModelTyped(
+      *model, {testing::MakeBool({1, 2}, {1, 0}),
+               testing::MakeTyped(DataType::kInt32, {3},
+                                  std::vector<int32_t>{7, 8, 9})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].values<uint8_t>(), (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ((*out)[1].values<int32_t>(), (std::vector<int32_t>{7, 8, 9}));
+  EXPECT_EQ((*out)[2].values<int32_t>(), (std::vector<int32_t>{-4, 9}));
+  EXPECT_EQ((*out)[3].dtype, DataType::kBool);
+  EXPECT_EQ((*out)[3].values<uint8_t>(), (std::vector<uint8_t>{1, 0, 1}));
+}
+
 TEST(ModelTest, BadAttributeTypeIsRejected) {
   OnnxModelBuilder b;
   b.Input("x", {2, 2}).Output("y");

@@ -50,9 +50,16 @@ absl::Status FillTensor(const onnx::TensorProto& proto,
     std::memcpy(tensor.data.data(), proto.raw_data().data(), tensor.byte_size);
     return absl::OkStatus();
   }
-  if (tensor.dtype == DataType::kFp32)
-    return CopyTyped<float>(proto.float_data(), tensor);
-  return CopyTyped<int64_t>(proto.int64_data(), tensor);
+  switch (tensor.dtype) {
+    case DataType::kFp32:
+      return CopyTyped<float>(proto.float_data(), tensor);
+    case DataType::kInt32:
+      return CopyTyped<int32_t>(proto.int32_data(), tensor);
+    case DataType::kBool:  // ONNX keeps bools in int32_data
+      return CopyTyped<bool>(proto.int32_data(), tensor);
+    default:
+      return CopyTyped<int64_t>(proto.int64_data(), tensor);
+  }
 }
 
 }  // namespace
@@ -63,6 +70,10 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t elem_type) {
       return DataType::kFp32;
     case onnx::TensorProto::INT64:
       return DataType::kInt64;
+    case onnx::TensorProto::INT32:
+      return DataType::kInt32;
+    case onnx::TensorProto::BOOL:
+      return DataType::kBool;
     default:
       break;
   }

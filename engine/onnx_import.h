@@ -13,8 +13,8 @@
 namespace coalesce {
 
 // The DataType of an ONNX TensorProto.DataType value. InvalidArgument for a
-// type the engine does not compute with (only FLOAT and INT64 are supported)
-// or an unknown value.
+// type the engine does not compute with (FLOAT, INT64, INT32 and BOOL are
+// supported) or an unknown value.
 absl::StatusOr<DataType> DataTypeFromOnnx(int32_t elem_type);
 
 // An initializer's contents (raw_data or the typed repeated fields).

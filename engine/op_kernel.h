@@ -24,7 +24,9 @@ class NodeProto;
 namespace coalesce {
 
 // What shape inference knows about a tensor: its type, its concrete shape and,
-// for initializers and constants, its value.
+// when known at plan time, its value: initializers, constants, and outputs the
+// plan computed while planning (see OpKernel::ReadsOnlyInputShapes), such as
+// the int64 shape arithmetic exporters emit (Shape -> Gather -> Concat).
 struct TensorInfo {
   DataType dtype = DataType::kInvalid;
   Shape shape;
@@ -69,6 +71,12 @@ class OpKernel {
   // memory does not overlap input memory.
   virtual absl::Status Run(absl::Span<const ConstTensorView> inputs,
                            absl::Span<const TensorView> outputs) const = 0;
+
+  // True when Run reads its inputs' shapes but never their data (Shape). The
+  // plan then computes the outputs once while planning, as it does for any
+  // node whose inputs are all known at plan time, and passes inputs with null
+  // data.
+  virtual bool ReadsOnlyInputShapes() const { return false; }
 };
 
 // The node an OpKernel is built for, with attribute accessors that check
@@ -104,6 +112,12 @@ absl::Status ExpectInputType(absl::Span<const TensorInfo> inputs, int i,
 // [0, rank) (or [0, rank]); negative axes count from the end.
 absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
                                       bool inclusive = false);
+// The values of an int64 or int32 input of rank 0 or 1 (`what` names it in
+// errors). From `data` when given (Run), else from info.constant_data (Infer);
+// InvalidArgument when neither is available or the type is wrong.
+absl::StatusOr<std::vector<int64_t>> ReadInts(const TensorInfo& info,
+                                              const char* data,
+                                              const char* what);
 // Product of shape[begin, end).
 int64_t DimProduct(const Shape& shape, size_t begin, size_t end);
 

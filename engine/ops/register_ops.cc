@@ -11,6 +11,21 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterReshapeOps(registry);
   RegisterSoftmaxOp(registry);
   RegisterTransposeOp(registry);
+  RegisterArgMaxOp(registry);
+  RegisterCastOp(registry);
+  RegisterCompareOps(registry);
+  RegisterExpandOps(registry);
+  RegisterGatherOp(registry);
+  RegisterPadOp(registry);
+  RegisterShapeOps(registry);
+  RegisterSliceOps(registry);
+  RegisterSqueezeOps(registry);
+  RegisterUnaryMathOps(registry);
+  RegisterPowPReluOps(registry);
+  RegisterVariadicOps(registry);
+  RegisterReduceOps(registry);
+  RegisterNormalizationOps(registry);
+  RegisterDropoutOp(registry);
 }
 
 }  // namespace coalesce

@@ -13,8 +13,29 @@ void RegisterConcatOp(OpRegistry& registry);
 void RegisterGemmOp(OpRegistry& registry);
 void RegisterMatMulOp(OpRegistry& registry);
 void RegisterReshapeOps(OpRegistry& registry);  // Identity, Flatten, Reshape
-void RegisterSoftmaxOp(OpRegistry& registry);
+void RegisterSoftmaxOp(OpRegistry& registry);   // Softmax, LogSoftmax
 void RegisterTransposeOp(OpRegistry& registry);
+
+// Sqrt, Exp, Log, Neg, Abs, Reciprocal, Erf, Softplus, Softsign, LeakyRelu,
+// Elu, Selu, HardSigmoid, Gelu, Clip
+void RegisterUnaryMathOps(OpRegistry& registry);
+void RegisterPowPReluOps(OpRegistry& registry);  // Pow, PRelu
+void RegisterVariadicOps(OpRegistry& registry);  // Sum, Max, Min, Mean
+void RegisterReduceOps(
+    OpRegistry& registry);  // ReduceSum, ReduceMean, ReduceMax
+void RegisterNormalizationOps(OpRegistry& registry);  // LayerNormalization
+void RegisterDropoutOp(OpRegistry& registry);
+
+void RegisterArgMaxOp(OpRegistry& registry);
+void RegisterCastOp(OpRegistry& registry);
+void RegisterCompareOps(
+    OpRegistry& registry);  // Equal, Less, Greater, Not, Where
+void RegisterExpandOps(OpRegistry& registry);  // Expand, Tile
+void RegisterGatherOp(OpRegistry& registry);
+void RegisterPadOp(OpRegistry& registry);
+void RegisterShapeOps(OpRegistry& registry);    // Shape, ConstantOfShape, Range
+void RegisterSliceOps(OpRegistry& registry);    // Slice, Split
+void RegisterSqueezeOps(OpRegistry& registry);  // Squeeze, Unsqueeze
 
 // All of the above.
 void RegisterBuiltinOps(OpRegistry& registry);

@@ -81,6 +81,19 @@ OnnxModelBuilder& OnnxModelBuilder::Int64Initializer(
   return *this;
 }
 
+OnnxModelBuilder& OnnxModelBuilder::RawInitializer(const std::string& name,
+                                                   int32_t elem_type,
+                                                   const Shape& dims,
+                                                   const void* data,
+                                                   size_t byte_size) {
+  onnx::TensorProto* t = proto_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elem_type);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(static_cast<const char*>(data), byte_size));
+  return *this;
+}
+
 onnx::NodeProto& OnnxModelBuilder::Node(const std::string& op_type,
                                         const std::vector<std::string>& inputs,
                                         const std::vector<std::string>& outputs,
@@ -148,6 +161,33 @@ absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
   for (int i = 0; i < (*plan)->num_outputs(); ++i) {
     outputs[i].data.resize((*plan)->output_byte_size(i) / sizeof(float));
   }
+  return outputs;
+}
+
+absl::StatusOr<std::vector<TypedTensor>> RunModelTyped(
+    std::shared_ptr<const Model> model, const std::vector<TypedTensor>& inputs) {
+  std::vector<Shape> shapes;
+  for (const TypedTensor& t : inputs) shapes.push_back(t.shape);
+  auto plan = ExecutionPlan::Build(model, shapes);
+  if (!plan.ok()) return plan.status();
+  std::vector<const char*> in;
+  for (const TypedTensor& t : inputs) in.push_back(t.bytes.data());
+  std::vector<TypedTensor> outputs((*plan)->num_outputs());
+  std::vector<char*> out;
+  for (int i = 0; i < (*plan)->num_outputs(); ++i) {
+    const PlannedValue& v =
+        (*plan)->values()[model->graph().outputs[i]];
+    outputs[i].dtype = v.info.dtype;
+    outputs[i].shape = (*plan)->output_shape(i);
+    outputs[i].bytes.resize((*plan)->output_byte_size(i) + 8);
+    out.push_back(outputs[i].bytes.data());
+  }
+  AlignedBuffer arena;
+  if (absl::Status s = arena.Reserve((*plan)->arena_bytes()); !s.ok()) return s;
+  if (absl::Status s = (*plan)->Execute(in, out, arena.data()); !s.ok())
+    return s;
+  for (int i = 0; i < (*plan)->num_outputs(); ++i)
+    outputs[i].bytes.resize((*plan)->output_byte_size(i));
   return outputs;
 }
 

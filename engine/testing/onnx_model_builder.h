@@ -5,11 +5,13 @@
 #define COALESCE_ENGINE_TESTING_ONNX_MODEL_BUILDER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/data_type.h"
 #include "engine/model.h"
 #include "engine/shape.h"
 #include "onnx/onnx_pb.h"
@@ -29,6 +31,10 @@ class OnnxModelBuilder {
                                      const std::vector<float>& values);
   OnnxModelBuilder& Int64Initializer(const std::string& name, const Shape& dims,
                                      const std::vector<int64_t>& values);
+  // An initializer of any fixed-size type from raw little-endian bytes.
+  OnnxModelBuilder& RawInitializer(const std::string& name, int32_t elem_type,
+                                   const Shape& dims, const void* data,
+                                   size_t byte_size);
   // Adds a node (named `name`, or "<op_type>_<index>") and returns it so the
   // caller can add attributes.
   onnx::NodeProto& Node(const std::string& op_type,
@@ -59,6 +65,36 @@ struct HostTensor {
 };
 absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
     std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs);
+
+// A tensor of any fixed-size element type, as raw bytes.
+struct TypedTensor {
+  DataType dtype = DataType::kInvalid;
+  Shape shape;
+  std::vector<char> bytes;
+
+  template <typename T>
+  std::vector<T> values() const {
+    std::vector<T> v(bytes.size() / sizeof(T));
+    if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  }
+};
+
+template <typename T>
+TypedTensor MakeTyped(DataType dtype, Shape shape, const std::vector<T>& v) {
+  TypedTensor t{dtype, std::move(shape), std::vector<char>(v.size() * sizeof(T))};
+  if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+// bool has no contiguous std::vector; values are 0 or 1 bytes.
+inline TypedTensor MakeBool(Shape shape, const std::vector<uint8_t>& v) {
+  return MakeTyped(DataType::kBool, std::move(shape), v);
+}
+
+// RunModelOnce for inputs and outputs of any fixed-size type; REQUIRES: each
+// input's dtype is the model input's.
+absl::StatusOr<std::vector<TypedTensor>> RunModelTyped(
+    std::shared_ptr<const Model> model, const std::vector<TypedTensor>& inputs);
 
 // The MLP benchmark model: [B,in] -> Gemm(hidden) -> Relu -> Gemm(hidden) ->
 // Relu -> Gemm(out) -> Softmax, with weights transposed (transB=1) as PyTorch

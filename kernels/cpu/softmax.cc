@@ -38,6 +38,24 @@ void SoftmaxStrided(const float* in, int64_t axis, int64_t inner, float* out) {
   }
 }
 
+// Log-softmax of one [axis, inner] block along its first dimension.
+void LogSoftmaxBlock(const float* in, int64_t axis, int64_t inner, float* out) {
+  for (int64_t j = 0; j < inner; ++j) {
+    float max_value = in[j];
+    for (int64_t a = 1; a < axis; ++a) {
+      max_value = std::max(max_value, in[a * inner + j]);
+    }
+    float sum = 0.0f;
+    for (int64_t a = 0; a < axis; ++a) {
+      sum += std::exp(in[a * inner + j] - max_value);
+    }
+    const float shift = max_value + std::log(sum);
+    for (int64_t a = 0; a < axis; ++a) {
+      out[a * inner + j] = in[a * inner + j] - shift;
+    }
+  }
+}
+
 }  // namespace
 
 void Softmax(const float* in, int64_t outer, int64_t axis, int64_t inner,
@@ -51,6 +69,16 @@ void Softmax(const float* in, int64_t outer, int64_t axis, int64_t inner,
     } else {
       SoftmaxStrided(in + o * block, axis, inner, out + o * block);
     }
+  }
+}
+
+void LogSoftmax(const float* in, int64_t outer, int64_t axis, int64_t inner,
+                float* out) {
+  if (axis == 0) return;
+  const int64_t block = axis * inner;
+#pragma omp parallel for if (outer * block >= kParallelElements && outer > 1)
+  for (int64_t o = 0; o < outer; ++o) {
+    LogSoftmaxBlock(in + o * block, axis, inner, out + o * block);
   }
 }
 

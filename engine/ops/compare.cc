@@ -1,0 +1,146 @@
+// Equal, Less, Greater (bool output, broadcasting; float32, int64 and int32
+// inputs, and bool for Equal), Not, and Where (broadcasting over all three
+// inputs; any element type for X and Y).
+#include "kernels/cpu/compare.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/elementwise.h"
+
+namespace coalesce {
+namespace {
+
+absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b) {
+  std::optional<std::vector<int64_t>> out = kernels::BroadcastShapes(a, b);
+  if (!out) {
+    return absl::InvalidArgumentError(absl::StrCat("shapes ", ShapeToString(a),
+                                                   " and ", ShapeToString(b),
+                                                   " do not broadcast"));
+  }
+  return *std::move(out);
+}
+
+class CompareOp : public OpKernel {
+ public:
+  explicit CompareOp(kernels::CompareOp op) : op_(op) {}
+
+  template <kernels::CompareOp kOp>
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<CompareOp>(kOp);
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() != 2 || !in[0].present())
+      return absl::InvalidArgumentError("needs two inputs");
+    if (absl::Status s = ExpectInputType(in, 1, in[0].dtype); !s.ok()) return s;
+    const DataType t = in[0].dtype;
+    const bool supported =
+        t == DataType::kFp32 || t == DataType::kInt64 ||
+        t == DataType::kInt32 ||
+        (t == DataType::kBool && op_ == kernels::CompareOp::kEqual);
+    if (!supported) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unsupported type ", std::string(DataTypeName(t))));
+    }
+    absl::StatusOr<Shape> shape = Broadcast(in[0].shape, in[1].shape);
+    if (!shape.ok()) return shape.status();
+    out[0].dtype = DataType::kBool;
+    out[0].shape = *std::move(shape);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    switch (in[0].dtype) {
+      case DataType::kFp32:
+        return Compare<float>(in, out[0]);
+      case DataType::kInt64:
+        return Compare<int64_t>(in, out[0]);
+      case DataType::kInt32:
+        return Compare<int32_t>(in, out[0]);
+      default:
+        return Compare<bool>(in, out[0]);
+    }
+  }
+
+ private:
+  template <typename T>
+  absl::Status Compare(absl::Span<const ConstTensorView> in,
+                       const TensorView& out) const {
+    kernels::BroadcastCompare<T>(op_, in[0].as<T>(), *in[0].shape,
+                                 in[1].as<T>(), *in[1].shape, *out.shape,
+                                 out.as<bool>());
+    return absl::OkStatus();
+  }
+
+  kernels::CompareOp op_;
+};
+
+class NotOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<NotOp>();
+  }
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (absl::Status s = ExpectInputType(in, 0, DataType::kBool); !s.ok())
+      return s;
+    out[0] = {DataType::kBool, in[0].shape, nullptr};
+    return absl::OkStatus();
+  }
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    kernels::LogicalNot(in[0].as<bool>(),
+                        DimProduct(*in[0].shape, 0, in[0].shape->size()),
+                        out[0].as<bool>());
+    return absl::OkStatus();
+  }
+};
+
+class WhereOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<WhereOp>();
+  }
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() != 3)
+      return absl::InvalidArgumentError("Where needs three inputs");
+    if (absl::Status s = ExpectInputType(in, 0, DataType::kBool); !s.ok())
+      return s;
+    if (!in[1].present())
+      return absl::InvalidArgumentError("input 1 is required");
+    if (absl::Status s = ExpectInputType(in, 2, in[1].dtype); !s.ok()) return s;
+    absl::StatusOr<Shape> xy = Broadcast(in[1].shape, in[2].shape);
+    if (!xy.ok()) return xy.status();
+    absl::StatusOr<Shape> shape = Broadcast(in[0].shape, *xy);
+    if (!shape.ok()) return shape.status();
+    out[0].dtype = in[1].dtype;
+    out[0].shape = *std::move(shape);
+    return absl::OkStatus();
+  }
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    kernels::BroadcastWhere(
+        in[0].as<bool>(), *in[0].shape, in[1].data, *in[1].shape, in[2].data,
+        *in[2].shape, *out[0].shape, ElementByteSize(in[1].dtype), out[0].data);
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+void RegisterCompareOps(OpRegistry& registry) {
+  registry.Register("Equal", &CompareOp::Create<kernels::CompareOp::kEqual>);
+  registry.Register("Less", &CompareOp::Create<kernels::CompareOp::kLess>);
+  registry.Register("Greater",
+                    &CompareOp::Create<kernels::CompareOp::kGreater>);
+  registry.Register("Not", FactoryOf<NotOp>());
+  registry.Register("Where", FactoryOf<WhereOp>());
+}
+
+}  // namespace coalesce

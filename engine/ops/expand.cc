@@ -1,0 +1,102 @@
+// Expand (bidirectional broadcast to a shape known while planning) and Tile
+// (repeats known while planning). Both are one strided copy; any element
+// type.
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/strided_copy.h"
+
+namespace coalesce {
+namespace {
+
+class ExpandOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<ExpandOp>();
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 2 || !in[0].present())
+      return absl::InvalidArgumentError("Expand needs input and shape");
+    absl::StatusOr<std::vector<int64_t>> shape =
+        ReadInts(in[1], nullptr, "the shape input");
+    if (!shape.ok()) return shape.status();
+    std::optional<std::vector<int64_t>> broadcast =
+        kernels::BroadcastShapes(in[0].shape, *shape);
+    if (!broadcast) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot expand ", ShapeToString(in[0].shape), " to ",
+                       ShapeToString(*shape)));
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = *std::move(broadcast);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    kernels::StridedCopy(in[0].data, *out[0].shape,
+                         kernels::BroadcastStrides(*in[0].shape, *out[0].shape),
+                         ElementByteSize(in[0].dtype), out[0].data);
+    return absl::OkStatus();
+  }
+};
+
+class TileOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<TileOp>();
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 2 || !in[0].present())
+      return absl::InvalidArgumentError("Tile needs input and repeats");
+    absl::StatusOr<std::vector<int64_t>> repeats =
+        ReadInts(in[1], nullptr, "the repeats input");
+    if (!repeats.ok()) return repeats.status();
+    const Shape& s = in[0].shape;
+    if (repeats->size() != s.size())
+      return absl::InvalidArgumentError("repeats must have one value per axis");
+    Shape shape(s.size());
+    for (size_t d = 0; d < s.size(); ++d) {
+      if ((*repeats)[d] < 0)
+        return absl::InvalidArgumentError("negative repeat");
+      shape[d] = s[d] * (*repeats)[d];
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = std::move(shape);
+    return absl::OkStatus();
+  }
+
+  // The output viewed as [r0, d0, r1, d1, ...] reads the input with strides
+  // [0, s0, 0, s1, ...].
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& s = *in[0].shape;
+    const std::vector<int64_t> dense = kernels::DenseStrides(s);
+    std::vector<int64_t> dims, strides;
+    for (size_t d = 0; d < s.size(); ++d) {
+      dims.push_back(s[d] == 0 ? 0 : (*out[0].shape)[d] / s[d]);
+      dims.push_back(s[d]);
+      strides.push_back(0);
+      strides.push_back(dense[d]);
+    }
+    kernels::StridedCopy(in[0].data, dims, strides,
+                         ElementByteSize(in[0].dtype), out[0].data);
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+void RegisterExpandOps(OpRegistry& registry) {
+  registry.Register("Expand", FactoryOf<ExpandOp>());
+  registry.Register("Tile", FactoryOf<TileOp>());
+}
+
+}  // namespace coalesce

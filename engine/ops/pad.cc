@@ -1,0 +1,159 @@
+// Pad with mode constant, reflect or edge. Before opset 11 pads (`paddings`
+// in opset 1) and the constant `value` are attributes; from opset 11 they are
+// inputs (pads known while planning; optional constant_value), and from
+// opset 18 an optional `axes` input picks the padded axes. Pads are
+// [begin of each axis..., end of each axis...]; negative pads crop. Any
+// element type.
+#include "kernels/cpu/pad.h"
+
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/cast.h"
+#include "onnx/onnx_pb.h"
+
+namespace coalesce {
+namespace {
+
+class PadOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    auto op = std::make_unique<PadOp>();
+    std::string mode = "constant";
+    for (const onnx::AttributeProto& attr : node.proto().attribute())
+      if (attr.name() == "mode") mode = attr.s();
+    if (mode == "constant")
+      op->mode_ = kernels::PadMode::kConstant;
+    else if (mode == "reflect")
+      op->mode_ = kernels::PadMode::kReflect;
+    else if (mode == "edge")
+      op->mode_ = kernels::PadMode::kEdge;
+    else
+      return absl::InvalidArgumentError(
+          absl::StrCat("unsupported pad mode '", mode, "'"));
+    op->from_inputs_ = node.opset() >= 11;
+    if (!op->from_inputs_) {
+      absl::StatusOr<std::vector<int64_t>> pads =
+          node.GetInts(node.opset() < 2 ? "paddings" : "pads");
+      if (!pads.ok()) return pads.status();
+      op->pads_ = *std::move(pads);
+      absl::StatusOr<float> value = node.GetFloat("value", 0.0f);
+      if (!value.ok()) return value.status();
+      op->value_ = *value;
+    } else if (node.num_inputs() < 2) {
+      return absl::InvalidArgumentError("Pad needs a pads input");
+    }
+    return op;
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present())
+      return absl::InvalidArgumentError("input 0 is required");
+    absl::StatusOr<std::vector<int64_t>> pads = Pads(in, {});
+    if (!pads.ok()) return pads.status();
+    const Shape& s = in[0].shape;
+    const size_t rank = s.size();
+    Shape shape(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      shape[d] = s[d] + (*pads)[d] + (*pads)[d + rank];
+      if (shape[d] < 0)
+        return absl::InvalidArgumentError("pads crop below zero");
+      const bool padded = (*pads)[d] > 0 || (*pads)[d + rank] > 0;
+      if (padded && mode_ != kernels::PadMode::kConstant && s[d] == 0)
+        return absl::InvalidArgumentError(
+            "cannot reflect or edge-pad an empty axis");
+    }
+    if (in.size() > 2 && in[2].present() && in[2].dtype != in[0].dtype)
+      return absl::InvalidArgumentError("constant_value differs in type");
+    out[0].dtype = in[0].dtype;
+    out[0].shape = std::move(shape);
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    std::vector<TensorInfo> info;
+    std::vector<const char*> data;
+    for (const ConstTensorView& t : in) {
+      info.push_back({t.dtype, t.present() ? *t.shape : Shape{}, nullptr});
+      data.push_back(t.data);
+    }
+    absl::StatusOr<std::vector<int64_t>> pads = Pads(info, data);
+    if (!pads.ok()) return pads.status();
+    const size_t rank = in[0].shape->size();
+    const size_t element = ElementByteSize(in[0].dtype);
+    alignas(8) char fill[8] = {};
+    if (in.size() > 2 && in[2].present()) {
+      std::memcpy(fill, in[2].data, element);
+    } else if (in[0].dtype == DataType::kFp32 ||
+               in[0].dtype == DataType::kInt64 ||
+               in[0].dtype == DataType::kInt32 ||
+               in[0].dtype == DataType::kBool) {
+      kernels::CastType to =
+          in[0].dtype == DataType::kFp32    ? kernels::CastType::kFloat32
+          : in[0].dtype == DataType::kInt64 ? kernels::CastType::kInt64
+          : in[0].dtype == DataType::kInt32 ? kernels::CastType::kInt32
+                                            : kernels::CastType::kBool;
+      kernels::Cast(kernels::CastType::kFloat32, &value_, to, 1, fill);
+    }
+    kernels::Pad(in[0].data, *in[0].shape,
+                 std::vector<int64_t>(pads->begin(), pads->begin() + rank),
+                 std::vector<int64_t>(pads->begin() + rank, pads->end()), mode_,
+                 fill, element, out[0].data);
+    return absl::OkStatus();
+  }
+
+ private:
+  // Full [begins..., ends...] for every axis. `data` is empty at Infer time.
+  absl::StatusOr<std::vector<int64_t>> Pads(
+      absl::Span<const TensorInfo> in,
+      const std::vector<const char*>& data) const {
+    const int64_t rank = in[0].shape.size();
+    std::vector<int64_t> pads = pads_;
+    auto at = [&](size_t i) { return data.empty() ? nullptr : data[i]; };
+    if (from_inputs_) {
+      absl::StatusOr<std::vector<int64_t>> v =
+          ReadInts(in[1], at(1), "the pads input");
+      if (!v.ok()) return v.status();
+      pads = *std::move(v);
+    }
+    if (from_inputs_ && in.size() > 3 && in[3].present()) {
+      absl::StatusOr<std::vector<int64_t>> axes =
+          ReadInts(in[3], at(3), "the axes input");
+      if (!axes.ok()) return axes.status();
+      if (pads.size() != 2 * axes->size())
+        return absl::InvalidArgumentError("pads must be twice as long as axes");
+      std::vector<int64_t> full(2 * rank, 0);
+      for (size_t i = 0; i < axes->size(); ++i) {
+        absl::StatusOr<int64_t> axis = NormalizeAxis((*axes)[i], rank);
+        if (!axis.ok()) return axis.status();
+        full[*axis] = pads[i];
+        full[*axis + rank] = pads[i + axes->size()];
+      }
+      pads = std::move(full);
+    }
+    if (static_cast<int64_t>(pads.size()) != 2 * rank) {
+      return absl::InvalidArgumentError(absl::StrCat("pads has ", pads.size(),
+                                                     " values, rank ", rank,
+                                                     " needs ", 2 * rank));
+    }
+    return pads;
+  }
+
+  kernels::PadMode mode_ = kernels::PadMode::kConstant;
+  bool from_inputs_ = true;
+  std::vector<int64_t> pads_;
+  float value_ = 0.0f;
+};
+
+}  // namespace
+
+void RegisterPadOp(OpRegistry& registry) {
+  registry.Register("Pad", FactoryOf<PadOp>());
+}
+
+}  // namespace coalesce

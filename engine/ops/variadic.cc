@@ -1,0 +1,83 @@
+// Sum, Max, Min, Mean over one or more float inputs with multidirectional
+// broadcasting (opset >= 8; earlier opsets require equal shapes, which
+// broadcasting accepts too).
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "kernels/cpu/broadcast_math.h"
+#include "kernels/cpu/elementwise.h"
+
+namespace coalesce {
+namespace {
+
+enum class Variadic { kSum, kMax, kMin, kMean };
+
+class VariadicOp : public OpKernel {
+ public:
+  explicit VariadicOp(Variadic kind) : kind_(kind) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty()) return absl::InvalidArgumentError("needs at least 1 input");
+    Shape shape;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (absl::Status s = ExpectInputType(in, i, DataType::kFp32); !s.ok())
+        return s;
+      auto next = kernels::BroadcastShapes(shape, in[i].shape);
+      if (!next) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", i, " of shape ", ShapeToString(in[i].shape),
+                         " does not broadcast with ", ShapeToString(shape)));
+      }
+      shape = *std::move(next);
+    }
+    out[0].dtype = DataType::kFp32;
+    out[0].shape = std::move(shape);
+    return absl::OkStatus();
+  }
+
+  // The first input is broadcast into the output, then each other input is
+  // folded in place.
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& out_shape = *out[0].shape;
+    float* y = out[0].as<float>();
+    kernels::BroadcastTo(in[0].as<float>(), *in[0].shape, out_shape, y);
+    const kernels::MathBinaryOp op =
+        kind_ == Variadic::kMax   ? kernels::MathBinaryOp::kMax
+        : kind_ == Variadic::kMin ? kernels::MathBinaryOp::kMin
+                                  : kernels::MathBinaryOp::kAdd;
+    for (size_t i = 1; i < in.size(); ++i) {
+      kernels::BroadcastMath(op, y, out_shape, in[i].as<float>(), *in[i].shape,
+                             y);
+    }
+    if (kind_ == Variadic::kMean && in.size() > 1) {
+      kernels::Scale(y, DimProduct(out_shape, 0, out_shape.size()),
+                     1.0f / static_cast<float>(in.size()));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Variadic kind_;
+};
+
+OpFactory VariadicFactory(Variadic kind) {
+  return
+      [kind](const OpNode& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+        return std::make_unique<VariadicOp>(kind);
+      };
+}
+
+}  // namespace
+
+void RegisterVariadicOps(OpRegistry& registry) {
+  registry.Register("Sum", VariadicFactory(Variadic::kSum));
+  registry.Register("Max", VariadicFactory(Variadic::kMax));
+  registry.Register("Min", VariadicFactory(Variadic::kMin));
+  registry.Register("Mean", VariadicFactory(Variadic::kMean));
+}
+
+}  // namespace coalesce

@@ -1,0 +1,37 @@
+// Comparison and selection with multidirectional (NumPy-style) broadcasting:
+// Equal, Less, Greater (bool output), Not, and Where. Bools are one byte, 0 or
+// 1. Stateless and thread-safe.
+#ifndef COALESCE_KERNELS_CPU_COMPARE_H_
+#define COALESCE_KERNELS_CPU_COMPARE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace coalesce::kernels {
+
+enum class CompareOp { kEqual, kLess, kGreater };
+
+// out[i] = a[i'] op b[i''] over out_dims, the broadcast of a_dims and b_dims.
+// Defined for T = float, int64_t, int32_t and bool.
+// REQUIRES: out_dims is that broadcast; out holds its element count.
+template <typename T>
+void BroadcastCompare(CompareOp op, const T* a,
+                      const std::vector<int64_t>& a_dims, const T* b,
+                      const std::vector<int64_t>& b_dims,
+                      const std::vector<int64_t>& out_dims, bool* out);
+
+// out[i] = !in[i].
+void LogicalNot(const bool* in, int64_t count, bool* out);
+
+// out[i] = cond[i'] ? x[i''] : y[i'''] over out_dims, the broadcast of the
+// three shapes; x, y and out hold elements of `element_bytes`.
+void BroadcastWhere(const bool* cond, const std::vector<int64_t>& cond_dims,
+                    const void* x, const std::vector<int64_t>& x_dims,
+                    const void* y, const std::vector<int64_t>& y_dims,
+                    const std::vector<int64_t>& out_dims, size_t element_bytes,
+                    void* out);
+
+}  // namespace coalesce::kernels
+
+#endif  // COALESCE_KERNELS_CPU_COMPARE_H_
