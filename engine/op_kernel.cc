@@ -78,6 +78,15 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
   return axis < 0 ? axis + rank : axis;
 }
 
+void SplitViews(absl::Span<const ConstTensorView> in,
+                std::vector<TensorInfo>* infos,
+                std::vector<const char*>* data) {
+  for (const ConstTensorView& t : in) {
+    infos->push_back({t.dtype, t.present() ? *t.shape : Shape{}, nullptr});
+    data->push_back(t.data);
+  }
+}
+
 absl::StatusOr<std::vector<int64_t>> ReadInts(const TensorInfo& info,
                                               const char* data,
                                               const char* what) {

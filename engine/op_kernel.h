@@ -118,6 +118,10 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
 absl::StatusOr<std::vector<int64_t>> ReadInts(const TensorInfo& info,
                                               const char* data,
                                               const char* what);
+// The run-time views of `in` as TensorInfos (absent inputs stay absent) and
+// data pointers, for helpers that serve both Infer and Run (with ReadInts).
+void SplitViews(absl::Span<const ConstTensorView> in,
+                std::vector<TensorInfo>* infos, std::vector<const char*>* data);
 // Product of shape[begin, end).
 int64_t DimProduct(const Shape& shape, size_t begin, size_t end);
 

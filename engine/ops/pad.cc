@@ -78,10 +78,7 @@ class PadOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     std::vector<TensorInfo> info;
     std::vector<const char*> data;
-    for (const ConstTensorView& t : in) {
-      info.push_back({t.dtype, t.present() ? *t.shape : Shape{}, nullptr});
-      data.push_back(t.data);
-    }
+    SplitViews(in, &info, &data);
     absl::StatusOr<std::vector<int64_t>> pads = Pads(info, data);
     if (!pads.ok()) return pads.status();
     const size_t rank = in[0].shape->size();

@@ -4,32 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/copying_op.h"
 #include "engine/ops/register_ops.h"
 #include "kernels/cpu/copy.h"
 
 namespace coalesce {
 namespace {
-
-// Shared Run: copy input 0 to output 0.
-class CopyingOp : public OpKernel {
- public:
-  absl::Status Run(absl::Span<const ConstTensorView> in,
-                   absl::Span<const TensorView> out) const override {
-    const Shape& s = *in[0].shape;
-    kernels::CopyBytes(
-        in[0].data, DimProduct(s, 0, s.size()) * ElementByteSize(in[0].dtype),
-        out[0].data);
-    return absl::OkStatus();
-  }
-
- protected:
-  static absl::Status RequireInput(absl::Span<const TensorInfo> in) {
-    if (in.empty() || !in[0].present()) {
-      return absl::InvalidArgumentError("input 0 is required");
-    }
-    return absl::OkStatus();
-  }
-};
 
 class IdentityOp : public CopyingOp {
  public:

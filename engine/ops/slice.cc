@@ -116,10 +116,7 @@ class SliceOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     std::vector<TensorInfo> info;
     std::vector<const char*> data;
-    for (const ConstTensorView& t : in) {
-      info.push_back({t.dtype, t.present() ? *t.shape : Shape{}, nullptr});
-      data.push_back(t.data);
-    }
+    SplitViews(in, &info, &data);
     absl::StatusOr<SliceSpec> spec = Resolve(info, data);
     if (!spec.ok()) return spec.status();
     CopySlice(in[0], *spec, out[0].data);

@@ -6,13 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/copying_op.h"
 #include "engine/ops/register_ops.h"
 #include "kernels/cpu/copy.h"
 
 namespace coalesce {
 namespace {
 
-class SqueezeFamilyOp : public OpKernel {
+class SqueezeFamilyOp : public CopyingOp {
  public:
   SqueezeFamilyOp(bool squeeze, bool axes_from_input, std::vector<int64_t> axes)
       : squeeze_(squeeze),
@@ -47,15 +48,6 @@ class SqueezeFamilyOp : public OpKernel {
     if (!shape.ok()) return shape.status();
     out[0].dtype = in[0].dtype;
     out[0].shape = *std::move(shape);
-    return absl::OkStatus();
-  }
-
-  absl::Status Run(absl::Span<const ConstTensorView> in,
-                   absl::Span<const TensorView> out) const override {
-    const Shape& s = *in[0].shape;
-    kernels::CopyBytes(
-        in[0].data, DimProduct(s, 0, s.size()) * ElementByteSize(in[0].dtype),
-        out[0].data);
     return absl::OkStatus();
   }
 
