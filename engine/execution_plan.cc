@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -16,6 +18,25 @@ namespace {
 // Outputs up to this size are computed while planning when their inputs are
 // known; shape arithmetic is a few dozen bytes.
 constexpr size_t kMaxFoldedBytes = 64 * 1024;
+
+// No tensor may exceed this many bytes (1 TiB): a shape computed from a
+// corrupt or hostile model fails planning instead of overflowing sizes.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+
+// The byte size of a tensor, or InvalidArgument naming it when its shape has
+// negative dims, overflows or exceeds kMaxTensorBytes.
+absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
+                                       const std::string& name) {
+  std::optional<int64_t> count = ElementCount(info.shape);
+  const int64_t elem = ElementByteSize(info.dtype);
+  if (!count || (elem > 0 && *count > kMaxTensorBytes / elem)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output '", name, "' would have shape ",
+                     ShapeToString(info.shape),
+                     ", which is negative or larger than 1 TiB"));
+  }
+  return static_cast<size_t>(*count * elem);
+}
 
 std::string DescribeInputs(const Graph& graph, const GraphNode& node,
                            const std::vector<PlannedValue>& values) {
@@ -39,6 +60,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::Build(
   std::shared_ptr<ExecutionPlan> plan(new ExecutionPlan(std::move(model)));
   if (absl::Status s = plan->BindInputs(input_shapes); !s.ok()) return s;
   if (absl::Status s = plan->InferNodes(); !s.ok()) return s;
+  if (absl::Status s = plan->PrepareNodes(); !s.ok()) return s;
   plan->AssignStorage();
   plan->PlanArena();
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
@@ -62,16 +84,17 @@ absl::Status ExecutionPlan::BindInputs(const std::vector<Shape>& input_shapes) {
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     const TensorSpec& spec = sig.inputs[i];
     const Shape& shape = input_shapes[i];
-    std::optional<int64_t> count = ElementCount(shape);
-    if (!count ||
+    const TensorInfo info = {spec.dtype, shape, nullptr};
+    absl::StatusOr<size_t> bytes = CheckedByteSize(info, spec.name);
+    if (!bytes.ok() ||
         (model_->input_has_shape(i) && !ShapeMatches(spec.dims, shape))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", spec.name, "' has shape ", ShapeToString(shape),
           ", which does not fit the model's ", ShapeToString(spec.dims)));
     }
     const int id = graph.inputs[i];
-    values_[id].info = {spec.dtype, shape, nullptr};
-    values_[id].byte_size = *count * ElementByteSize(spec.dtype);
+    values_[id].info = info;
+    values_[id].byte_size = *bytes;
     input_values_.push_back(id);
   }
   output_values_ = graph.outputs;
@@ -97,8 +120,14 @@ absl::Status ExecutionPlan::InferNodes() {
       if (node.outputs[o] < 0) continue;
       PlannedValue& v = values_[node.outputs[o]];
       v.info = std::move(outputs[o]);
-      v.byte_size = DimProduct(v.info.shape, 0, v.info.shape.size()) *
-                    ElementByteSize(v.info.dtype);
+      absl::StatusOr<size_t> bytes =
+          CheckedByteSize(v.info, graph.value_names[node.outputs[o]]);
+      if (!bytes.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", node.name, "' (op '", node.op_type,
+                         "'): ", bytes.status().message()));
+      }
+      v.byte_size = *bytes;
     }
     if (absl::Status s = MaybeFold(n); !s.ok()) {
       return absl::Status(
@@ -150,6 +179,31 @@ absl::Status ExecutionPlan::MaybeFold(size_t index) {
   return absl::OkStatus();
 }
 
+absl::Status ExecutionPlan::PrepareNodes() {
+  const Graph& graph = model_->graph();
+  prepared_.resize(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (folded_[n]) continue;
+    const GraphNode& node = graph.nodes[n];
+    absl::InlinedVector<TensorInfo, 4> inputs;
+    for (int id : node.inputs)
+      inputs.push_back(id < 0 ? TensorInfo{} : values_[id].info);
+    absl::InlinedVector<TensorInfo, 2> outputs;
+    for (int id : node.outputs)
+      outputs.push_back(id < 0 ? TensorInfo{} : values_[id].info);
+    absl::StatusOr<std::unique_ptr<PreparedKernel>> prepared =
+        node.kernel->Prepare(inputs, outputs);
+    if (!prepared.ok()) {
+      return absl::Status(
+          prepared.status().code(),
+          absl::StrCat("node '", node.name, "' (op '", node.op_type,
+                       "') while preparing: ", prepared.status().message()));
+    }
+    prepared_[n] = *std::move(prepared);
+  }
+  return absl::OkStatus();
+}
+
 void ExecutionPlan::AssignStorage() {
   const Graph& graph = model_->graph();
   for (size_t id = 0; id < values_.size(); ++id) {
@@ -177,24 +231,33 @@ void ExecutionPlan::AssignStorage() {
   }
 }
 
-// Intermediate tensors get arena blocks from their producer to their last
+// The arena starts with the table of tensor addresses Execute fills. Then
+// intermediate tensors get blocks from their producer to their last
 // consumer; a block is released only after the consuming node's outputs are
-// placed, so no kernel's output overlaps its inputs.
+// placed, so no kernel's output overlaps its inputs. A prepared kernel's
+// scratch block lives during its node only.
 void ExecutionPlan::PlanArena() {
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
+  ArenaPlanner planner;
+  planner.Allocate(values_.size() * sizeof(char*));  // at offset 0, never freed
+  scratch_offsets_.assign(nodes.size(), 0);
   std::vector<int> last_use(values_.size(), -1);
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (folded_[n]) continue;
     for (int id : nodes[n].inputs)
       if (id >= 0) last_use[id] = static_cast<int>(n);
   }
-  ArenaPlanner planner;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (folded_[n]) continue;
     for (int id : nodes[n].outputs) {
       if (id >= 0 && values_[id].storage == ValueStorage::kArena) {
         values_[id].arena_offset = planner.Allocate(values_[id].byte_size);
       }
+    }
+    if (prepared_[n] != nullptr && prepared_[n]->scratch_bytes() > 0) {
+      const size_t bytes = prepared_[n]->scratch_bytes();
+      scratch_offsets_[n] = planner.Allocate(bytes);
+      planner.Free(scratch_offsets_[n], bytes);
     }
     auto release = [&](int id) {
       if (id >= 0 && values_[id].storage == ValueStorage::kArena &&
@@ -212,7 +275,8 @@ void ExecutionPlan::PlanArena() {
 absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
                                     absl::Span<char* const> outputs,
                                     char* arena) const {
-  absl::InlinedVector<char*, 32> data(values_.size(), nullptr);
+  // The address table lives in the arena, so Execute allocates nothing.
+  char** data = reinterpret_cast<char**>(arena);
   for (size_t id = 0; id < values_.size(); ++id) {
     const PlannedValue& v = values_[id];
     switch (v.storage) {
@@ -222,13 +286,14 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
       case ValueStorage::kConstant:
         data[id] = const_cast<char*>(v.info.constant_data);
         break;
+      case ValueStorage::kNone:
+        data[id] = nullptr;
+        break;
       case ValueStorage::kArena:
         data[id] = arena + v.arena_offset;
         break;
       case ValueStorage::kOutput:
         data[id] = outputs[v.io_index];
-        break;
-      case ValueStorage::kNone:
         break;
     }
   }
@@ -236,19 +301,24 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (folded_[n]) continue;
     const GraphNode& node = nodes[n];
-    absl::InlinedVector<ConstTensorView, 4> in;
+    // Inline room for every common operator, so no run allocates.
+    absl::InlinedVector<ConstTensorView, 8> in;
     for (int id : node.inputs) {
       in.push_back(id < 0 ? ConstTensorView{}
                           : ConstTensorView{values_[id].info.dtype,
                                             &values_[id].info.shape, data[id]});
     }
-    absl::InlinedVector<TensorView, 2> out;
+    absl::InlinedVector<TensorView, 4> out;
     for (int id : node.outputs) {
       out.push_back(id < 0 ? TensorView{}
                            : TensorView{values_[id].info.dtype,
                                         &values_[id].info.shape, data[id]});
     }
-    if (absl::Status s = node.kernel->Run(in, out); !s.ok()) {
+    absl::Status s =
+        prepared_[n] != nullptr
+            ? prepared_[n]->Run(in, out, arena + scratch_offsets_[n])
+            : node.kernel->Run(in, out);
+    if (!s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,
                                  "'): ", s.message()));

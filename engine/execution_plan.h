@@ -5,9 +5,12 @@
 // order. Nodes whose inputs are all known at plan time (constants, or shapes
 // only, for Shape) and whose outputs are small are computed once while
 // planning; their outputs become plan-owned constants and Execute skips them.
-// Built once per distinct input-shape set (see PlanCache), immutable,
-// and safe to Execute concurrently as long as each caller passes its own
-// buffers and arena.
+// Kernels that prepare per-shape work (PreparedKernel: oneDNN primitives,
+// packed weights) are prepared once here.
+// Built once per distinct input-shape set (see PlanCache) and immutable
+// except for the PreparedKernels' reusable objects, so a plan runs one
+// Execute at a time: each executor instance owns its plans (PlanCache) and
+// runs them on its one worker thread.
 #ifndef COALESCE_ENGINE_EXECUTION_PLAN_H_
 #define COALESCE_ENGINE_EXECUTION_PLAN_H_
 
@@ -20,6 +23,7 @@
 #include "engine/aligned_buffer.h"
 #include "engine/model.h"
 #include "engine/op_kernel.h"
+#include "engine/prepared_kernel.h"
 #include "engine/shape.h"
 
 namespace coalesce {
@@ -55,13 +59,15 @@ class ExecutionPlan {
   size_t output_byte_size(int i) const {
     return values_[output_values_[i]].byte_size;
   }
-  // Scratch bytes Execute needs for intermediate tensors.
+  // Scratch bytes Execute needs: intermediate tensors, kernels' scratch and
+  // a table of tensor addresses.
   size_t arena_bytes() const { return arena_bytes_; }
   const std::vector<PlannedValue>& values() const { return values_; }
 
   // Runs every node in order. REQUIRES: inputs[i] holds input_byte_size(i)
   // bytes, outputs[i] has room for output_byte_size(i), arena for arena_bytes()
-  // (64-byte aligned). Returns the first failing kernel's status.
+  // (64-byte aligned). Returns the first failing kernel's status. Allocates
+  // nothing. REQUIRES: no other Execute of this plan is running.
   absl::Status Execute(absl::Span<const char* const> inputs,
                        absl::Span<char* const> outputs, char* arena) const;
 
@@ -72,6 +78,7 @@ class ExecutionPlan {
   absl::Status InferNodes();
   // Runs node `index` now when its outputs are knowable at plan time.
   absl::Status MaybeFold(size_t index);
+  absl::Status PrepareNodes();
   void AssignStorage();
   void PlanArena();
 
@@ -81,6 +88,9 @@ class ExecutionPlan {
   std::vector<int> output_values_;
   std::vector<bool> folded_;  // by node index: computed while planning
   std::vector<AlignedBuffer> folded_data_;
+  // By node index; null where the kernel's plain Run is used.
+  std::vector<std::unique_ptr<PreparedKernel>> prepared_;
+  std::vector<size_t> scratch_offsets_;  // by node index, into the arena
   size_t arena_bytes_ = 0;
 };
 

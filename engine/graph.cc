@@ -33,8 +33,7 @@ absl::Status CheckOperators(const onnx::GraphProto& proto,
   std::vector<std::string> unsupported;
   for (const onnx::NodeProto& node : proto.node()) {
     if (IsConstantNode(node)) continue;
-    if (!IsDefaultDomain(node.domain()) ||
-        registry.Find(node.op_type()) == nullptr) {
+    if (registry.Find(node.domain(), node.op_type()) == nullptr) {
       unsupported.push_back(IsDefaultDomain(node.domain())
                                 ? NodeLabel(node)
                                 : absl::StrCat(NodeLabel(node), " in domain '",
@@ -225,7 +224,7 @@ absl::Status GraphBuilder::AddNode(const onnx::NodeProto& proto) {
     if (!out.empty()) defined_.insert(out);
   }
   absl::StatusOr<std::unique_ptr<OpKernel>> kernel =
-      (*registry_.Find(proto.op_type()))(OpNode(proto, opset_));
+      (*registry_.Find(proto.domain(), proto.op_type()))(OpNode(proto, opset_));
   if (!kernel.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(NodeLabel(proto), ": ", kernel.status().message()));

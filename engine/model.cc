@@ -28,7 +28,7 @@ absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(
-    const std::string& path) {
+    const std::string& path, const ModelOptions& options) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return absl::NotFoundError(
@@ -36,14 +36,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(
   std::stringstream contents;
   contents << file.rdbuf();
   absl::StatusOr<std::shared_ptr<const Model>> model =
-      LoadFromBytes(contents.str());
+      LoadFromBytes(contents.str(), options);
   if (!model.ok())
     return Prefixed(absl::StrCat("'", path, "': "), model.status());
   return model;
 }
 
 absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
-    std::string_view bytes) {
+    std::string_view bytes, const ModelOptions& options) {
   onnx::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -55,6 +55,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
   absl::StatusOr<int64_t> opset = DefaultOpset(proto);
   if (!opset.ok()) return opset.status();
 
+  // The rewrites keep every graph input and output, so the signature read
+  // below is the one the file declares.
+  if (absl::Status s =
+          OptimizeGraph(options.optimizer, *opset, proto.mutable_graph());
+      !s.ok())
+    return s;
   std::shared_ptr<Model> model(new Model());
   model->opset_version_ = *opset;
   absl::StatusOr<Graph> graph =

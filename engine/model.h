@@ -14,9 +14,16 @@
 
 #include "absl/status/statusor.h"
 #include "engine/graph.h"
+#include "engine/optimizer/graph_optimizer.h"
 #include "engine/tensor_spec.h"
 
 namespace coalesce {
+
+struct ModelOptions {
+  // Load-time graph rewrites (engine/optimizer/graph_optimizer.h); all on by
+  // default. OptimizerOptions::None() runs the graph exactly as written.
+  OptimizerOptions optimizer;
+};
 
 class Model {
  public:
@@ -25,9 +32,9 @@ class Model {
   // defines, an unsupported data type, or unsupported operators (every one
   // named as "node '<name>' (op '<OpType>')"). NotFound if the file is missing.
   static absl::StatusOr<std::shared_ptr<const Model>> LoadFromFile(
-      const std::string& path);
+      const std::string& path, const ModelOptions& options = {});
   static absl::StatusOr<std::shared_ptr<const Model>> LoadFromBytes(
-      std::string_view bytes);
+      std::string_view bytes, const ModelOptions& options = {});
 
   // Graph inputs that are not initializers, and graph outputs; symbolic or
   // unknown dims are -1.

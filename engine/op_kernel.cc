@@ -1,6 +1,7 @@
 #include "engine/op_kernel.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/prepared_kernel.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
@@ -52,6 +53,21 @@ absl::StatusOr<std::vector<int64_t>> OpNode::GetInts(
   if (attr->type() != onnx::AttributeProto::INTS)
     return WrongType(name, "INTS");
   return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+absl::StatusOr<std::string> OpNode::GetString(
+    const std::string& name, const std::string& default_value) const {
+  const onnx::AttributeProto* attr = FindAttribute(proto_, name);
+  if (attr == nullptr) return default_value;
+  if (attr->type() != onnx::AttributeProto::STRING)
+    return WrongType(name, "STRING");
+  return attr->s();
+}
+
+absl::StatusOr<std::unique_ptr<PreparedKernel>> OpKernel::Prepare(
+    absl::Span<const TensorInfo> inputs,
+    absl::Span<const TensorInfo> outputs) const {
+  return nullptr;
 }
 
 absl::Status ExpectInputType(absl::Span<const TensorInfo> inputs, int i,

@@ -8,6 +8,7 @@
 #define COALESCE_ENGINE_OP_KERNEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ class NodeProto;
 }  // namespace onnx
 
 namespace coalesce {
+
+class PreparedKernel;
 
 // What shape inference knows about a tensor: its type, its concrete shape and,
 // when known at plan time, its value: initializers, constants, and outputs the
@@ -77,6 +80,14 @@ class OpKernel {
   // node whose inputs are all known at plan time, and passes inputs with null
   // data.
   virtual bool ReadsOnlyInputShapes() const { return false; }
+
+  // Called once per execution plan, after Infer, with the inputs' and
+  // outputs' TensorInfos (constant inputs carry their data). A kernel that
+  // gains from per-shape work returns a PreparedKernel, which the plan then
+  // runs instead of Run; the default, null, means Run is used.
+  virtual absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> inputs,
+      absl::Span<const TensorInfo> outputs) const;
 };
 
 // The node an OpKernel is built for, with attribute accessors that check
@@ -98,6 +109,8 @@ class OpNode {
                                  float default_value) const;
   // Empty when absent.
   absl::StatusOr<std::vector<int64_t>> GetInts(const std::string& name) const;
+  absl::StatusOr<std::string> GetString(const std::string& name,
+                                        const std::string& default_value) const;
 
  private:
   const onnx::NodeProto& proto_;

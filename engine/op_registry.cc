@@ -1,5 +1,6 @@
 #include "engine/op_registry.h"
 
+#include <string>
 #include <utility>
 
 #include "engine/ops/register_ops.h"
@@ -15,12 +16,27 @@ const OpRegistry& OpRegistry::Builtin() {
   return *registry;
 }
 
+namespace {
+
+std::string Key(const std::string& domain, const std::string& op_type) {
+  if (domain.empty() || domain == "ai.onnx") return op_type;
+  return domain + ":" + op_type;
+}
+
+}  // namespace
+
 void OpRegistry::Register(const std::string& op_type, OpFactory factory) {
   factories_[op_type] = std::move(factory);
 }
 
-const OpFactory* OpRegistry::Find(const std::string& op_type) const {
-  auto it = factories_.find(op_type);
+void OpRegistry::RegisterInternal(const std::string& op_type,
+                                  OpFactory factory) {
+  factories_[Key(kInternalDomain, op_type)] = std::move(factory);
+}
+
+const OpFactory* OpRegistry::Find(const std::string& domain,
+                                  const std::string& op_type) const {
+  auto it = factories_.find(Key(domain, op_type));
   return it == factories_.end() ? nullptr : &it->second;
 }
 

@@ -1,8 +1,10 @@
 // OpRegistry: maps an ONNX operator type (default domain) to the factory that
 // builds its OpKernel for one node. Builtin() holds every operator this engine
 // implements; adding an operator is one file under engine/ops/ plus one line
-// in engine/ops/register_ops.cc. A registry is filled once and then only read;
-// reading is thread-safe.
+// in engine/ops/register_ops.cc. Operators of the ONNX default domain are
+// keyed by op type; the fused operators the graph optimizer creates live in
+// kInternalDomain, which models cannot import. A registry is filled once and
+// then only read; reading is thread-safe.
 #ifndef COALESCE_ENGINE_OP_REGISTRY_H_
 #define COALESCE_ENGINE_OP_REGISTRY_H_
 
@@ -22,14 +24,23 @@ using OpFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(
 
 class OpRegistry {
  public:
+  // The domain of the optimizer's fused operators (FusedConv, ...).
+  static constexpr char kInternalDomain[] = "ai.coalesce.internal";
+
   // The process-wide registry of built-in operators.
   static const OpRegistry& Builtin();
 
-  // REQUIRES: op_type not yet registered.
+  // REQUIRES: (domain, op_type) not yet registered. An empty domain (or
+  // "ai.onnx") is ONNX's default domain.
   void Register(const std::string& op_type, OpFactory factory);
+  void RegisterInternal(const std::string& op_type, OpFactory factory);
 
-  // Null when op_type is not supported.
-  const OpFactory* Find(const std::string& op_type) const;
+  // Null when the operator is not supported.
+  const OpFactory* Find(const std::string& domain,
+                        const std::string& op_type) const;
+  const OpFactory* Find(const std::string& op_type) const {
+    return Find("", op_type);
+  }
 
  private:
   absl::flat_hash_map<std::string, OpFactory> factories_;

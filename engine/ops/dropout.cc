@@ -1,7 +1,8 @@
 // Dropout at inference: an identity on a float tensor. The ratio (attribute
 // before opset 12, input 1 since) is ignored. Training mode (input 2, opset
-// >= 12) must be absent or false, and the optional mask output is not
-// supported: a node that asks for it is rejected when the model loads.
+// >= 12) must be absent or false. The optional mask output is all ones
+// (nothing dropped): BOOL from opset 10, the input's type (float) before.
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -21,11 +22,9 @@ absl::Status TrainingModeError() {
 class DropoutOp : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    if (node.num_outputs() > 1 && !node.proto().output(1).empty()) {
-      return absl::InvalidArgumentError(
-          "the mask output (output 1) is not supported");
-    }
-    return std::make_unique<DropoutOp>();
+    auto op = std::make_unique<DropoutOp>();
+    op->mask_type_ = node.opset() >= 10 ? DataType::kBool : DataType::kFp32;
+    return op;
   }
 
   absl::Status Infer(absl::Span<const TensorInfo> in,
@@ -40,6 +39,7 @@ class DropoutOp : public OpKernel {
     }
     out[0].dtype = DataType::kFp32;
     out[0].shape = in[0].shape;
+    if (out.size() > 1) out[1] = {mask_type_, in[0].shape, nullptr};
     return absl::OkStatus();
   }
 
@@ -52,8 +52,21 @@ class DropoutOp : public OpKernel {
     kernels::CopyBytes(in[0].data,
                        DimProduct(shape, 0, shape.size()) * sizeof(float),
                        out[0].data);
+    if (out.size() > 1 && out[1].data != nullptr) FillMask(out[1], shape);
     return absl::OkStatus();
   }
+
+ private:
+  void FillMask(const TensorView& mask, const Shape& shape) const {
+    const int64_t n = DimProduct(shape, 0, shape.size());
+    if (mask_type_ == DataType::kBool) {
+      std::fill(mask.data, mask.data + n, 1);
+    } else {
+      std::fill(mask.as<float>(), mask.as<float>() + n, 1.0f);
+    }
+  }
+
+  DataType mask_type_ = DataType::kBool;
 };
 
 }  // namespace

@@ -65,15 +65,28 @@ TEST(DropoutOpTest, TrainingModeTrueRejected) {
       << out.status();
 }
 
-TEST(DropoutOpTest, MaskOutputRejectedAtLoad) {
-  for (int64_t opset : {10, 13}) {
+// At inference nothing is dropped: the mask is all true (opset >= 10, BOOL)
+// or all 1.0 (before, the input's type).
+TEST(DropoutOpTest, MaskOutputIsAllOnes) {
+  for (int64_t opset : {9, 13}) {
     testing::OnnxModelBuilder builder(opset);
-    builder.Input("x", {2, 3}).Output("y");
+    const int32_t mask_type =
+        opset >= 10 ? onnx::TensorProto::BOOL : onnx::TensorProto::FLOAT;
+    builder.Input("x", {2, 3}).Output("y").Output("mask", {2, 3}, mask_type);
     builder.Node("Dropout", {"x"}, {"y", "mask"});
     auto model = builder.Load();
-    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(model.status().message().find("mask"), std::string::npos)
-        << model.status();
+    ASSERT_TRUE(model.ok()) << model.status();
+    const std::vector<float> x = {1, -2, 3, -4, 5, -6};
+    auto out = testing::RunModelTyped(
+        *model, {testing::MakeTyped(DataType::kFp32, {2, 3}, x)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].values<float>(), x);
+    if (opset >= 10) {
+      EXPECT_EQ((*out)[1].dtype, DataType::kBool);
+      EXPECT_EQ((*out)[1].values<uint8_t>(), std::vector<uint8_t>(6, 1));
+    } else {
+      EXPECT_EQ((*out)[1].values<float>(), std::vector<float>(6, 1.0f));
+    }
   }
 }
 

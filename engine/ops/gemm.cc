@@ -1,12 +1,15 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, with C unidirectionally
-// broadcast to [M, N]. C is optional from opset 11.
+// broadcast to [M, N]. C is optional from opset 11. FusedGemm (internal
+// domain) adds an activation (fused_activation_attr.h).
 #include "kernels/cpu/gemm.h"
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
+#include "kernels/cpu/fused_activation.h"
 
 namespace coalesce {
 namespace {
@@ -27,6 +30,9 @@ class GemmOp : public OpKernel {
     op->beta_ = *beta;
     op->trans_a_ = *trans_a != 0;
     op->trans_b_ = *trans_b != 0;
+    absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
+    if (!act.ok()) return act.status();
+    op->activation_ = *act;
     return op;
   }
 
@@ -82,8 +88,10 @@ class GemmOp : public OpKernel {
                                .k = k,
                                .alpha = alpha_,
                                .beta = beta};
-    return kernels::Sgemm(params, in[0].as<float>(), in[1].as<float>(),
-                          out[0].as<float>());
+    absl::Status s = kernels::Sgemm(params, in[0].as<float>(),
+                                    in[1].as<float>(), out[0].as<float>());
+    if (s.ok()) kernels::ApplyFusedActivation(activation_, out[0].as<float>(), m * n);
+    return s;
   }
 
  private:
@@ -102,12 +110,14 @@ class GemmOp : public OpKernel {
 
   float alpha_ = 1.0f, beta_ = 1.0f;
   bool trans_a_ = false, trans_b_ = false;
+  kernels::FusedActivation activation_;
 };
 
 }  // namespace
 
 void RegisterGemmOp(OpRegistry& registry) {
   registry.Register("Gemm", FactoryOf<GemmOp>());
+  registry.RegisterInternal("FusedGemm", FactoryOf<GemmOp>());
 }
 
 }  // namespace coalesce

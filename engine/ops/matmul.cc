@@ -1,12 +1,18 @@
 // MatMul with NumPy semantics: N-d operands are stacks of matrices whose batch
 // dimensions broadcast; a 1-D A is a row vector and a 1-D B a column vector,
 // and the added dimension is dropped from the result.
+//
+// FusedMatMul (internal domain) is MatMul + a bias [N] added to every row
+// (optional third input) + an activation (fused_activation_attr.h), which the
+// graph optimizer makes from MatMul -> Add -> Relu chains.
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fused_activation.h"
 #include "kernels/cpu/gemm.h"
 
 namespace coalesce {
@@ -62,7 +68,11 @@ int64_t BatchOffset(int64_t index, const Shape& dims, const Shape& out_batch) {
 class MatMulOp : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    return std::make_unique<MatMulOp>();
+    auto op = std::make_unique<MatMulOp>();
+    absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
+    if (!act.ok()) return act.status();
+    op->activation_ = *act;
+    return op;
   }
 
   absl::Status Infer(absl::Span<const TensorInfo> in,
@@ -76,6 +86,14 @@ class MatMulOp : public OpKernel {
     Shape shape = d->out_batch;
     if (in[0].shape.size() > 1) shape.push_back(d->m);
     if (in[1].shape.size() > 1) shape.push_back(d->n);
+    if (HasBias(in)) {
+      if (absl::Status s = ExpectInputType(in, 2, DataType::kFp32); !s.ok())
+        return s;
+      if (in[2].shape != Shape{d->n}) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "bias ", ShapeToString(in[2].shape), " must be [", d->n, "]"));
+      }
+    }
     out[0].dtype = DataType::kFp32;
     out[0].shape = std::move(shape);
     return absl::OkStatus();
@@ -85,6 +103,31 @@ class MatMulOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     absl::StatusOr<MatMulDims> d = Analyze(*in[0].shape, *in[1].shape);
     if (!d.ok()) return d.status();
+    if (absl::Status s = Multiply(*d, in, out); !s.ok()) return s;
+    kernels::ApplyFusedActivation(
+        activation_, out[0].as<float>(),
+        DimProduct(*out[0].shape, 0, out[0].shape->size()));
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename Span>
+  static bool HasBias(const Span& in) {
+    return in.size() > 2 && in[2].present();
+  }
+
+  // The product, plus the bias when there is one (as C with beta 1).
+  static absl::Status Multiply(const MatMulDims& dims,
+                               absl::Span<const ConstTensorView> in,
+                               absl::Span<const TensorView> out) {
+    const MatMulDims* d = &dims;
+    float beta = 0.0f;
+    if (HasBias(in)) {
+      const int64_t rows = DimProduct(*out[0].shape, 0, out[0].shape->size()) / d->n;
+      kernels::BroadcastToMatrix(in[2].as<float>(), 1, d->n, rows, d->n,
+                                 out[0].as<float>());
+      beta = 1.0f;
+    }
     const float* a = in[0].as<float>();
     const float* b = in[1].as<float>();
     float* y = out[0].as<float>();
@@ -93,26 +136,30 @@ class MatMulOp : public OpKernel {
     if (DimProduct(d->b_batch, 0, d->b_batch.size()) == 1 &&
         a_batches == batches) {
       // B is one matrix: fold A's batch into its rows, one large product.
-      return kernels::Sgemm({.m = batches * d->m, .n = d->n, .k = d->k}, a, b,
-                            y);
+      return kernels::Sgemm(
+          {.m = batches * d->m, .n = d->n, .k = d->k, .beta = beta}, a, b, y);
     }
     for (int64_t i = 0; i < batches; ++i) {
       const float* a_i =
           a + BatchOffset(i, d->a_batch, d->out_batch) * d->m * d->k;
       const float* b_i =
           b + BatchOffset(i, d->b_batch, d->out_batch) * d->k * d->n;
-      absl::Status s = kernels::Sgemm({.m = d->m, .n = d->n, .k = d->k}, a_i,
-                                      b_i, y + i * d->m * d->n);
+      absl::Status s =
+          kernels::Sgemm({.m = d->m, .n = d->n, .k = d->k, .beta = beta}, a_i,
+                         b_i, y + i * d->m * d->n);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
   }
+
+  kernels::FusedActivation activation_;
 };
 
 }  // namespace
 
 void RegisterMatMulOp(OpRegistry& registry) {
   registry.Register("MatMul", FactoryOf<MatMulOp>());
+  registry.RegisterInternal("FusedMatMul", FactoryOf<MatMulOp>());
 }
 
 }  // namespace coalesce

@@ -26,6 +26,13 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterReduceOps(registry);
   RegisterNormalizationOps(registry);
   RegisterDropoutOp(registry);
+  RegisterConvOps(registry);
+  RegisterConvTransposeOp(registry);
+  RegisterBatchNormOp(registry);
+  RegisterPoolOps(registry);
+  RegisterLrnOp(registry);
+  RegisterResizeOps(registry);
+  RegisterDepthSpaceOps(registry);
 }
 
 }  // namespace coalesce

@@ -38,6 +38,15 @@ void RegisterSliceOps(OpRegistry& registry);    // Slice, Split
 void RegisterSqueezeOps(OpRegistry& registry);  // Squeeze, Unsqueeze
 
 // All of the above.
+void RegisterConvOps(OpRegistry& registry);  // Conv, FusedConv (internal)
+void RegisterConvTransposeOp(OpRegistry& registry);
+void RegisterBatchNormOp(OpRegistry& registry);
+// MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
+void RegisterPoolOps(OpRegistry& registry);
+void RegisterLrnOp(OpRegistry& registry);
+void RegisterResizeOps(OpRegistry& registry);      // Resize, Upsample
+void RegisterDepthSpaceOps(OpRegistry& registry);  // DepthToSpace, SpaceToDepth
+
 void RegisterBuiltinOps(OpRegistry& registry);
 
 }  // namespace coalesce

@@ -86,8 +86,11 @@ OpFactory UnaryFactory(kernels::UnaryOp op, AttributeSpec spec = {}) {
 }
 
 // Gelu's `approximate` string attribute: "none" (default) or "tanh".
+// The internal-domain Gelu the graph optimizer fuses from Erf or Tanh
+// patterns exists at any opset.
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateGelu(const OpNode& node) {
-  if (node.opset() < 20) {
+  if (node.opset() < 20 &&
+      node.proto().domain() != OpRegistry::kInternalDomain) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Gelu needs opset 20 or later, the model has opset ", node.opset()));
   }
@@ -196,6 +199,7 @@ void RegisterUnaryMathOps(OpRegistry& registry) {
                                                  .beta = "beta",
                                                  .beta_default = 0.5f}));
   registry.Register("Gelu", &CreateGelu);
+  registry.RegisterInternal("Gelu", &CreateGelu);
   registry.Register("Clip", FactoryOf<ClipOp>());
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "absl/container/inlined_vector.h"
+
 namespace coalesce::kernels {
 namespace {
 
@@ -41,16 +43,19 @@ void InnerRun(const float* a, int64_t sa, const float* b, int64_t sb,
   }
 }
 
+// Small dim lists live on the stack, so a run allocates nothing.
+using Dims = absl::InlinedVector<int64_t, 8>;
+
 // Operand dims right-aligned to `rank`, padded with leading 1s.
-std::vector<int64_t> Align(const std::vector<int64_t>& dims, size_t rank) {
-  std::vector<int64_t> out(rank - dims.size(), 1);
+Dims Align(const std::vector<int64_t>& dims, size_t rank) {
+  Dims out(rank - dims.size(), 1);
   out.insert(out.end(), dims.begin(), dims.end());
   return out;
 }
 
 // Element strides of `dims`, with 0 for broadcast (size-1) dimensions.
-std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 0);
+Dims BroadcastStrides(const Dims& dims) {
+  Dims strides(dims.size(), 0);
   int64_t stride = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     strides[i] = dims[i] == 1 ? 0 : stride;
@@ -62,17 +67,17 @@ std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& dims) {
 // A broadcast collapsed to [outer rows] x [inner run]: the innermost output
 // dimensions over which both operands have a fixed stride (0 or 1) are merged.
 struct Layout {
-  std::vector<int64_t> out_dims, a_strides, b_strides;  // outer dims only
+  Dims out_dims, a_strides, b_strides;  // outer dims only
   int64_t inner = 1;
   int64_t inner_sa = 1, inner_sb = 1;
 };
 
 Layout MakeLayout(const std::vector<int64_t>& a_dims,
                   const std::vector<int64_t>& b_dims,
-                  const std::vector<int64_t>& out_dims) {
+                  const Dims& out_dims) {
   const size_t rank = out_dims.size();
-  std::vector<int64_t> a = Align(a_dims, rank), b = Align(b_dims, rank);
-  std::vector<int64_t> sa = BroadcastStrides(a), sb = BroadcastStrides(b);
+  Dims a = Align(a_dims, rank), b = Align(b_dims, rank);
+  Dims sa = BroadcastStrides(a), sb = BroadcastStrides(b);
   Layout layout;
   size_t d = rank;
   if (d > 0) {
@@ -115,7 +120,8 @@ void RunLayout(const Layout& l, const float* a, const float* b, float* out) {
 std::optional<std::vector<int64_t>> BroadcastShapes(
     const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> pa = Align(a, rank), pb = Align(b, rank), out(rank);
+  const Dims pa = Align(a, rank), pb = Align(b, rank);
+  std::vector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
     if (pa[i] == pb[i] || pb[i] == 1) {
       out[i] = pa[i];
@@ -131,9 +137,13 @@ std::optional<std::vector<int64_t>> BroadcastShapes(
 void BroadcastBinary(BinaryOp op, const float* a,
                      const std::vector<int64_t>& a_dims, const float* b,
                      const std::vector<int64_t>& b_dims, float* out) {
-  const std::vector<int64_t> out_dims = *BroadcastShapes(a_dims, b_dims);
-  for (int64_t d : out_dims) {
-    if (d == 0) return;
+  // The broadcast shape (the caller checked the operands broadcast).
+  const size_t rank = std::max(a_dims.size(), b_dims.size());
+  const Dims pa = Align(a_dims, rank), pb = Align(b_dims, rank);
+  Dims out_dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    out_dims[i] = pa[i] == 1 ? pb[i] : pa[i];
+    if (out_dims[i] == 0) return;
   }
   const Layout layout = MakeLayout(a_dims, b_dims, out_dims);
   switch (op) {

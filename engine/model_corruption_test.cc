@@ -1,0 +1,186 @@
+// Corrupted and hostile models: every one must fail to load (or to plan)
+// with a clean error, and none may crash. Also built with AddressSanitizer
+// by scripts/test (see docs/engine.md), which turns an out-of-bounds read
+// while parsing or planning into a failure.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/cpu_executor.h"
+#include "engine/execution_plan.h"
+#include "engine/model.h"
+#include "engine/testing/onnx_model_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::OnnxModelBuilder;
+
+// A small CNN using the ops most likely to meet odd shapes: Conv, BN, Relu,
+// MaxPool, Flatten, Gemm, Softmax.
+OnnxModelBuilder SmallCnn() {
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, 3, 8, 8}).Output("y", {-1, 10});
+  b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 1));
+  b.FloatInitializer("b", {4}, testing::RandomFloats(4, 2));
+  for (const char* name : {"s", "bb", "m"})
+    b.FloatInitializer(name, {4}, testing::RandomFloats(4, 3));
+  b.FloatInitializer("v", {4}, {1, 2, 3, 4});
+  b.FloatInitializer("fc", {10, 64}, testing::RandomFloats(640, 4));
+  testing::SetIntsAttr(b.Node("Conv", {"x", "w", "b"}, {"c"}), "pads",
+                       {1, 1, 1, 1});
+  b.Node("BatchNormalization", {"c", "s", "bb", "m", "v"}, {"n"});
+  b.Node("Relu", {"n"}, {"r"});
+  auto& pool = b.Node("MaxPool", {"r"}, {"p"});
+  testing::SetIntsAttr(pool, "kernel_shape", {2, 2});
+  testing::SetIntsAttr(pool, "strides", {2, 2});
+  b.Node("Flatten", {"p"}, {"f"});
+  testing::SetIntAttr(b.Node("Gemm", {"f", "fc"}, {"g"}), "transB", 1);
+  b.Node("Softmax", {"g"}, {"y"});
+  return b;
+}
+
+// Loads `bytes` and, if that works, plans and runs it on a [2,3,8,8] input.
+// Returns the first error, or OK. Never crashes on a correct engine.
+absl::Status LoadAndRun(const std::string& bytes) {
+  auto model = Model::LoadFromBytes(bytes);
+  if (!model.ok()) return model.status();
+  std::vector<Shape> shapes;
+  for (const TensorSpec& in : (*model)->signature().inputs) {
+    Shape s = in.dims;
+    for (int64_t& d : s) d = d < 0 ? 2 : d;
+    shapes.push_back(s);
+  }
+  auto plan = ExecutionPlan::Build(*model, shapes);
+  if (!plan.ok()) return plan.status();
+  if ((*plan)->arena_bytes() > (size_t{1} << 30))
+    return absl::ResourceExhaustedError("arena too large for the test");
+  std::vector<std::vector<char>> inputs, outputs;
+  std::vector<const char*> in_ptrs;
+  std::vector<char*> out_ptrs;
+  for (int i = 0; i < (*plan)->num_inputs(); ++i) {
+    inputs.emplace_back((*plan)->input_byte_size(i), 0);
+    in_ptrs.push_back(inputs.back().data());
+  }
+  for (int i = 0; i < (*plan)->num_outputs(); ++i) {
+    outputs.emplace_back((*plan)->output_byte_size(i) + 1, 0);
+    out_ptrs.push_back(outputs.back().data());
+  }
+  std::vector<char> arena((*plan)->arena_bytes() + 64);
+  char* aligned = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  return (*plan)->Execute(in_ptrs, out_ptrs, aligned);
+}
+
+TEST(ModelCorruptionTest, TheUncorruptedModelRuns) {
+  EXPECT_TRUE(LoadAndRun(SmallCnn().Serialize()).ok());
+}
+
+// Every prefix of the file, at a step that keeps the test short.
+TEST(ModelCorruptionTest, TruncatedFilesFailCleanly) {
+  const std::string bytes = SmallCnn().Serialize();
+  int failures = 0;
+  for (size_t len = 0; len < bytes.size(); len += 7) {
+    absl::Status s = LoadAndRun(bytes.substr(0, len));
+    failures += !s.ok();
+  }
+  // Only a cut exactly between top-level fields can still parse, and then
+  // the graph or the opset is missing; nearly all prefixes must fail.
+  EXPECT_GE(failures, static_cast<int>(bytes.size() / 7) - 2);
+}
+
+TEST(ModelCorruptionTest, RandomByteFlipsNeverCrash) {
+  const std::string bytes = SmallCnn().Serialize();
+  std::mt19937 rng(20261122);
+  int loaded = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string mutated = bytes;
+    const int flips = 1 + trial % 8;
+    for (int f = 0; f < flips; ++f) {
+      const size_t at = rng() % mutated.size();
+      mutated[at] = static_cast<char>(rng() & 0xff);
+    }
+    loaded += LoadAndRun(mutated).ok();
+  }
+  // Flips inside float weights still give a valid model; the rest must have
+  // ended in an error (a crash fails the test, and ASan catches bad reads).
+  EXPECT_LT(loaded, 400);
+}
+
+TEST(ModelCorruptionTest, InitializerWithWrongByteCountFails) {
+  OnnxModelBuilder b = SmallCnn();
+  onnx::TensorProto* w = b.proto().mutable_graph()->mutable_initializer(0);
+  w->set_raw_data(w->raw_data().substr(0, 100));
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("w"));
+}
+
+// INT32 weights of the right byte count: the file is consistent, the Conv
+// refuses the type.
+TEST(ModelCorruptionTest, WrongTensorTypeFails) {
+  OnnxModelBuilder b = SmallCnn();
+  b.proto().mutable_graph()->mutable_initializer(0)->set_data_type(
+      onnx::TensorProto::INT32);
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Conv"));
+}
+
+TEST(ModelCorruptionTest, GraphCycleFails) {
+  OnnxModelBuilder b = SmallCnn();
+  // Make the Conv read the Relu's output: Conv -> BN -> Relu -> Conv.
+  b.proto().mutable_graph()->mutable_node(0)->set_input(0, "r");
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cycle"));
+}
+
+TEST(ModelCorruptionTest, MissingInitializerFails) {
+  OnnxModelBuilder b = SmallCnn();
+  b.proto().mutable_graph()->mutable_initializer()->DeleteSubrange(0, 1);
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'w'"));
+}
+
+TEST(ModelCorruptionTest, AbsurdInitializerShapeFails) {
+  OnnxModelBuilder b = SmallCnn();
+  onnx::TensorProto* w = b.proto().mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  for (int i = 0; i < 4; ++i) w->add_dims(int64_t{1} << 20);
+  EXPECT_FALSE(LoadAndRun(b.Serialize()).ok());
+}
+
+TEST(ModelCorruptionTest, AbsurdComputedShapesFailAtPlanning) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1}).Output("y");
+  b.Int64Initializer("shape", {3}, {int64_t{1} << 30, int64_t{1} << 30, 16});
+  b.Node("ConstantOfShape", {"shape"}, {"big"});
+  b.Node("Add", {"x", "big"}, {"y"});
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("larger than 1 TiB"));
+}
+
+TEST(ModelCorruptionTest, NegativeAndHugeInputDimsFail) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {int64_t{1} << 40, int64_t{1} << 40}).Output("y");
+  b.Node("Relu", {"x"}, {"y"});
+  EXPECT_FALSE(LoadAndRun(b.Serialize()).ok());
+}
+
+TEST(ModelCorruptionTest, NodeWithTooFewInputsFails) {
+  OnnxModelBuilder b = SmallCnn();
+  onnx::NodeProto* conv = b.proto().mutable_graph()->mutable_node(0);
+  conv->mutable_input()->DeleteSubrange(1, 2);
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Conv"));
+}
+
+}  // namespace
+}  // namespace coalesce

@@ -1,0 +1,42 @@
+// The attributes Conv and ConvTranspose share (auto_pad, dilations, group,
+// kernel_shape, pads, strides), parsed and checked once per node, and Conv's
+// output-size rule.
+#ifndef COALESCE_ENGINE_OPS_CONV_ATTRIBUTES_H_
+#define COALESCE_ENGINE_OPS_CONV_ATTRIBUTES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/op_kernel.h"
+
+namespace coalesce {
+
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+struct ConvAttributes {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  int64_t group = 1;
+  // Empty when absent; filled per spatial rank by Resolve.
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+};
+
+// The spatial geometry of one convolution once the input is known.
+struct SpatialGeometry {
+  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end, out;
+};
+
+absl::StatusOr<ConvAttributes> ParseConvAttributes(const OpNode& node);
+
+// Conv's geometry for `in_spatial` with the weights' kernel dims
+// `weight_kernel`: defaults (stride 1, dilation 1, pads 0), auto_pad, and
+// out = floor((in + pads - dilated kernel) / stride) + 1. InvalidArgument when
+// an attribute's length or value does not fit or an output dim is below 1.
+absl::StatusOr<SpatialGeometry> ResolveConvGeometry(
+    const ConvAttributes& attrs, const std::vector<int64_t>& in_spatial,
+    const std::vector<int64_t>& weight_kernel);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_OPS_CONV_ATTRIBUTES_H_

@@ -1,0 +1,124 @@
+// MatMul + bias fusion and activation fusion (graph_optimizer.h, passes 3
+// and 4). Both move a following node into its producer when the producer's
+// result has no other use.
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "engine/op_registry.h"
+#include "engine/optimizer/passes.h"
+
+namespace coalesce {
+namespace {
+
+// The fused form of `node`'s op type, when it has one and carries no
+// activation yet ("Conv" -> "FusedConv"); empty otherwise.
+std::string FusedName(const onnx::NodeProto& node) {
+  if (IsDefaultDomain(node)) {
+    if (node.op_type() == "Conv" || node.op_type() == "Gemm" ||
+        node.op_type() == "MatMul")
+      return "Fused" + node.op_type();
+    return "";
+  }
+  if (node.domain() != OpRegistry::kInternalDomain ||
+      FindAttr(node, "activation") != nullptr)
+    return "";
+  if (node.op_type() == "FusedConv" || node.op_type() == "FusedGemm" ||
+      node.op_type() == "FusedMatMul")
+    return node.op_type();
+  return "";
+}
+
+void MakeFused(onnx::NodeProto& node) {
+  node.set_op_type(FusedName(node));
+  node.set_domain(OpRegistry::kInternalDomain);
+}
+
+struct Activation {
+  std::string name;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+// Clip's bounds: attributes before opset 11, optional constant inputs after.
+std::optional<Activation> ClipBounds(const GraphEditor& editor,
+                                     const onnx::NodeProto& clip,
+                                     int64_t opset) {
+  Activation a{"Clip", -std::numeric_limits<float>::infinity(),
+               std::numeric_limits<float>::infinity()};
+  if (opset < 11) {
+    if (const auto* min = FindAttr(clip, "min")) a.alpha = min->f();
+    if (const auto* max = FindAttr(clip, "max")) a.beta = max->f();
+    return a;
+  }
+  for (int i = 1; i < clip.input_size() && i < 3; ++i) {
+    if (clip.input(i).empty()) continue;
+    std::optional<float> v = editor.FloatScalar(clip.input(i));
+    if (!v) return std::nullopt;
+    (i == 1 ? a.alpha : a.beta) = *v;
+  }
+  return a;
+}
+
+std::optional<Activation> ActivationOf(const GraphEditor& editor,
+                                       const onnx::NodeProto& node,
+                                       int64_t opset) {
+  if (!IsDefaultDomain(node)) return std::nullopt;
+  const std::string& op = node.op_type();
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh") return Activation{op};
+  if (op == "LeakyRelu") {
+    const auto* alpha = FindAttr(node, "alpha");
+    return Activation{op, alpha ? alpha->f() : 0.01f};
+  }
+  if (op == "Clip") return ClipBounds(editor, node, opset);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void FuseMatMulBias(GraphEditor& editor) {
+  for (onnx::NodeProto& add : *editor.graph().mutable_node()) {
+    if (add.op_type() != "Add" || !IsDefaultDomain(add) || add.input_size() != 2)
+      continue;
+    for (int side : {0, 1}) {
+      onnx::NodeProto* mm = editor.Producer(add.input(side));
+      if (mm == nullptr || mm->op_type() != "MatMul" || !IsDefaultDomain(*mm) ||
+          mm->input_size() != 2 ||
+          !editor.HasSingleNodeUse(add.input(side)))
+        continue;
+      Shape b_dims, bias_dims;
+      const std::string& bias = add.input(1 - side);
+      if (!editor.FloatValues(mm->input(1), &b_dims) ||
+          !editor.FloatValues(bias, &bias_dims) || b_dims.size() != 2 ||
+          bias_dims != Shape{b_dims[1]})
+        continue;
+      MakeFused(*mm);
+      mm->add_input(bias);
+      mm->set_output(0, add.output(0));
+      editor.Remove(&add);
+      break;
+    }
+  }
+  editor.Commit();
+}
+
+void FuseActivations(int64_t opset, GraphEditor& editor) {
+  for (onnx::NodeProto& act_node : *editor.graph().mutable_node()) {
+    if (act_node.input_size() < 1) continue;
+    std::optional<Activation> act = ActivationOf(editor, act_node, opset);
+    if (!act) continue;
+    onnx::NodeProto* producer = editor.Producer(act_node.input(0));
+    if (producer == nullptr || FusedName(*producer).empty() ||
+        producer->output_size() != 1 ||
+        !editor.HasSingleNodeUse(act_node.input(0)))
+      continue;
+    MakeFused(*producer);
+    SetStringAttr(*producer, "activation", act->name);
+    SetFloatAttr(*producer, "activation_alpha", act->alpha);
+    SetFloatAttr(*producer, "activation_beta", act->beta);
+    producer->set_output(0, act_node.output(0));
+    editor.Remove(&act_node);
+  }
+  editor.Commit();
+}
+
+}  // namespace coalesce

@@ -1,0 +1,171 @@
+// Constant folding: Constant nodes become initializers, then every node whose
+// inputs are all initializers is run once with the engine's own kernel and
+// its outputs become initializers, until nothing changes. Outputs above
+// kMaxFoldedBytes stay computed at run time, so an absurd ConstantOfShape
+// cannot exhaust memory at load.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "engine/aligned_buffer.h"
+#include "engine/onnx_import.h"
+#include "engine/op_registry.h"
+#include "engine/optimizer/passes.h"
+#include "engine/prepared_kernel.h"
+
+namespace coalesce {
+namespace {
+
+constexpr size_t kMaxFoldedBytes = size_t{1} << 30;
+
+int32_t OnnxElemType(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFp32:
+      return onnx::TensorProto::FLOAT;
+    case DataType::kInt64:
+      return onnx::TensorProto::INT64;
+    case DataType::kInt32:
+      return onnx::TensorProto::INT32;
+    case DataType::kBool:
+      return onnx::TensorProto::BOOL;
+    default:
+      return onnx::TensorProto::UNDEFINED;
+  }
+}
+
+onnx::TensorProto ToTensorProto(const std::string& name, const TensorInfo& info,
+                                const char* data, size_t bytes) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(OnnxElemType(info.dtype));
+  for (int64_t d : info.shape) t.add_dims(d);
+  t.set_raw_data(data, bytes);
+  return t;
+}
+
+// Replaces Constant nodes by initializers of the same name.
+absl::Status ConstantNodesToInitializers(GraphEditor& editor) {
+  for (onnx::NodeProto& node : *editor.graph().mutable_node()) {
+    if (node.op_type() != "Constant" || !IsDefaultDomain(node)) continue;
+    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportConstantNode(node);
+    if (!c.ok()) return c.status();
+    editor.AddInitializer(ToTensorProto(node.output(0),
+                                        {(*c)->dtype, (*c)->shape, nullptr},
+                                        (*c)->data.data(), (*c)->byte_size));
+    editor.Remove(&node);
+  }
+  editor.Commit();
+  return absl::OkStatus();
+}
+
+class Folder {
+ public:
+  Folder(int64_t opset, GraphEditor& editor) : opset_(opset), editor_(editor) {}
+
+  // Folds `node` when it can; true if it did.
+  bool TryFold(onnx::NodeProto& node) {
+    const OpFactory* factory =
+        OpRegistry::Builtin().Find(node.domain(), node.op_type());
+    if (factory == nullptr || node.input_size() == 0) return false;
+    std::vector<TensorInfo> infos;
+    for (const std::string& in : node.input()) {
+      if (in.empty()) {
+        infos.emplace_back();
+        continue;
+      }
+      const ConstantTensor* c = Constant(in);
+      if (c == nullptr) return false;
+      infos.push_back({c->dtype, c->shape, c->data.data()});
+    }
+    absl::StatusOr<std::unique_ptr<OpKernel>> kernel =
+        (*factory)(OpNode(node, opset_));
+    if (!kernel.ok()) return false;
+    std::vector<TensorInfo> outs(node.output_size());
+    if (!(*kernel)->Infer(infos, absl::MakeSpan(outs)).ok()) return false;
+    return Evaluate(node, **kernel, infos, outs);
+  }
+
+ private:
+  const ConstantTensor* Constant(const std::string& name) {
+    auto it = cache_.find(name);
+    if (it != cache_.end()) return it->second.get();
+    const onnx::TensorProto* t = editor_.Initializer(name);
+    if (t == nullptr) return nullptr;
+    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(*t);
+    if (!c.ok()) return nullptr;
+    return (cache_[name] = *std::move(c)).get();
+  }
+
+  bool Evaluate(onnx::NodeProto& node, const OpKernel& kernel,
+                const std::vector<TensorInfo>& infos,
+                const std::vector<TensorInfo>& outs) {
+    std::vector<AlignedBuffer> buffers(outs.size());
+    std::vector<size_t> bytes(outs.size(), 0);
+    size_t total = 0;
+    std::vector<ConstTensorView> in;
+    for (const TensorInfo& i : infos)
+      in.push_back({i.dtype, &i.shape, i.constant_data});
+    std::vector<TensorView> out;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      std::optional<int64_t> count = ElementCount(outs[o].shape);
+      const size_t elem = ElementByteSize(outs[o].dtype);
+      if (!outs[o].present() || !count || elem == 0 ||
+          static_cast<uint64_t>(*count) > kMaxFoldedBytes / elem)
+        return false;
+      bytes[o] = *count * elem;
+      total += bytes[o];
+      if (total > kMaxFoldedBytes ||
+          !buffers[o].Reserve(std::max<size_t>(bytes[o], 1)).ok())
+        return false;
+      out.push_back({outs[o].dtype, &outs[o].shape, buffers[o].data()});
+    }
+    if (!Run(kernel, infos, outs, in, out).ok()) return false;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      editor_.AddInitializer(ToTensorProto(node.output(o), outs[o],
+                                           buffers[o].data(), bytes[o]));
+    }
+    editor_.Remove(&node);
+    return true;
+  }
+
+  static absl::Status Run(const OpKernel& kernel,
+                          const std::vector<TensorInfo>& infos,
+                          const std::vector<TensorInfo>& outs,
+                          const std::vector<ConstTensorView>& in,
+                          const std::vector<TensorView>& out) {
+    absl::StatusOr<std::unique_ptr<PreparedKernel>> prepared =
+        kernel.Prepare(infos, outs);
+    if (!prepared.ok()) return prepared.status();
+    if (*prepared == nullptr) return kernel.Run(in, out);
+    AlignedBuffer scratch;
+    if (absl::Status s =
+            scratch.Reserve(std::max<size_t>((*prepared)->scratch_bytes(), 1));
+        !s.ok())
+      return s;
+    return (*prepared)->Run(in, out, scratch.data());
+  }
+
+  const int64_t opset_;
+  GraphEditor& editor_;
+  absl::flat_hash_map<std::string, std::unique_ptr<ConstantTensor>> cache_;
+};
+
+}  // namespace
+
+absl::Status FoldConstants(int64_t opset, GraphEditor& editor) {
+  if (absl::Status s = ConstantNodesToInitializers(editor); !s.ok()) return s;
+  Folder folder(opset, editor);
+  // Each round folds at least one node, so this ends.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (onnx::NodeProto& node : *editor.graph().mutable_node())
+      changed |= folder.TryFold(node);
+    editor.Commit();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace coalesce

@@ -1,0 +1,59 @@
+// Graph optimization at load: rewrites an ONNX graph into an equivalent one
+// that runs faster, before the engine builds kernels for it.
+//
+// Passes, in order (each can be switched off, which the tests use to compare
+// optimized and unoptimized outputs):
+//   1. constant folding: nodes whose inputs are all constants are run once
+//      with the engine's own kernels and become initializers (this includes
+//      the ConstantOfShape weights of the ONNX "light" models and shape
+//      arithmetic on constants; shapes of inputs are folded per plan by
+//      ExecutionPlan);
+//   2. Conv + channel affine folding: a BatchNormalization, or a Mul / Add by
+//      a per-channel constant, after a Conv is folded into its weights and
+//      bias;
+//   3. MatMul + bias: MatMul then Add of a constant [N] becomes FusedMatMul;
+//   4. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
+//      Sigmoid or Tanh becomes FusedConv / FusedGemm / FusedMatMul with the
+//      activation applied as the result is stored;
+//   5. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
+//      Add chain exporters emit becomes one LayerNormalization;
+//   6. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
+//   7. dead node removal: nodes and initializers no graph output depends on.
+// Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
+// what it fully matched, so a graph it does not recognize is left as is.
+#ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
+#define COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
+
+namespace coalesce {
+
+struct OptimizerOptions {
+  bool constant_folding = true;
+  bool conv_affine_folding = true;
+  bool matmul_bias_fusion = true;
+  bool activation_fusion = true;
+  bool layer_norm_fusion = true;
+  bool gelu_fusion = true;
+  bool dead_node_removal = true;
+
+  static OptimizerOptions None() {
+    return {false, false, false, false, false, false, false};
+  }
+};
+
+// Rewrites `graph` (of a model importing default-domain `opset`) in place.
+// Errors only for a graph the engine would reject anyway (a constant that
+// cannot be read); on error `graph` may be partly rewritten.
+absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
+                           onnx::GraphProto* graph);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_

@@ -1,0 +1,226 @@
+// Each pass: the optimized graph gives the unoptimized graph's outputs, and
+// the rewrite happened (the node list changed as expected).
+#include "engine/optimizer/graph_optimizer.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/op_registry.h"
+#include "engine/testing/onnx_model_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using testing::HostTensor;
+using testing::OnnxModelBuilder;
+
+std::vector<std::string> OpTypes(const Model& model) {
+  std::vector<std::string> ops;
+  for (const GraphNode& n : model.graph().nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+// Loads `builder`'s model unoptimized and with `options`, runs both on
+// `inputs`, expects outputs within 1e-5 relative, and returns the optimized
+// model's op types.
+std::vector<std::string> CompareAndGetOps(const OnnxModelBuilder& builder,
+                                          const OptimizerOptions& options,
+                                          const std::vector<HostTensor>& inputs) {
+  const std::string bytes = builder.Serialize();
+  auto plain = Model::LoadFromBytes(bytes, {OptimizerOptions::None()});
+  auto optimized = Model::LoadFromBytes(bytes, {options});
+  EXPECT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(optimized.ok()) << optimized.status();
+  if (!plain.ok() || !optimized.ok()) return {};
+  auto want = testing::RunModelOnce(*plain, inputs);
+  auto got = testing::RunModelOnce(*optimized, inputs);
+  EXPECT_TRUE(want.ok()) << want.status();
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (!want.ok() || !got.ok()) return {};
+  EXPECT_EQ(want->size(), got->size());
+  for (size_t o = 0; o < want->size() && o < got->size(); ++o) {
+    EXPECT_EQ((*want)[o].shape, (*got)[o].shape);
+    const auto& w = (*want)[o].data;
+    const auto& g = (*got)[o].data;
+    EXPECT_EQ(w.size(), g.size());
+    for (size_t i = 0; i < w.size() && i < g.size(); ++i)
+      EXPECT_NEAR(g[i], w[i], 1e-5 + 1e-5 * std::abs(w[i])) << "output " << o << " at " << i;
+  }
+  return OpTypes(**optimized);
+}
+
+OptimizerOptions Only(bool OptimizerOptions::*pass) {
+  OptimizerOptions o = OptimizerOptions::None();
+  o.*pass = true;
+  return o;
+}
+
+onnx::TensorProto FloatTensor(float v) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(1);
+  t.add_float_data(v);
+  return t;
+}
+
+TEST(GraphOptimizerTest, ConstantFoldingRunsConstantSubgraphsOnce) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3}).Output("y");
+  b.Int64Initializer("shape", {2}, {2, 3});
+  auto& cos = b.Node("ConstantOfShape", {"shape"}, {"filled"});
+  auto* value = cos.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  *value->mutable_t() = FloatTensor(0.25f);
+  b.Node("Relu", {"filled"}, {"relu"});
+  b.Node("Add", {"x", "relu"}, {"y"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::constant_folding),
+                              {{{2, 3}, testing::RandomFloats(6, 1)}});
+  EXPECT_THAT(ops, ElementsAre("Add"));
+}
+
+// Conv -> BatchNormalization -> Mul [C,1,1] -> Add [1,C,1,1] (DenseNet's
+// exported form) is one Conv afterwards.
+TEST(GraphOptimizerTest, ConvChannelAffineFoldsIntoConv) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3, 6, 6}).Output("y");
+  b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 2));
+  b.FloatInitializer("cb", {4}, testing::RandomFloats(4, 3));
+  b.FloatInitializer("s", {4}, {0.5f, 1.5f, -1.0f, 2.0f});
+  b.FloatInitializer("bb", {4}, {0.1f, -0.2f, 0.3f, 0.0f});
+  b.FloatInitializer("m", {4}, {0.05f, 0.1f, -0.1f, 0.2f});
+  b.FloatInitializer("v", {4}, {1.0f, 0.5f, 2.0f, 0.25f});
+  b.FloatInitializer("mul", {4, 1, 1}, {2.0f, 0.5f, 1.0f, -1.0f});
+  b.FloatInitializer("add", {1, 4, 1, 1}, {0.3f, 0.2f, 0.1f, 0.0f});
+  b.Node("Conv", {"x", "w", "cb"}, {"c"});
+  b.Node("BatchNormalization", {"c", "s", "bb", "m", "v"}, {"bn"});
+  b.Node("Mul", {"bn", "mul"}, {"scaled"});
+  b.Node("Add", {"add", "scaled"}, {"y"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::conv_affine_folding),
+                              {{{2, 3, 6, 6}, testing::RandomFloats(216, 4)}});
+  EXPECT_THAT(ops, ElementsAre("Conv"));
+}
+
+TEST(GraphOptimizerTest, ConvWithASecondUseIsNotFolded) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 2, 4, 4}).Output("y").Output("c");
+  b.FloatInitializer("w", {2, 2, 1, 1}, {1, 2, 3, 4});
+  b.FloatInitializer("mul", {2, 1, 1}, {2.0f, 3.0f});
+  b.Node("Conv", {"x", "w"}, {"c"});
+  b.Node("Mul", {"c", "mul"}, {"y"});
+  auto ops = CompareAndGetOps(b, OptimizerOptions{},
+                              {{{1, 2, 4, 4}, testing::RandomFloats(32, 5)}});
+  EXPECT_THAT(ops, ElementsAre("Conv", "Mul"));
+}
+
+TEST(GraphOptimizerTest, ActivationsFuseIntoConvGemmAndMatMulWithBias) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 2, 5, 5}).Input("a", {3, 4}).Input("t", {2, 3, 4});
+  b.Output("conv").Output("gemm").Output("mm");
+  b.FloatInitializer("w", {3, 2, 3, 3}, testing::RandomFloats(54, 6));
+  b.FloatInitializer("gw", {4, 5}, testing::RandomFloats(20, 7));
+  b.FloatInitializer("mw", {4, 6}, testing::RandomFloats(24, 8));
+  b.FloatInitializer("mb", {6}, testing::RandomFloats(6, 9));
+  b.FloatInitializer("lo", {}, {-0.2f});
+  b.FloatInitializer("hi", {}, {0.3f});
+  b.Node("Conv", {"x", "w"}, {"c"});
+  b.Node("Relu", {"c"}, {"conv"});
+  b.Node("Gemm", {"a", "gw"}, {"g"});
+  b.Node("Sigmoid", {"g"}, {"gemm"});
+  b.Node("MatMul", {"t", "mw"}, {"m"});
+  b.Node("Add", {"m", "mb"}, {"mb_out"});
+  b.Node("Clip", {"mb_out", "lo", "hi"}, {"mm"});
+  OptimizerOptions options = Only(&OptimizerOptions::activation_fusion);
+  options.matmul_bias_fusion = true;
+  auto ops = CompareAndGetOps(b, options,
+                              {{{1, 2, 5, 5}, testing::RandomFloats(50, 10)},
+                               {{3, 4}, testing::RandomFloats(12, 11)},
+                               {{2, 3, 4}, testing::RandomFloats(24, 12)}});
+  EXPECT_THAT(ops, ElementsAre("FusedConv", "FusedGemm", "FusedMatMul"));
+}
+
+// x -> ReduceMean -> Sub -> Pow|Mul -> ReduceMean -> Add eps -> Sqrt -> Div
+// -> Mul gamma -> Add beta, as PyTorch exports LayerNorm below opset 17.
+void AddDecomposedLayerNorm(OnnxModelBuilder& b, bool square_with_mul) {
+  b.Input("x", {2, 3, 8}).Output("y");
+  b.FloatInitializer("two", {}, {2.0f});
+  b.FloatInitializer("eps", {}, {1e-5f});
+  b.FloatInitializer("gamma", {8}, testing::RandomFloats(8, 13));
+  b.FloatInitializer("beta", {8}, testing::RandomFloats(8, 14));
+  testing::SetIntsAttr(b.Node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  b.Node("Sub", {"x", "mean"}, {"d"});
+  if (square_with_mul) {
+    b.Node("Mul", {"d", "d"}, {"sq"});
+  } else {
+    b.Node("Pow", {"d", "two"}, {"sq"});
+  }
+  testing::SetIntsAttr(b.Node("ReduceMean", {"sq"}, {"var"}), "axes", {-1});
+  b.Node("Add", {"var", "eps"}, {"ve"});
+  b.Node("Sqrt", {"ve"}, {"std"});
+  b.Node("Div", {"d", "std"}, {"n"});
+  b.Node("Mul", {"n", "gamma"}, {"ng"});
+  b.Node("Add", {"ng", "beta"}, {"y"});
+}
+
+TEST(GraphOptimizerTest, DecomposedLayerNormBecomesOneNode) {
+  for (bool square_with_mul : {false, true}) {
+    OnnxModelBuilder b(13);
+    AddDecomposedLayerNorm(b, square_with_mul);
+    auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::layer_norm_fusion),
+                                {{{2, 3, 8}, testing::RandomFloats(48, 15)}});
+    EXPECT_THAT(ops, ElementsAre("LayerNormalization")) << square_with_mul;
+  }
+}
+
+// Both orders PyTorch and TensorFlow exporters produce for the exact GELU.
+TEST(GraphOptimizerTest, ErfGeluBecomesOneNode) {
+  for (bool half_first : {false, true}) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {4, 16}).Output("y");
+    b.FloatInitializer("sqrt2", {}, {1.4142135f});
+    b.FloatInitializer("one", {}, {1.0f});
+    b.FloatInitializer("half", {}, {0.5f});
+    b.Node("Div", {"x", "sqrt2"}, {"s"});
+    b.Node("Erf", {"s"}, {"e"});
+    b.Node("Add", {"e", "one"}, {"p"});
+    if (half_first) {
+      b.Node("Mul", {"x", "half"}, {"h"});
+      b.Node("Mul", {"h", "p"}, {"y"});
+    } else {
+      b.Node("Mul", {"x", "p"}, {"xp"});
+      b.Node("Mul", {"xp", "half"}, {"y"});
+    }
+    auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::gelu_fusion),
+                                {{{4, 16}, testing::RandomFloats(64, 16)}});
+    EXPECT_THAT(ops, ElementsAre("Gelu")) << half_first;
+  }
+}
+
+TEST(GraphOptimizerTest, DeadNodesAndTheirInitializersAreRemoved) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {3}).Input("unused", {3}).Output("y");
+  b.FloatInitializer("k", {3}, {1, 2, 3});
+  b.Node("Relu", {"x"}, {"y"});
+  b.Node("Mul", {"x", "k"}, {"dead1"});
+  b.Node("Sigmoid", {"dead1"}, {"dead2"});
+  const std::string bytes = b.Serialize();
+  auto model = Model::LoadFromBytes(
+      bytes, {Only(&OptimizerOptions::dead_node_removal)});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_THAT(OpTypes(**model), ElementsAre("Relu"));
+  // The signature keeps the unused graph input.
+  ASSERT_EQ((*model)->signature().inputs.size(), 2u);
+  EXPECT_EQ((*model)->signature().inputs[1].name, "unused");
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::dead_node_removal),
+                              {{{3}, {-1, 0, 1}}, {{3}, {0, 0, 0}}});
+  EXPECT_THAT(ops, ElementsAre("Relu"));
+}
+
+}  // namespace
+}  // namespace coalesce

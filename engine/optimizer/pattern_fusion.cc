@@ -1,0 +1,218 @@
+// LayerNorm and GELU pattern fusion (graph_optimizer.h, passes 5 and 6): the
+// decomposed forms exporters emit become one node each. Every intermediate
+// of a matched chain must have no other use, so nothing else loses a value.
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/op_registry.h"
+#include "engine/optimizer/passes.h"
+
+namespace coalesce {
+namespace {
+
+// The node producing `value` if it is default-domain `op_type` and its
+// result has no use beyond the chain being matched.
+onnx::NodeProto* Chain(const GraphEditor& editor, const std::string& value,
+                       const char* op_type, int max_uses = 1) {
+  onnx::NodeProto* node = editor.Producer(value);
+  const std::string op(op_type);
+  const int arity = op == "Sqrt" || op == "ReduceMean" ? 1 : 2;
+  if (node == nullptr || node->op_type() != op_type || !IsDefaultDomain(*node) ||
+      node->input_size() < arity ||
+      editor.IsGraphOutput(value) || editor.UseCount(value) > max_uses)
+    return nullptr;
+  return node;
+}
+
+bool NearlyEqual(std::optional<float> v, double want) {
+  return v && std::abs(*v - want) <= 1e-4 * std::abs(want);
+}
+
+// True when a ReduceMean reduces only the last axis and keeps dims.
+bool ReducesLastAxis(const GraphEditor& editor, const onnx::NodeProto& node) {
+  const onnx::AttributeProto* keep = FindAttr(node, "keepdims");
+  if (keep && keep->i() != 1) return false;
+  std::vector<int64_t> axes;
+  if (const onnx::AttributeProto* a = FindAttr(node, "axes")) {
+    axes.assign(a->ints().begin(), a->ints().end());
+  } else if (node.input_size() > 1) {  // opset 18: axes input
+    const onnx::TensorProto* t = editor.Initializer(node.input(1));
+    if (t == nullptr || t->data_type() != onnx::TensorProto::INT64) return false;
+    if (t->int64_data_size() == 1) axes.push_back(t->int64_data(0));
+    if (t->raw_data().size() == sizeof(int64_t)) {
+      int64_t v;
+      std::memcpy(&v, t->raw_data().data(), sizeof v);
+      axes.push_back(v);
+    }
+  }
+  return axes == std::vector<int64_t>{-1};
+}
+
+// Matches y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * gamma
+// [+ beta] ending at the Mul by gamma (or its Add); replaces it.
+bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
+  if (div.op_type() != "Div" || !IsDefaultDomain(div) || div.input_size() != 2)
+    return false;
+  onnx::NodeProto* sqrt = Chain(editor, div.input(1), "Sqrt");
+  onnx::NodeProto* add_eps = sqrt ? Chain(editor, sqrt->input(0), "Add") : nullptr;
+  if (add_eps == nullptr) return false;
+  const std::optional<float> eps = editor.FloatScalar(add_eps->input(1));
+  onnx::NodeProto* var = eps ? Chain(editor, add_eps->input(0), "ReduceMean") : nullptr;
+  if (var == nullptr || !ReducesLastAxis(editor, *var)) return false;
+  onnx::NodeProto* square = editor.Producer(var->input(0));
+  if (square == nullptr || square->input_size() != 2 ||
+      !editor.HasSingleNodeUse(var->input(0)))
+    return false;
+  const bool is_pow = square->op_type() == "Pow" &&
+                      NearlyEqual(editor.FloatScalar(square->input(1)), 2.0);
+  const bool is_mul = square->op_type() == "Mul" &&
+                      square->input(0) == square->input(1);
+  if (!is_pow && !is_mul) return false;
+  const std::string& diff = div.input(0);
+  if (square->input(0) != diff) return false;
+  onnx::NodeProto* sub = Chain(editor, diff, "Sub", is_mul ? 3 : 2);
+  onnx::NodeProto* mean = sub ? Chain(editor, sub->input(1), "ReduceMean") : nullptr;
+  if (mean == nullptr || mean->input(0) != sub->input(0) ||
+      !ReducesLastAxis(editor, *mean))
+    return false;
+  // The affine tail: Mul by a 1-D gamma, optionally Add of a 1-D beta.
+  onnx::NodeProto* mul = nullptr;
+  for (onnx::NodeProto& n : *editor.graph().mutable_node())
+    if (n.op_type() == "Mul" && n.input_size() == 2 && n.input(0) == div.output(0))
+      mul = &n;
+  if (mul == nullptr || !editor.HasSingleNodeUse(div.output(0))) return false;
+  Shape gamma_dims;
+  if (!editor.FloatValues(mul->input(1), &gamma_dims) || gamma_dims.size() != 1)
+    return false;
+  onnx::NodeProto* add_beta = nullptr;
+  for (onnx::NodeProto& n : *editor.graph().mutable_node())
+    if (n.op_type() == "Add" && n.input_size() == 2 && n.input(0) == mul->output(0))
+      add_beta = &n;
+  Shape beta_dims;
+  if (add_beta && (!editor.HasSingleNodeUse(mul->output(0)) ||
+                   !editor.FloatValues(add_beta->input(1), &beta_dims) ||
+                   beta_dims != gamma_dims))
+    add_beta = nullptr;
+
+  onnx::NodeProto* ln = editor.graph().add_node();
+  ln->set_op_type("LayerNormalization");
+  ln->set_name(editor.UniqueName(div.name() + "_layernorm"));
+  ln->add_input(sub->input(0));
+  ln->add_input(mul->input(1));
+  if (add_beta) ln->add_input(add_beta->input(1));
+  ln->add_output(add_beta ? add_beta->output(0) : mul->output(0));
+  onnx::AttributeProto* axis = ln->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(-1);
+  SetFloatAttr(*ln, "epsilon", *eps);
+  for (onnx::NodeProto* n : {mean, sub, square, var, add_eps, sqrt, &div, mul})
+    editor.Remove(n);
+  if (add_beta) editor.Remove(add_beta);
+  return true;
+}
+
+// The input of Mul(x, c) or Mul(c, x) with scalar c close to `want`.
+std::optional<std::string> MulByScalar(const GraphEditor& editor,
+                                       const onnx::NodeProto& mul, double want) {
+  if (mul.op_type() != "Mul" || mul.input_size() != 2) return std::nullopt;
+  for (int side : {0, 1})
+    if (NearlyEqual(editor.FloatScalar(mul.input(1 - side)), want))
+      return mul.input(side);
+  return std::nullopt;
+}
+
+// The Mul node(s) after (1 + erf): returns the final node and fills `x` and
+// `extra` (the Mul by 0.5 that came first, in form B).
+onnx::NodeProto* GeluTail(GraphEditor& editor, const std::string& one_plus_erf,
+                          const std::string& x,
+                          onnx::NodeProto** first_mul) {
+  onnx::NodeProto* outer = nullptr;
+  for (onnx::NodeProto& n : *editor.graph().mutable_node())
+    if (n.op_type() == "Mul" && n.input_size() == 2 &&
+        (n.input(0) == one_plus_erf || n.input(1) == one_plus_erf))
+      outer = &n;
+  if (outer == nullptr) return nullptr;
+  const std::string& other =
+      outer->input(0) == one_plus_erf ? outer->input(1) : outer->input(0);
+  if (other == x) {  // form A: (x * (1 + erf)) * 0.5
+    if (!editor.HasSingleNodeUse(outer->output(0))) return nullptr;
+    for (onnx::NodeProto& n : *editor.graph().mutable_node()) {
+      std::optional<std::string> in = MulByScalar(editor, n, 0.5);
+      if (in && *in == outer->output(0)) {
+        *first_mul = outer;
+        return &n;
+      }
+    }
+    return nullptr;
+  }
+  onnx::NodeProto* half = editor.Producer(other);  // form B: (x * 0.5) * (...)
+  if (half == nullptr || !editor.HasSingleNodeUse(other)) return nullptr;
+  std::optional<std::string> in = MulByScalar(editor, *half, 0.5);
+  if (!in || *in != x) return nullptr;
+  *first_mul = half;
+  return outer;
+}
+
+// Matches x * 0.5 * (1 + Erf(x / sqrt(2))) (or x * (1/sqrt(2)) inside).
+bool TryGelu(GraphEditor& editor, onnx::NodeProto& erf) {
+  if (erf.op_type() != "Erf" || !IsDefaultDomain(erf) || erf.input_size() != 1)
+    return false;
+  onnx::NodeProto* scale = editor.Producer(erf.input(0));
+  if (scale == nullptr || scale->input_size() != 2 ||
+      !editor.HasSingleNodeUse(erf.input(0)))
+    return false;
+  std::optional<std::string> x;
+  if (scale->op_type() == "Div" &&
+      NearlyEqual(editor.FloatScalar(scale->input(1)), std::sqrt(2.0)))
+    x = scale->input(0);
+  if (!x) x = MulByScalar(editor, *scale, 1.0 / std::sqrt(2.0));
+  if (!x || !editor.HasSingleNodeUse(erf.output(0))) return false;
+  onnx::NodeProto* add = nullptr;
+  for (onnx::NodeProto& n : *editor.graph().mutable_node())
+    if (n.op_type() == "Add" && n.input_size() == 2 &&
+        (n.input(0) == erf.output(0) || n.input(1) == erf.output(0)))
+      add = &n;
+  if (add == nullptr || !editor.HasSingleNodeUse(add->output(0))) return false;
+  const std::string& one =
+      add->input(0) == erf.output(0) ? add->input(1) : add->input(0);
+  if (!NearlyEqual(editor.FloatScalar(one), 1.0)) return false;
+  onnx::NodeProto* first_mul = nullptr;
+  onnx::NodeProto* last = GeluTail(editor, add->output(0), *x, &first_mul);
+  if (last == nullptr) return false;
+
+  onnx::NodeProto* gelu = editor.graph().add_node();
+  gelu->set_op_type("Gelu");
+  gelu->set_domain(OpRegistry::kInternalDomain);
+  gelu->set_name(editor.UniqueName(erf.name() + "_gelu"));
+  gelu->add_input(*x);
+  gelu->add_output(last->output(0));
+  for (onnx::NodeProto* n : {scale, &erf, add, first_mul, last}) editor.Remove(n);
+  return true;
+}
+
+// Runs `match` on every node, committing after each rewrite (a rewrite adds
+// a node, which invalidates the iteration).
+template <typename Match>
+void RewriteAll(GraphEditor& editor, Match match) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    const int count = editor.graph().node_size();
+    for (int i = 0; i < count && !changed; ++i)
+      changed = match(editor, *editor.graph().mutable_node(i));
+    editor.Commit();
+  }
+}
+
+}  // namespace
+
+void FuseLayerNorm(int64_t opset, GraphEditor& editor) {
+  RewriteAll(editor, TryLayerNorm);
+}
+
+void FuseGelu(GraphEditor& editor) { RewriteAll(editor, TryGelu); }
+
+}  // namespace coalesce

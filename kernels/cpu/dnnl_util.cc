@@ -1,0 +1,81 @@
+#include "kernels/cpu/dnnl_util.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace coalesce::kernels {
+
+using dnnl::memory;
+
+const dnnl::engine& CpuEngine() {
+  static const dnnl::engine* engine =
+      new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+memory::format_tag PlainTag(size_t rank) {
+  switch (rank) {
+    case 1:
+      return memory::format_tag::a;
+    case 2:
+      return memory::format_tag::ab;
+    case 3:
+      return memory::format_tag::abc;
+    case 4:
+      return memory::format_tag::abcd;
+    case 5:
+      return memory::format_tag::abcde;
+    default:
+      return memory::format_tag::abcdef;
+  }
+}
+
+memory UnboundMemory(const memory::desc& desc) {
+  return memory(desc, CpuEngine(), DNNL_MEMORY_NONE);
+}
+
+dnnl::post_ops PostOpsFor(const FusedActivation& act) {
+  using Kind = FusedActivation::Kind;
+  dnnl::post_ops ops;
+  switch (act.kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kRelu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      break;
+    case Kind::kLeakyRelu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, act.alpha, 0.0f);
+      break;
+    case Kind::kClip:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, act.alpha,
+                         act.beta);
+      break;
+    case Kind::kSigmoid:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
+      break;
+    case Kind::kTanh:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f);
+      break;
+  }
+  return ops;
+}
+
+absl::StatusOr<memory> ReorderToNew(const memory& from,
+                                    const memory::desc& layout) {
+  try {
+    memory to(layout, CpuEngine());
+    dnnl::stream stream(CpuEngine());
+    dnnl::reorder(from, to).execute(stream, const_cast<memory&>(from), to);
+    stream.wait();
+    return to;
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("oneDNN reorder failed: ", e.what()));
+  }
+}
+
+size_t ScratchLayout::Add(size_t bytes) {
+  const size_t offset = total_;
+  total_ += (bytes + 63) / 64 * 64;
+  return offset;
+}
+
+}  // namespace coalesce::kernels

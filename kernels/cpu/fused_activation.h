@@ -1,0 +1,31 @@
+// FusedActivation: an activation applied to a kernel's result before it is
+// stored (Conv + Relu, Gemm + bias + Sigmoid, ...), so the tensor is written
+// once. The graph optimizer fuses these; the kernels apply them through
+// oneDNN post-ops or ApplyFusedActivation. Plain value type.
+#ifndef COALESCE_KERNELS_CPU_FUSED_ACTIVATION_H_
+#define COALESCE_KERNELS_CPU_FUSED_ACTIVATION_H_
+
+#include <cstdint>
+
+namespace coalesce::kernels {
+
+struct FusedActivation {
+  enum class Kind {
+    kNone,
+    kRelu,
+    kLeakyRelu,  // alpha: the slope below zero
+    kClip,       // alpha: min, beta: max
+    kSigmoid,
+    kTanh,
+  };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// Applies `act` in place to data[0, n). Threaded per kernels/cpu/threading.h.
+void ApplyFusedActivation(const FusedActivation& act, float* data, int64_t n);
+
+}  // namespace coalesce::kernels
+
+#endif  // COALESCE_KERNELS_CPU_FUSED_ACTIVATION_H_
