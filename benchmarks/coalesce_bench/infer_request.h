@@ -1,0 +1,31 @@
+// BuildInferRequest: the one ModelInferRequest a benchmark sends over and
+// over, with its inputs as raw_input_contents (as Triton's clients send
+// them) and no requested outputs (the server returns every output).
+#ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_INFER_REQUEST_H_
+#define COALESCE_BENCHMARKS_COALESCE_BENCH_INFER_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "benchmarks/coalesce_bench/input_data.h"
+#include "proto/grpc_service.pb.h"
+
+namespace coalesce::bench {
+
+struct RequestContents {
+  std::string model;
+  std::string version;             // empty: latest
+  std::vector<TensorSpec> inputs;  // resolved shapes
+  std::string input_data_dir;      // empty: seeded random data
+  uint64_t seed = 1;
+};
+
+// Errors from reading or generating an input (input_data.h).
+absl::StatusOr<inference::ModelInferRequest> BuildInferRequest(
+    const RequestContents& contents);
+
+}  // namespace coalesce::bench
+
+#endif  // COALESCE_BENCHMARKS_COALESCE_BENCH_INFER_REQUEST_H_

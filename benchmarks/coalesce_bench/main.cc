@@ -1,0 +1,204 @@
+// coalesce-bench: a load generator for any KServe v2 gRPC inference server
+// (Coalesce, Triton). Flags and modes: options.h and --help; what is
+// measured: measurement.h; outputs: report.h, svg_plot.h.
+//
+// Exit codes: 0 success; 1 the run failed (unknown model, unreachable
+// server, bad input data, every request failed, an output not written);
+// 2 bad command line.
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "benchmarks/coalesce_bench/cpu_usage.h"
+#include "benchmarks/coalesce_bench/grpc_infer_sender.h"
+#include "benchmarks/coalesce_bench/infer_request.h"
+#include "benchmarks/coalesce_bench/model_client.h"
+#include "benchmarks/coalesce_bench/options.h"
+#include "benchmarks/coalesce_bench/progress.h"
+#include "benchmarks/coalesce_bench/report.h"
+#include "benchmarks/coalesce_bench/svg_plot.h"
+#include "benchmarks/coalesce_bench/sweep.h"
+
+namespace coalesce::bench {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "coalesce-bench: error: %s\n",
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+void Warn(const std::string& text) {
+  std::fprintf(stderr, "coalesce-bench: %s\n", text.c_str());
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string ShapesText(const std::vector<TensorSpec>& inputs) {
+  std::vector<std::string> parts;
+  for (const TensorSpec& t : inputs) {
+    parts.push_back(absl::StrCat(t.name, "=", t.datatype, "[",
+                                 absl::StrJoin(t.shape, ","), "]"));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::string ProgressText(const BenchOptions& o, const LevelReport& level,
+                         int window, const WindowResult& r) {
+  return absl::StrFormat(
+      "%s window %d/%d: %.1f infer/s, p50 %.3f ms, p99 %.3f ms, %d errors",
+      level.mode == LoadMode::kClosedLoop
+          ? absl::StrCat("concurrency ", level.concurrency)
+          : absl::StrFormat("rate %.6g/s", level.request_rate),
+      window + 1, o.max_windows,
+      r.throughput_rps * static_cast<double>(o.batch_size),
+      r.latency.p50_ns / 1e6, r.latency.p99_ns / 1e6, r.error_count);
+}
+
+absl::Status WriteOutputs(const BenchOptions& o, const RunInfo& run,
+                          const std::vector<LevelReport>& levels) {
+  if (!o.output_prefix.empty()) {
+    absl::Status s = WriteFile(o.output_prefix + ".csv", CsvText(run, levels));
+    if (s.ok()) s = WriteFile(o.output_prefix + ".json", JsonText(run, levels));
+    if (!s.ok()) return s;
+  }
+  if (!o.plot_path.empty()) {
+    std::vector<PlotPoint> points;
+    for (const LevelReport& level : levels) {
+      const WindowResult& w = level.result.summary;
+      points.push_back({w.throughput_rps * static_cast<double>(o.batch_size),
+                        w.latency.p50_ns / 1e6, w.latency.p99_ns / 1e6,
+                        level.mode == LoadMode::kClosedLoop
+                            ? absl::StrCat("c=", level.concurrency)
+                            : absl::StrFormat("%.6g/s", level.request_rate)});
+    }
+    const std::string title = absl::StrCat(
+        o.model, ": latency vs throughput (",
+        o.mode == LoadMode::kClosedLoop ? "closed loop" : "open loop", ")");
+    return WriteFile(o.plot_path, RenderLatencySvg(points, title));
+  }
+  return absl::OkStatus();
+}
+
+// The request every benchmark call sends, from the model's metadata/config.
+absl::StatusOr<inference::ModelInferRequest> PrepareRequest(
+    const BenchOptions& o, ModelClient& control, RunInfo* run) {
+  absl::StatusOr<ModelInfo> info =
+      control.GetModelInfo(o.model, o.model_version);
+  if (!info.ok()) return info.status();
+  if (!info->config_note.empty())
+    Warn(absl::StrCat("note: ", info->config_note));
+  ShapeRequest shapes{info->max_batch_size, o.batch_size, o.batch_size_set,
+                      o.shapes};
+  auto inputs = ResolveInputShapes(info->inputs, shapes);
+  if (!inputs.ok()) return inputs.status();
+  run->shapes = ShapesText(*inputs);
+  run->batch_size = info->max_batch_size > 0 ? o.batch_size : 1;
+  return BuildInferRequest(
+      {o.model, o.model_version, *inputs, o.input_data_dir, o.seed});
+}
+
+// The statistics source of the sweep, or null (with a note) when the server
+// does not answer ModelStatistics for the model.
+std::function<absl::StatusOr<ServerStatsSnapshot>()> ServerStatsSource(
+    const BenchOptions& o, ModelClient* control) {
+  absl::StatusOr<ServerStatsSnapshot> probe =
+      control->GetStatistics(o.model, o.model_version);
+  if (!probe.ok()) {
+    Warn(
+        absl::StrCat("note: no server-side split: ", probe.status().message()));
+    return nullptr;
+  }
+  return [&o, control] {
+    return control->GetStatistics(o.model, o.model_version);
+  };
+}
+
+void PrintHeader(const BenchOptions& o, const RunInfo& run) {
+  const std::string mode =
+      o.mode == LoadMode::kClosedLoop
+          ? "closed loop"
+          : absl::StrCat("open loop (", ArrivalName(o.arrival), ")");
+  std::printf(
+      "# coalesce-bench: model %s at %s, %s, inputs %s, %d channel(s)\n",
+      o.model.c_str(), o.url.c_str(), mode.c_str(), run.shapes.c_str(),
+      o.channels);
+  std::printf("%s", TableHeader(run).c_str());
+  std::fflush(stdout);
+}
+
+// 1 with a message when no request of the whole run succeeded.
+int CheckAnySuccess(const std::vector<LevelReport>& levels) {
+  int64_t successes = 0;
+  for (const LevelReport& level : levels) {
+    for (const WindowResult& w : level.result.windows) successes += w.successes;
+  }
+  if (successes > 0) return 0;
+  return Fail(absl::UnavailableError(
+      "no request succeeded (see the warnings above for the errors)"));
+}
+
+int Run(const BenchOptions& o) {
+  ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
+  RunInfo run{o.model, o.model_version, o.url, o.mode, o.arrival,
+              1,       o.channels,      "",    false,  AvailableCores()};
+  absl::StatusOr<inference::ModelInferRequest> request =
+      PrepareRequest(o, control, &run);
+  if (!request.ok()) return Fail(request.status());
+
+  SweepHooks hooks;
+  hooks.server_stats = ServerStatsSource(o, &control);
+  run.server_stats = hooks.server_stats != nullptr;
+  PrintHeader(o, run);
+  ProgressLine progress = ProgressLine::ForStderr();
+  hooks.on_window = [&](const LevelReport& level, int w,
+                        const WindowResult& r) {
+    progress.Show(ProgressText(o, level, w, r));
+  };
+  hooks.on_level = [&](const LevelReport& level) {
+    progress.Clear();
+    std::printf("%s", TableRow(run, level).c_str());
+    std::fflush(stdout);
+    for (const std::string& w : LevelWarnings(run, level)) Warn(w);
+  };
+
+  GrpcInferSender sender({o.url, o.channels, o.request_timeout},
+                         *std::move(request));
+  absl::StatusOr<std::vector<LevelReport>> levels =
+      RunSweep(o, &sender, RealClock(), hooks);
+  progress.Clear();
+  if (!levels.ok()) return Fail(levels.status());
+  if (absl::Status s = WriteOutputs(o, run, *levels); !s.ok()) return Fail(s);
+  return CheckAnySuccess(*levels);
+}
+
+}  // namespace
+}  // namespace coalesce::bench
+
+int main(int argc, char** argv) {
+  using namespace coalesce::bench;
+  absl::StatusOr<BenchOptions> options = ParseBenchFlags(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr,
+                 "coalesce-bench: %s\nRun coalesce-bench --help for usage.\n",
+                 std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (options->show_help) {
+    std::printf("%s", BenchUsage().c_str());
+    return 0;
+  }
+  return Run(*options);
+}

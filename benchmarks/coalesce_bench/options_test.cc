@@ -1,0 +1,156 @@
+#include "benchmarks/coalesce_bench/options.h"
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace coalesce::bench {
+namespace {
+
+absl::StatusOr<BenchOptions> Parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv = {"coalesce-bench"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ParseBenchFlags(static_cast<int>(argv.size()), argv.data());
+}
+
+// The parse fails with InvalidArgument and a message containing `needle`.
+void ExpectError(std::initializer_list<const char*> args,
+                 const std::string& needle) {
+  auto o = Parse(args);
+  ASSERT_FALSE(o.ok()) << "parsed although " << needle << " expected";
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(o.status().message()).find(needle), std::string::npos)
+      << o.status().message();
+}
+
+TEST(OptionsTest, DefaultsAreAClosedLoopAtConcurrencyOne) {
+  auto o = Parse({"-m", "mlp"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->model, "mlp");
+  EXPECT_EQ(o->mode, LoadMode::kClosedLoop);
+  EXPECT_EQ(o->concurrencies, std::vector<int>{1});
+  EXPECT_EQ(o->stability_percent, 10);
+  EXPECT_EQ(o->url, "127.0.0.1:8001");
+}
+
+TEST(OptionsTest, EveryFlagIsRead) {
+  auto o = Parse({"--model=m",
+                  "-u",
+                  "h:1",
+                  "--model-version",
+                  "3",
+                  "--timeout",
+                  "500",
+                  "--request-rate-range",
+                  "10:30:10",
+                  "--arrival",
+                  "bursty",
+                  "--burst-on-ms",
+                  "20",
+                  "--burst-off-ms=80",
+                  "--max-inflight",
+                  "7",
+                  "--channels",
+                  "3",
+                  "--seed",
+                  "9",
+                  "--warmup-ms",
+                  "0",
+                  "--warmup-requests",
+                  "5",
+                  "--window-ms",
+                  "300",
+                  "--stability-percent",
+                  "2.5",
+                  "--max-windows",
+                  "4",
+                  "--batch-size",
+                  "8",
+                  "--shape",
+                  "x:3,4",
+                  "--input-data",
+                  "d",
+                  "--output",
+                  "p",
+                  "--plot",
+                  "f.svg"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->mode, LoadMode::kOpenLoop);
+  EXPECT_EQ(o->request_rates, (std::vector<double>{10, 20, 30}));
+  EXPECT_EQ(o->arrival, ArrivalKind::kBursty);
+  EXPECT_EQ(o->burst_on.count(), 20);
+  EXPECT_EQ(o->burst_off.count(), 80);
+  EXPECT_EQ(o->max_inflight, 7);
+  EXPECT_EQ(o->channels, 3);
+  EXPECT_EQ(o->seed, 9u);
+  EXPECT_EQ(o->request_timeout.count(), 500);
+  EXPECT_EQ(o->warmup_requests, 5);
+  EXPECT_EQ(o->window.count(), 300);
+  EXPECT_EQ(o->stability_percent, 2.5);
+  EXPECT_EQ(o->max_windows, 4);
+  EXPECT_EQ(o->batch_size, 8);
+  EXPECT_TRUE(o->batch_size_set);
+  EXPECT_EQ(o->shapes.at("x"), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(o->model_version, "3");
+  EXPECT_EQ(o->url, "h:1");
+  EXPECT_EQ(o->input_data_dir, "d");
+  EXPECT_EQ(o->output_prefix, "p");
+  EXPECT_EQ(o->plot_path, "f.svg");
+}
+
+TEST(OptionsTest, ConcurrencyRange) {
+  auto o = Parse({"-m", "m", "--concurrency-range", "1:10:3"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->concurrencies, (std::vector<int>{1, 4, 7, 10}));
+  EXPECT_EQ(*ParseIntRange("c", "2:4"), (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(*ParseIntRange("c", "5"), (std::vector<int>{5}));
+}
+
+TEST(OptionsTest, HelpNeedsNothingElse) {
+  auto o = Parse({"--help"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->show_help);
+  EXPECT_NE(BenchUsage().find("--request-rate-range"), std::string::npos);
+}
+
+TEST(OptionsTest, Errors) {
+  ExpectError({}, "--model is required");
+  ExpectError({"-m", "m", "--bogus", "1"}, "unknown flag '--bogus'");
+  ExpectError({"-m", "m", "positional"}, "unknown flag 'positional'");
+  ExpectError({"-m", "m", "--window-ms"}, "--window-ms needs a value");
+  ExpectError({"-m", "m", "--concurrency-range", "4:1"}, "start <= end");
+  ExpectError({"-m", "m", "--concurrency-range", "0"}, "--concurrency-range");
+  ExpectError({"-m", "m", "--concurrency-range", "1:4:0"}, "integer");
+  ExpectError({"-m", "m", "--concurrency-range", "1:2:3:4"},
+              "start[:end[:step]]");
+  ExpectError({"-m", "m", "--request-rate-range", "10:20"}, "start:end:step");
+  ExpectError({"-m", "m", "--request-rate-range", "-5"},
+              "--request-rate-range");
+  ExpectError(
+      {"-m", "m", "--concurrency-range", "2", "--request-rate-range", "10"},
+      "exclude each other");
+  ExpectError({"-m", "m", "--arrival", "uniform"},
+              "poisson, constant or bursty");
+  ExpectError({"-m", "m", "--burst-on-ms", "0"}, "--burst-on-ms");
+  ExpectError({"-m", "m", "--shape", "x"}, "NAME:d1,d2");
+  ExpectError({"-m", "m", "--shape", "x:3,-1"}, "--shape");
+  ExpectError({"-m", "m", "--shape", "x:3", "--shape", "x:4"}, "twice");
+  ExpectError({"-m", "m", "--batch-size", "0"}, "--batch-size");
+  ExpectError({"-m", "m", "--timeout", "abc"}, "--timeout");
+  ExpectError({"-m", "m", "--stability-percent", "nan"}, "--stability-percent");
+  ExpectError({"-m", "m", "--channels", "1000"}, "--channels");
+  ExpectError({"-m", "m", "--model-version", "v2"}, "--model-version");
+  ExpectError({"-m", "m", "--concurrency-range", "1:5000"}, "more than");
+}
+
+TEST(OptionsTest, ShapeFlagKeepsColonsInTheName) {
+  auto s = ParseShapeFlag("ns:input:2,3");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->first, "ns:input");
+  EXPECT_EQ(s->second, (std::vector<int64_t>{2, 3}));
+}
+
+}  // namespace
+}  // namespace coalesce::bench

@@ -1,0 +1,53 @@
+// Reporting a run: the table on stdout, warnings about the client itself,
+// and the CSV and JSON files (one row / one object per load level).
+//
+// Throughput is reported in inferences per second (requests/s times the
+// batch size, as Triton's perf_analyzer counts) and in requests per second.
+// Latencies are in milliseconds, the server split in microseconds per
+// request. Pure functions returning text; thread-compatible.
+#ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_REPORT_H_
+#define COALESCE_BENCHMARKS_COALESCE_BENCH_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "benchmarks/coalesce_bench/options.h"
+#include "benchmarks/coalesce_bench/sweep.h"
+
+namespace coalesce::bench {
+
+// What the run was, for the headers of the outputs.
+struct RunInfo {
+  std::string model;
+  std::string model_version;
+  std::string url;
+  LoadMode mode = LoadMode::kClosedLoop;
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  int64_t batch_size = 1;
+  int channels = 1;
+  std::string shapes;  // e.g. "input=[1,1024]"
+  bool server_stats = false;
+  int cores = 1;
+};
+
+std::string TableHeader(const RunInfo& run);
+std::string TableRow(const RunInfo& run, const LevelReport& level);
+
+// Warnings about a level, one per line (empty when nothing is wrong): the
+// client near saturation, late open-loop sends, errors, instability.
+std::vector<std::string> LevelWarnings(const RunInfo& run,
+                                       const LevelReport& level);
+
+std::string CsvText(const RunInfo& run, const std::vector<LevelReport>& levels);
+std::string JsonText(const RunInfo& run,
+                     const std::vector<LevelReport>& levels);
+
+// "NOT_FOUND" for 5, etc.
+std::string GrpcCodeName(int code);
+
+// "UNAVAILABLE=3;DEADLINE_EXCEEDED=1", in code order.
+std::string ErrorSummary(const WindowResult& window);
+
+}  // namespace coalesce::bench
+
+#endif  // COALESCE_BENCHMARKS_COALESCE_BENCH_REPORT_H_

@@ -1,0 +1,92 @@
+#include "benchmarks/coalesce_bench/report.h"
+
+#include "benchmarks/coalesce_bench/svg_plot.h"
+#include "gtest/gtest.h"
+
+namespace coalesce::bench {
+namespace {
+
+LevelReport Level(int concurrency, double rps, int64_t p50_ns) {
+  LevelReport level;
+  level.mode = LoadMode::kClosedLoop;
+  level.concurrency = concurrency;
+  level.result.summary.throughput_rps = rps;
+  level.result.summary.successes = 100;
+  level.result.summary.latency.count = 100;
+  level.result.summary.latency.p50_ns = p50_ns;
+  level.result.summary.latency.p99_ns = 2 * p50_ns;
+  level.result.summary.errors[14] = 2;
+  level.result.summary.error_count = 2;
+  level.result.windows.resize(3);
+  level.result.stable = true;
+  return level;
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ReportTest, GrpcCodeNames) {
+  EXPECT_EQ(GrpcCodeName(5), "NOT_FOUND");
+  EXPECT_EQ(GrpcCodeName(14), "UNAVAILABLE");
+}
+
+TEST(ReportTest, CsvHasAHeaderAndOneRowPerLevel) {
+  RunInfo run;
+  run.batch_size = 4;
+  const std::string csv =
+      CsvText(run, {Level(1, 100, 2'000'000), Level(4, 250, 5'000'000)});
+  EXPECT_EQ(Count(csv, "\n"), 3u);
+  EXPECT_NE(csv.find("closed,1,,,4,400.000,100.000,2.0000"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("UNAVAILABLE=2"), std::string::npos);
+}
+
+TEST(ReportTest, JsonHasEveryLevel) {
+  RunInfo run;
+  run.model = "m\"q";
+  const std::string json =
+      JsonText(run, {Level(1, 100, 2'000'000), Level(4, 250, 5'000'000)});
+  EXPECT_NE(json.find("\"model\": \"m\\\"q\""), std::string::npos) << json;
+  EXPECT_EQ(Count(json, "\"concurrency\": "), 2u);
+  EXPECT_NE(json.find("\"UNAVAILABLE\": 2"), std::string::npos);
+  EXPECT_NE(json.find("\"server\": null"), std::string::npos);
+}
+
+TEST(ReportTest, WarningsForErrorsAndClientSaturation) {
+  RunInfo run;
+  run.cores = 2;
+  LevelReport level = Level(8, 100, 1'000'000);
+  level.result.summary.client_cpu_cores = 1.9;
+  const std::vector<std::string> w = LevelWarnings(run, level);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("1.90 of 2 cores"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("2 requests failed: UNAVAILABLE=2"), std::string::npos)
+      << w[1];
+}
+
+TEST(SvgPlotTest, NiceSteps) {
+  EXPECT_DOUBLE_EQ(NiceStep(1000, 5), 200);
+  EXPECT_DOUBLE_EQ(NiceStep(7.3, 5), 2);
+  EXPECT_DOUBLE_EQ(NiceStep(0.9, 5), 0.2);
+  EXPECT_DOUBLE_EQ(NiceStep(26, 5), 10);
+}
+
+TEST(SvgPlotTest, TwoSeriesWithOneMarkPerPoint) {
+  const std::string svg = RenderLatencySvg(
+      {{100, 1, 2, "c=1"}, {300, 2, 5, "c=4"}, {350, 6, 12, "c=8"}},
+      "m <test>");
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_EQ(Count(svg, "<polyline"), 2u);
+  EXPECT_EQ(Count(svg, "<circle"), 6u);
+  EXPECT_NE(svg.find("m &lt;test&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coalesce::bench
