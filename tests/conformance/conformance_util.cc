@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -222,6 +223,40 @@ absl::StatusOr<HostTensor> ReadTensorFile(const std::string& path) {
         absl::StrCat("'", path, "': ", tensor.status().message()));
   }
   return tensor;
+}
+
+int32_t OnnxElemTypeFromDataType(DataType dtype) {
+  if (dtype == DataType::kInvalid) return onnx::TensorProto::UNDEFINED;
+  // onnx.TensorProto.DataType numbers its types 1 (FLOAT) .. 16 (BFLOAT16).
+  for (int32_t elem_type = 1; elem_type <= 16; ++elem_type) {
+    if (DataTypeFromOnnxElemType(elem_type) == dtype) return elem_type;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+absl::Status WriteTensorFile(const HostTensor& tensor,
+                             const std::string& path) {
+  const int32_t elem_type = OnnxElemTypeFromDataType(tensor.dtype);
+  const std::optional<int64_t> count = ElementCount(tensor.shape);
+  if (elem_type == onnx::TensorProto::UNDEFINED || !count ||
+      tensor.bytes.size() !=
+          static_cast<size_t>(*count) * ElementByteSize(tensor.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", tensor.name, "': cannot write ",
+                     std::string(DataTypeName(tensor.dtype)), " ",
+                     ShapeToString(tensor.shape), " with ", tensor.bytes.size(),
+                     " bytes as a TensorProto"));
+  }
+  onnx::TensorProto proto;
+  proto.set_name(tensor.name);
+  proto.set_data_type(elem_type);
+  for (int64_t d : tensor.shape) proto.add_dims(d);
+  proto.set_raw_data(tensor.bytes);
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file || !proto.SerializeToOstream(&file) || !file.flush()) {
+    return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AllClose(const HostTensor& expected, const HostTensor& actual,

@@ -1,12 +1,14 @@
 // Pieces of the ONNX conformance runner that are worth testing on their own:
-// reading a serialized onnx.TensorProto into host memory, comparing a result
-// with an expected tensor the way the ONNX backend tests do (numpy allclose),
-// and telling an "unsupported" load error from a real failure.
+// reading a serialized onnx.TensorProto into host memory (and writing one, for
+// tools/onnx_run.cc), comparing a result with an expected tensor the way the
+// ONNX backend tests do (numpy allclose), and telling an "unsupported" load
+// error from a real failure.
 //
 // Everything here is a pure function of its arguments and thread-safe.
 #ifndef COALESCE_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 #define COALESCE_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,16 @@ absl::StatusOr<HostTensor> TensorFromProto(const onnx::TensorProto& proto);
 // Parses the file at `path` as a serialized TensorProto. NotFound when the
 // file cannot be opened, InvalidArgument when it does not parse or convert.
 absl::StatusOr<HostTensor> ReadTensorFile(const std::string& path);
+
+// The onnx.TensorProto.DataType value of `dtype` (inverse of
+// DataTypeFromOnnxElemType); 0 (UNDEFINED) for kInvalid and kBytes.
+int32_t OnnxElemTypeFromDataType(DataType dtype);
+
+// Writes `tensor` to `path` as a serialized TensorProto (name, dims, raw_data),
+// which ReadTensorFile and onnx.numpy_helper read back. InvalidArgument for a
+// dtype ONNX cannot hold densely (kBytes, kInvalid) or a byte count that does
+// not match the shape; Internal when the file cannot be written.
+absl::Status WriteTensorFile(const HostTensor& tensor, const std::string& path);
 
 struct Tolerance {
   double rtol = 1e-3;  // the ONNX backend runner's defaults

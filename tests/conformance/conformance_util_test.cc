@@ -111,6 +111,34 @@ TEST(ReadTensorFileTest, RoundTripsAndReportsMissingFile) {
   EXPECT_EQ(ReadTensorFile(path).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(WriteTensorFileTest, RoundTripsThroughReadTensorFile) {
+  HostTensor ints{"out/1", DataType::kInt64, {2, 1}, std::string(16, '\0')};
+  const int64_t values[] = {-5, int64_t{1} << 40};
+  std::memcpy(ints.bytes.data(), values, sizeof(values));
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("write_tensor_test_" + std::to_string(::getpid()) + ".pb"))
+          .string();
+  ASSERT_TRUE(WriteTensorFile(ints, path).ok());
+  absl::StatusOr<HostTensor> back = ReadTensorFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name, "out/1");
+  EXPECT_EQ(back->dtype, DataType::kInt64);
+  EXPECT_EQ(back->shape, (Shape{2, 1}));
+  EXPECT_EQ(back->bytes, ints.bytes);
+
+  EXPECT_EQ(OnnxElemTypeFromDataType(DataType::kFp32),
+            onnx::TensorProto::FLOAT);
+  EXPECT_EQ(OnnxElemTypeFromDataType(DataType::kBool), onnx::TensorProto::BOOL);
+  HostTensor short_bytes{"s", DataType::kFp32, {3}, std::string(8, '\0')};
+  EXPECT_EQ(WriteTensorFile(short_bytes, path).code(),
+            absl::StatusCode::kInvalidArgument);
+  HostTensor strings{"b", DataType::kBytes, {1}, "x"};
+  EXPECT_EQ(WriteTensorFile(strings, path).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(AllCloseTest, UsesAtolPlusRtolTimesExpected) {
   const Tolerance tol{/*rtol=*/1e-3, /*atol=*/1e-7};
   // 1000 * 1e-3 + 1e-7 allows a difference of just over 1.

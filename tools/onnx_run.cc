@@ -1,0 +1,412 @@
+// coalesce-onnx-run: runs one ONNX model once through the engine's CPU
+// executor, exactly as the server does (Model::LoadFromFile, CreateCpuExecutor,
+// SetInputShapes / CopyIn / Run / CopyOut on one slot), and writes every output
+// as a serialized onnx.TensorProto. Optionally times repeated runs. See
+// docs/tools.md.
+//
+//   coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... --output-dir DIR
+//                     [--threads N] [--warmup W --repeat R]
+//                     [--timing-json FILE] [--graph-optimizations on|off]
+//
+// Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
+// error is printed), 2 bad usage (a message and the usage line are printed).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "engine/cpu_executor.h"
+#include "engine/model.h"
+#include "tests/conformance/conformance_util.h"
+
+namespace coalesce::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using conformance::HostTensor;
+
+constexpr char kUsage[] =
+    "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
+    "--output-dir DIR [--threads N] [--warmup W --repeat R] "
+    "[--timing-json FILE] [--graph-optimizations on|off]";
+
+struct Flags {
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
+  std::string output_dir;
+  int threads = 1;
+  int warmup = 0;
+  int repeat = 0;  // 0: no timed runs
+  std::string timing_json;
+  bool graph_optimizations = true;  // the engine's load-time rewrites
+};
+
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(message);
+}
+
+// Parses a flag value that must be an integer >= `min`.
+absl::Status ParseCount(absl::string_view flag, absl::string_view value,
+                        int min, int* out) {
+  if (!absl::SimpleAtoi(value, out) || *out < min) {
+    return UsageError(absl::StrCat(flag, " needs an integer >= ", min,
+                                   ", got '", value, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Applies one "--flag value" pair to `flags`.
+absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
+                       Flags& flags) {
+  if (flag == "--model") {
+    flags.model = std::string(value);
+  } else if (flag == "--input") {
+    const size_t eq = value.find('=');
+    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == value.size()) {
+      return UsageError(
+          absl::StrCat("--input needs NAME=FILE.pb, got '", value, "'"));
+    }
+    flags.inputs.emplace_back(std::string(value.substr(0, eq)),
+                              std::string(value.substr(eq + 1)));
+  } else if (flag == "--output-dir") {
+    flags.output_dir = std::string(value);
+  } else if (flag == "--threads") {
+    return ParseCount(flag, value, /*min=*/1, &flags.threads);
+  } else if (flag == "--warmup") {
+    return ParseCount(flag, value, /*min=*/0, &flags.warmup);
+  } else if (flag == "--repeat") {
+    return ParseCount(flag, value, /*min=*/1, &flags.repeat);
+  } else if (flag == "--timing-json") {
+    flags.timing_json = std::string(value);
+  } else if (flag == "--graph-optimizations") {
+    if (value != "on" && value != "off") {
+      return UsageError(absl::StrCat(
+          "--graph-optimizations needs 'on' or 'off', got '", value, "'"));
+    }
+    flags.graph_optimizations = value == "on";
+  } else {
+    return UsageError(absl::StrCat("unknown flag '", flag, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
+  if (flags.model.empty()) return UsageError("--model is required");
+  if (flags.output_dir.empty()) return UsageError("--output-dir is required");
+  if (warmup_given && flags.repeat == 0)
+    return UsageError("--warmup needs --repeat");
+  if (!flags.timing_json.empty() && flags.repeat == 0)
+    return UsageError("--timing-json needs --repeat");
+  return absl::OkStatus();
+}
+
+// Accepts "--flag value" and "--flag=value".
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags flags;
+  bool warmup_given = false;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") return UsageError("");
+    if (!absl::StartsWith(arg, "--"))
+      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    if (const size_t eq = arg.find('='); eq != absl::string_view::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return UsageError(absl::StrCat(arg, " needs a value"));
+    }
+    warmup_given |= arg == "--warmup";
+    if (absl::Status s = ApplyFlag(arg, value, flags); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckFlags(flags, warmup_given); !s.ok()) return s;
+  return flags;
+}
+
+// InvalidArgument unless every model input is given exactly once with --input
+// and every --input names a model input.
+absl::Status CheckInputNames(const Model& model, const Flags& flags) {
+  std::vector<std::string> expected;
+  for (const TensorSpec& spec : model.signature().inputs)
+    expected.push_back(spec.name);
+  for (const auto& given : flags.inputs) {
+    if (std::count(expected.begin(), expected.end(), given.first) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input '", given.first, "' is not a model input ",
+                       "(inputs: ", absl::StrJoin(expected, ", "), ")"));
+    }
+  }
+  for (const std::string& name : expected) {
+    const auto times =
+        std::count_if(flags.inputs.begin(), flags.inputs.end(),
+                      [&](const auto& given) { return given.first == name; });
+    if (times != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model input '", name, "' is given ", times,
+                       " times with --input (needs exactly one)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The input tensors in the model's input order, each read from the file given
+// for its name. InvalidArgument for a missing, unknown or repeated name, or a
+// tensor whose type does not match the model.
+absl::StatusOr<std::vector<HostTensor>> ReadInputs(const Model& model,
+                                                   const Flags& flags) {
+  if (absl::Status s = CheckInputNames(model, flags); !s.ok()) return s;
+  std::vector<HostTensor> tensors;
+  for (const TensorSpec& spec : model.signature().inputs) {
+    const auto given =
+        std::find_if(flags.inputs.begin(), flags.inputs.end(),
+                     [&](const auto& in) { return in.first == spec.name; });
+    absl::StatusOr<HostTensor> t = conformance::ReadTensorFile(given->second);
+    if (!t.ok()) return t.status();
+    if (t->dtype != spec.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", spec.name, "' from '", given->second, "' is ",
+          std::string(DataTypeName(t->dtype)), ", the model takes ",
+          std::string(DataTypeName(spec.dtype))));
+    }
+    t->name = spec.name;
+    tensors.push_back(*std::move(t));
+  }
+  return tensors;
+}
+
+// Declares the shapes and copies `inputs` into `slot`.
+absl::Status WriteInputs(const std::vector<HostTensor>& inputs,
+                         BatchSlot& slot) {
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  if (absl::Status s = slot.SetInputShapes(shapes); !s.ok()) return s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int index = static_cast<int>(i);
+    if (slot.input_byte_size(index) != inputs[i].bytes.size()) {
+      return absl::InternalError(
+          absl::StrCat("slot input '", inputs[i].name, "' holds ",
+                       slot.input_byte_size(index), " bytes, the tensor has ",
+                       inputs[i].bytes.size()));
+    }
+    std::memcpy(slot.input_data(index), inputs[i].bytes.data(),
+                inputs[i].bytes.size());
+  }
+  return absl::OkStatus();
+}
+
+// One batch as the server runs it: inputs into the slot, then CopyIn, Run and
+// CopyOut, waiting for CopyOut (whose event carries the first failure).
+absl::Status RunOnce(ExecutorInstance& executor,
+                     const std::vector<HostTensor>& inputs) {
+  BatchSlot* slot = executor.slot(0);
+  if (absl::Status s = WriteInputs(inputs, *slot); !s.ok()) return s;
+  executor.CopyIn(slot);
+  executor.Run(slot);
+  return executor.CopyOut(slot)->Wait();
+}
+
+// "gpu_0/softmax_1" -> "gpu_0_softmax_1": letters, digits, '.', '-' and '_'
+// are kept, anything else becomes '_'.
+std::string SanitizedFileName(absl::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                      c == '_';
+    if (!keep) c = '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+// Writes every output of the last run as DIR/<sanitized name>.pb (the proto's
+// name field holds the output's real name) and prints one line per output.
+absl::Status WriteOutputs(const Model& model, const BatchSlot& slot,
+                          const fs::path& dir) {
+  const std::vector<TensorSpec>& specs = model.signature().outputs;
+  std::vector<std::string> used;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int index = static_cast<int>(i);
+    const std::string file = SanitizedFileName(specs[i].name) + ".pb";
+    if (std::count(used.begin(), used.end(), file) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("outputs '", specs[i].name,
+                       "' and an earlier one both map to '", file, "'"));
+    }
+    used.push_back(file);
+    const char* data = slot.output_data(index);
+    HostTensor t{specs[i].name, specs[i].dtype, slot.output_shape(index),
+                 std::string(data, slot.output_byte_size(index))};
+    const std::string path = (dir / file).string();
+    if (absl::Status s = conformance::WriteTensorFile(t, path); !s.ok())
+      return s;
+    std::printf("output '%s' %s %s -> %s\n", t.name.c_str(),
+                std::string(DataTypeName(t.dtype)).c_str(),
+                ShapeToString(t.shape).c_str(), path.c_str());
+  }
+  return absl::OkStatus();
+}
+
+struct TimingSummary {
+  std::vector<double> runs_ms;  // in run order
+  double median_ms = 0, mean_ms = 0, p90_ms = 0, min_ms = 0, max_ms = 0;
+};
+
+// Nearest-rank percentile `p` (0 < p <= 100) of sorted, non-empty `v`.
+double Percentile(const std::vector<double>& v, double p) {
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * v.size()));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+TimingSummary Summarize(std::vector<double> runs_ms) {
+  TimingSummary s;
+  s.runs_ms = runs_ms;
+  std::sort(runs_ms.begin(), runs_ms.end());
+  const size_t n = runs_ms.size();
+  s.median_ms =
+      n % 2 ? runs_ms[n / 2] : (runs_ms[n / 2 - 1] + runs_ms[n / 2]) / 2;
+  s.mean_ms = std::accumulate(runs_ms.begin(), runs_ms.end(), 0.0) / n;
+  s.p90_ms = Percentile(runs_ms, 90);
+  s.min_ms = runs_ms.front();
+  s.max_ms = runs_ms.back();
+  return s;
+}
+
+// `warmup` untimed runs, then `repeat` runs timed one by one with steady_clock
+// (each includes writing the inputs into the slot, as a server batch does).
+absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
+                                       const std::vector<HostTensor>& inputs,
+                                       int warmup, int repeat) {
+  for (int i = 0; i < warmup; ++i) {
+    if (absl::Status s = RunOnce(executor, inputs); !s.ok()) return s;
+  }
+  std::vector<double> runs_ms;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = RunOnce(executor, inputs); !s.ok()) return s;
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    runs_ms.push_back(elapsed.count());
+  }
+  return Summarize(std::move(runs_ms));
+}
+
+// A JSON string literal for `s` (quotes, backslashes and control bytes
+// escaped).
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      absl::StrAppend(&out, "\\", std::string(1, c));
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
+  std::ofstream file(flags.timing_json, std::ios::trunc);
+  file << "{\n  \"model\": " << JsonString(flags.model)
+       << ",\n  \"threads\": " << flags.threads
+       << ",\n  \"graph_optimizations\": "
+       << (flags.graph_optimizations ? "true" : "false")
+       << ",\n  \"warmup\": " << flags.warmup
+       << ",\n  \"repeat\": " << flags.repeat
+       << ",\n  \"median_ms\": " << t.median_ms
+       << ",\n  \"mean_ms\": " << t.mean_ms << ",\n  \"p90_ms\": " << t.p90_ms
+       << ",\n  \"min_ms\": " << t.min_ms << ",\n  \"max_ms\": " << t.max_ms
+       << ",\n  \"runs_ms\": [" << absl::StrJoin(t.runs_ms, ", ") << "]\n}\n";
+  if (!file.flush()) {
+    return absl::InternalError(
+        absl::StrCat("cannot write '", flags.timing_json, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReportTiming(const Flags& flags, const TimingSummary& t) {
+  std::printf(
+      "timing: %d runs after %d warm-up, %d thread(s): median %.3f ms, mean "
+      "%.3f ms, p90 %.3f ms, min %.3f ms\n",
+      flags.repeat, flags.warmup, flags.threads, t.median_ms, t.mean_ms,
+      t.p90_ms, t.min_ms);
+  if (flags.timing_json.empty()) return absl::OkStatus();
+  return WriteTimingJson(flags, t);
+}
+
+absl::Status Run(const Flags& flags) {
+  ModelOptions model_options;
+  if (!flags.graph_optimizations)
+    model_options.optimizer = OptimizerOptions::None();
+  absl::StatusOr<std::shared_ptr<const Model>> model =
+      Model::LoadFromFile(flags.model, model_options);
+  if (!model.ok()) return model.status();  // it names the file
+  absl::StatusOr<std::vector<HostTensor>> inputs = ReadInputs(**model, flags);
+  if (!inputs.ok()) return inputs.status();
+  std::error_code ec;
+  fs::create_directories(flags.output_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create '", flags.output_dir, "': ", ec.message()));
+  }
+  absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
+      CreateCpuExecutor(*model,
+                        CpuExecutorOptions{.intra_op_threads = flags.threads,
+                                           .num_slots = 1});
+  if (!executor.ok()) return executor.status();
+  if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
+  if (absl::Status s =
+          WriteOutputs(**model, *(*executor)->slot(0), flags.output_dir);
+      !s.ok()) {
+    return s;
+  }
+  if (flags.repeat == 0) return absl::OkStatus();
+  absl::StatusOr<TimingSummary> timing =
+      TimeRuns(**executor, *inputs, flags.warmup, flags.repeat);
+  if (!timing.ok()) return timing.status();
+  return ReportTiming(flags, *timing);
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.ok() && flags.status().message().empty()) {  // --help
+    std::printf("%s\n", kUsage);
+    return 0;
+  }
+  if (!flags.ok()) {
+    std::fprintf(stderr, "coalesce-onnx-run: %s\n%s\n",
+                 std::string(flags.status().message()).c_str(), kUsage);
+    return 2;
+  }
+  if (absl::Status s = Run(*flags); !s.ok()) {
+    std::fprintf(stderr, "coalesce-onnx-run: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace coalesce::tools
+
+int main(int argc, char** argv) { return coalesce::tools::Main(argc, argv); }
