@@ -1,0 +1,1 @@
+"""Helpers of benchmarks/run-suite: server processes, models, reports."""
