@@ -32,6 +32,16 @@ class PreparedKernel {
                            char* scratch) = 0;
 };
 
+// Base for OpKernels that always return a PreparedKernel from Prepare (Conv,
+// ConvTranspose): the plain Run is never called by a plan.
+class PreparedOnlyKernel : public OpKernel {
+ public:
+  absl::Status Run(absl::Span<const ConstTensorView> inputs,
+                   absl::Span<const TensorView> outputs) const final {
+    return absl::InternalError("this operator runs only as a prepared kernel");
+  }
+};
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_PREPARED_KERNEL_H_

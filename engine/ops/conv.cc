@@ -40,7 +40,7 @@ class PreparedConv : public PreparedKernel {
   std::unique_ptr<kernels::ConvPrimitive> primitive_;
 };
 
-class ConvOp : public OpKernel {
+class ConvOp : public PreparedOnlyKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
     auto op = std::make_unique<ConvOp>();
@@ -62,11 +62,6 @@ class ConvOp : public OpKernel {
     out[0].shape.insert(out[0].shape.end(), g->out_spatial.begin(),
                         g->out_spatial.end());
     return absl::OkStatus();
-  }
-
-  absl::Status Run(absl::Span<const ConstTensorView> in,
-                   absl::Span<const TensorView> out) const override {
-    return absl::InternalError("Conv runs only as a prepared kernel");
   }
 
   absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(

@@ -80,7 +80,7 @@ class PreparedConvTranspose : public PreparedKernel {
   TransposeGeometry g_;
 };
 
-class ConvTransposeOp : public OpKernel {
+class ConvTransposeOp : public PreparedOnlyKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
     auto op = std::make_unique<ConvTransposeOp>();
@@ -106,11 +106,6 @@ class ConvTransposeOp : public OpKernel {
     out[0].shape = {g->batch, g->out_channels};
     for (int64_t d : g->col2im.out_spatial) out[0].shape.push_back(d);
     return absl::OkStatus();
-  }
-
-  absl::Status Run(absl::Span<const ConstTensorView> in,
-                   absl::Span<const TensorView> out) const override {
-    return absl::InternalError("ConvTranspose runs only as a prepared kernel");
   }
 
   absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(

@@ -92,15 +92,6 @@ std::optional<ChannelAffine> AffineOf(const GraphEditor& editor,
   return ChannelAffine{std::vector<float>(channels, 1.0f), *c};
 }
 
-// The single node reading `value`, if exactly one does.
-onnx::NodeProto* SoleConsumer(GraphEditor& editor, const std::string& value) {
-  if (!editor.HasSingleNodeUse(value)) return nullptr;
-  for (onnx::NodeProto& node : *editor.graph().mutable_node())
-    for (const std::string& in : node.input())
-      if (in == value) return &node;
-  return nullptr;
-}
-
 // Folds the consumer of `conv` into it; true if it did.
 bool FoldOne(GraphEditor& editor, onnx::NodeProto& conv) {
   if (conv.input_size() < 2) return false;
@@ -115,7 +106,7 @@ bool FoldOne(GraphEditor& editor, onnx::NodeProto& conv) {
     if (!b || static_cast<int64_t>(b->size()) != channels) return false;
     bias = *b;
   }
-  onnx::NodeProto* next = SoleConsumer(editor, conv.output(0));
+  onnx::NodeProto* next = editor.SoleConsumer(conv.output(0));
   if (next == nullptr) return false;
   std::optional<ChannelAffine> affine =
       AffineOf(editor, *next, conv.output(0), w_dims.size(), channels);

@@ -15,6 +15,7 @@ GraphEditor::GraphEditor(onnx::GraphProto* graph) : graph_(graph) {
 void GraphEditor::Refresh() {
   producers_.clear();
   uses_.clear();
+  last_consumer_.clear();
   outputs_.clear();
   initializers_.clear();
   for (const onnx::TensorProto& t : graph_->initializer()) {
@@ -27,8 +28,11 @@ void GraphEditor::Refresh() {
       producers_[out] = &node;
       names_.insert(out);
     }
-    for (const std::string& in : node.input())
-      if (!in.empty()) ++uses_[in];
+    for (const std::string& in : node.input()) {
+      if (in.empty()) continue;
+      ++uses_[in];
+      last_consumer_[in] = &node;
+    }
   }
   for (const onnx::ValueInfoProto& out : graph_->output()) {
     outputs_.insert(out.name());
@@ -53,6 +57,12 @@ bool GraphEditor::IsGraphOutput(const std::string& value) const {
 
 bool GraphEditor::HasSingleNodeUse(const std::string& value) const {
   return UseCount(value) == 1 && !IsGraphOutput(value);
+}
+
+onnx::NodeProto* GraphEditor::SoleConsumer(const std::string& value) const {
+  if (!HasSingleNodeUse(value)) return nullptr;
+  auto it = last_consumer_.find(value);
+  return it == last_consumer_.end() ? nullptr : it->second;
 }
 
 const onnx::TensorProto* GraphEditor::Initializer(

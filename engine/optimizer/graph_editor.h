@@ -34,6 +34,8 @@ class GraphEditor {
   // True when `value` has exactly one use, by a node, and is not an output:
   // the producer's result may then be fused into that node.
   bool HasSingleNodeUse(const std::string& value) const;
+  // The one node reading `value` when HasSingleNodeUse(value), else null.
+  onnx::NodeProto* SoleConsumer(const std::string& value) const;
 
   // Null unless `value` is an initializer.
   const onnx::TensorProto* Initializer(const std::string& value) const;
@@ -58,6 +60,7 @@ class GraphEditor {
   onnx::GraphProto* graph_;
   absl::flat_hash_map<std::string, onnx::NodeProto*> producers_;
   absl::flat_hash_map<std::string, int> uses_;
+  absl::flat_hash_map<std::string, onnx::NodeProto*> last_consumer_;
   absl::flat_hash_set<std::string> outputs_;
   absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers_;
   absl::flat_hash_set<std::string> names_;

@@ -14,7 +14,7 @@ absl::Status FoldConstants(int64_t opset, GraphEditor& editor);
 void FoldConvChannelAffine(GraphEditor& editor);
 void FuseMatMulBias(GraphEditor& editor);
 void FuseActivations(int64_t opset, GraphEditor& editor);
-void FuseLayerNorm(int64_t opset, GraphEditor& editor);
+void FuseLayerNorm(GraphEditor& editor);
 void FuseGelu(GraphEditor& editor);
 void RemoveDeadNodes(GraphEditor& editor);
 

@@ -79,20 +79,17 @@ bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
       !ReducesLastAxis(editor, *mean))
     return false;
   // The affine tail: Mul by a 1-D gamma, optionally Add of a 1-D beta.
-  onnx::NodeProto* mul = nullptr;
-  for (onnx::NodeProto& n : *editor.graph().mutable_node())
-    if (n.op_type() == "Mul" && n.input_size() == 2 && n.input(0) == div.output(0))
-      mul = &n;
-  if (mul == nullptr || !editor.HasSingleNodeUse(div.output(0))) return false;
+  onnx::NodeProto* mul = editor.SoleConsumer(div.output(0));
+  if (mul == nullptr || mul->op_type() != "Mul" || mul->input_size() != 2 ||
+      mul->input(0) != div.output(0))
+    return false;
   Shape gamma_dims;
   if (!editor.FloatValues(mul->input(1), &gamma_dims) || gamma_dims.size() != 1)
     return false;
-  onnx::NodeProto* add_beta = nullptr;
-  for (onnx::NodeProto& n : *editor.graph().mutable_node())
-    if (n.op_type() == "Add" && n.input_size() == 2 && n.input(0) == mul->output(0))
-      add_beta = &n;
+  onnx::NodeProto* add_beta = editor.SoleConsumer(mul->output(0));
   Shape beta_dims;
-  if (add_beta && (!editor.HasSingleNodeUse(mul->output(0)) ||
+  if (add_beta && (add_beta->op_type() != "Add" || add_beta->input_size() != 2 ||
+                   add_beta->input(0) != mul->output(0) ||
                    !editor.FloatValues(add_beta->input(1), &beta_dims) ||
                    beta_dims != gamma_dims))
     add_beta = nullptr;
@@ -130,24 +127,18 @@ std::optional<std::string> MulByScalar(const GraphEditor& editor,
 onnx::NodeProto* GeluTail(GraphEditor& editor, const std::string& one_plus_erf,
                           const std::string& x,
                           onnx::NodeProto** first_mul) {
-  onnx::NodeProto* outer = nullptr;
-  for (onnx::NodeProto& n : *editor.graph().mutable_node())
-    if (n.op_type() == "Mul" && n.input_size() == 2 &&
-        (n.input(0) == one_plus_erf || n.input(1) == one_plus_erf))
-      outer = &n;
-  if (outer == nullptr) return nullptr;
+  onnx::NodeProto* outer = editor.SoleConsumer(one_plus_erf);
+  if (outer == nullptr || outer->op_type() != "Mul" || outer->input_size() != 2)
+    return nullptr;
   const std::string& other =
       outer->input(0) == one_plus_erf ? outer->input(1) : outer->input(0);
   if (other == x) {  // form A: (x * (1 + erf)) * 0.5
-    if (!editor.HasSingleNodeUse(outer->output(0))) return nullptr;
-    for (onnx::NodeProto& n : *editor.graph().mutable_node()) {
-      std::optional<std::string> in = MulByScalar(editor, n, 0.5);
-      if (in && *in == outer->output(0)) {
-        *first_mul = outer;
-        return &n;
-      }
-    }
-    return nullptr;
+    onnx::NodeProto* half = editor.SoleConsumer(outer->output(0));
+    if (half == nullptr) return nullptr;
+    std::optional<std::string> in = MulByScalar(editor, *half, 0.5);
+    if (!in || *in != outer->output(0)) return nullptr;
+    *first_mul = outer;
+    return half;
   }
   onnx::NodeProto* half = editor.Producer(other);  // form B: (x * 0.5) * (...)
   if (half == nullptr || !editor.HasSingleNodeUse(other)) return nullptr;
@@ -171,12 +162,10 @@ bool TryGelu(GraphEditor& editor, onnx::NodeProto& erf) {
     x = scale->input(0);
   if (!x) x = MulByScalar(editor, *scale, 1.0 / std::sqrt(2.0));
   if (!x || !editor.HasSingleNodeUse(erf.output(0))) return false;
-  onnx::NodeProto* add = nullptr;
-  for (onnx::NodeProto& n : *editor.graph().mutable_node())
-    if (n.op_type() == "Add" && n.input_size() == 2 &&
-        (n.input(0) == erf.output(0) || n.input(1) == erf.output(0)))
-      add = &n;
-  if (add == nullptr || !editor.HasSingleNodeUse(add->output(0))) return false;
+  onnx::NodeProto* add = editor.SoleConsumer(erf.output(0));
+  if (add == nullptr || add->op_type() != "Add" || add->input_size() != 2 ||
+      !editor.HasSingleNodeUse(add->output(0)))
+    return false;
   const std::string& one =
       add->input(0) == erf.output(0) ? add->input(1) : add->input(0);
   if (!NearlyEqual(editor.FloatScalar(one), 1.0)) return false;
@@ -209,7 +198,7 @@ void RewriteAll(GraphEditor& editor, Match match) {
 
 }  // namespace
 
-void FuseLayerNorm(int64_t opset, GraphEditor& editor) {
+void FuseLayerNorm(GraphEditor& editor) {
   RewriteAll(editor, TryLayerNorm);
 }
 
