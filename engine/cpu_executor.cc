@@ -8,6 +8,7 @@
 #include "engine/cpu_stream.h"
 #include "engine/execution_plan.h"
 #include "engine/plan_cache.h"
+#include "kernels/cpu/denormals.h"
 #include "kernels/cpu/threading.h"
 
 namespace coalesce {
@@ -93,8 +94,9 @@ class CpuExecutorInstance : public ExecutorInstance {
  public:
   CpuExecutorInstance(std::shared_ptr<const Model> model,
                       const CpuExecutorOptions& options)
-      : plans_(std::move(model)), stream_([threads = options.intra_op_threads] {
-          kernels::SetIntraOpThreads(threads);
+      : plans_(std::move(model)), stream_([options] {
+          kernels::SetIntraOpThreads(options.intra_op_threads);
+          if (options.flush_denormals) kernels::SetFlushDenormals(true);
         }) {
     for (int i = 0; i < options.num_slots; ++i) {
       slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_));

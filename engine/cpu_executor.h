@@ -3,7 +3,8 @@
 // Each instance owns one worker thread (a CpuStream) that runs the CopyIn, Run
 // and CopyOut steps of all its slots in the order they were enqueued, and
 // completes their Events. Kernels called from that thread use at most
-// `intra_op_threads` OpenMP threads (oneDNN included).
+// `intra_op_threads` OpenMP threads (oneDNN included) and, by default, flush
+// denormal floats to zero.
 //
 // Memory: a slot's input and output buffers are sized by SetInputShapes and
 // only grow, so repeated batches of the same shapes reuse them (stable
@@ -25,6 +26,9 @@ namespace coalesce {
 
 struct CpuExecutorOptions {
   int intra_op_threads = 1;  // threads one batch may use
+  // Denormal floats computed as zero on the worker and its intra-op threads
+  // (kernels/cpu/denormals.h explains the cost this removes).
+  bool flush_denormals = true;
   int num_slots = 1;         // BatchSlots (in-flight batches) on this instance
 };
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu_executor.h"
+#include "server/executor_options_from_config.h"
 #include "server/model_config_completion.h"
 #include "server/scheduler_options_from_config.h"
 #include "spdlog/spdlog.h"
@@ -14,22 +15,15 @@
 namespace coalesce {
 namespace {
 
-int InstanceCount(const inference::ModelConfig& config) {
-  int count = 0;
-  for (const auto& group : config.instance_group()) count += group.count();
-  return std::max(count, 1);
-}
-
 absl::StatusOr<std::vector<std::unique_ptr<ExecutorInstance>>> CreateInstances(
     const std::shared_ptr<const Model>& model,
     const inference::ModelConfig& config) {
-  const int count = InstanceCount(config);
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  CpuExecutorOptions options;
-  options.intra_op_threads = std::max(1, cores / count);
+  auto options = CpuExecutorOptionsFromConfig(config, cores);
+  if (!options.ok()) return options.status();
   std::vector<std::unique_ptr<ExecutorInstance>> instances;
-  for (int i = 0; i < count; ++i) {
-    auto instance = CreateCpuExecutor(model, options);
+  for (int i = 0; i < InstanceCount(config); ++i) {
+    auto instance = CreateCpuExecutor(model, *options);
     if (!instance.ok()) return instance.status();
     instances.push_back(*std::move(instance));
   }

@@ -22,6 +22,10 @@ def tiny_ok(client, model, value=1.0):
     np.testing.assert_array_equal(result.as_numpy("y"), x * 2 + 1)
 
 
+FLUSH_DENORMALS = '\nparameters {{ key: "flush_denormals" value {{ string_value: "{}" }} }}\n'
+BROKEN = ("bad_op", "bad_bytes", "bad_config", "bad_parameter")
+
+
 @pytest.fixture
 def broken_repo(tmp_path):
     repo = tmp_path / "repo_broken"
@@ -31,6 +35,11 @@ def broken_repo(tmp_path):
     # config that contradicts the model: the input is called 'x' in the graph
     wrong = tiny_config("bad_config").replace('name: "x"', 'name: "not_in_graph"')
     gm.write_model(repo, "bad_config", gm.make_tiny_model(), wrong)
+    # a server parameter with a value it does not take, and the same one set right
+    gm.write_model(repo, "bad_parameter", gm.make_tiny_model(),
+                   tiny_config("bad_parameter") + FLUSH_DENORMALS.format("maybe"))
+    gm.write_model(repo, "good_no_flush", gm.make_tiny_model(),
+                   tiny_config("good_no_flush") + FLUSH_DENORMALS.format("false"))
     return repo
 
 
@@ -38,9 +47,9 @@ def test_broken_models_are_unavailable_and_others_serve(start_server, broken_rep
     srv = start_server(broken_repo)
     client = srv.client()
     index = index_by_name(client)
-    assert set(index) == {"good", "bad_op", "bad_bytes", "bad_config"}, index
+    assert set(index) == {"good", "good_no_flush", *BROKEN}, index
     assert any(m.state == "READY" for m in index["good"]), index["good"]
-    for name in ("bad_op", "bad_bytes", "bad_config"):
+    for name in BROKEN:
         entries = index[name]
         assert all(m.state == "UNAVAILABLE" for m in entries), entries
         assert all(m.reason for m in entries), f"{name}: no reason given: {entries}"
@@ -49,15 +58,18 @@ def test_broken_models_are_unavailable_and_others_serve(start_server, broken_rep
     assert any(w in bad_bytes_reason for w in ("onnx", "parse", "protobuf", "model.onnx", "invalid")), \
         bad_bytes_reason
     assert any("not_in_graph" in m.reason for m in index["bad_config"]), index["bad_config"]
+    assert any("flush_denormals" in m.reason and "maybe" in m.reason
+               for m in index["bad_parameter"]), index["bad_parameter"]
 
     assert client.is_server_live()
     assert client.is_model_ready("good")
-    for name in ("bad_op", "bad_bytes", "bad_config"):
+    for name in BROKEN:
         assert not client.is_model_ready(name)
         with pytest.raises(InferenceServerException) as ei:
             client.infer(name, make_inputs(x=np.ones((1, 4), np.float32)))
         assert status_name(ei.value) == "NOT_FOUND", ei.value  # not loaded = unknown
     tiny_ok(client, "good")
+    tiny_ok(client, "good_no_flush")
 
 
 def test_explicit_model_control(start_server, tmp_path):

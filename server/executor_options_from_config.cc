@@ -1,0 +1,47 @@
+#include "server/executor_options_from_config.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace coalesce {
+namespace {
+
+constexpr char kFlushDenormals[] = "flush_denormals";
+
+absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
+                      bool* value) {
+  auto it = config.parameters().find(key);
+  if (it == config.parameters().end()) return absl::OkStatus();
+  const std::string& text = it->second.string_value();
+  if (text == "true" || text == "false") {
+    *value = text == "true";
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("model '", config.name(), "': parameter '", key,
+                   "' must be \"true\" or \"false\", got \"", text, "\""));
+}
+
+}  // namespace
+
+int InstanceCount(const inference::ModelConfig& config) {
+  int count = 0;
+  for (const auto& group : config.instance_group()) count += group.count();
+  return std::max(count, 1);
+}
+
+absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
+    const inference::ModelConfig& config, int cores) {
+  CpuExecutorOptions options;
+  options.intra_op_threads = std::max(1, cores / InstanceCount(config));
+  if (absl::Status s =
+          ReadBool(config, kFlushDenormals, &options.flush_denormals);
+      !s.ok()) {
+    return s;
+  }
+  return options;
+}
+
+}  // namespace coalesce

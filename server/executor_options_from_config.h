@@ -1,0 +1,29 @@
+// Turning a ModelConfig into the options of its CPU executor instances.
+//
+// Threads: the machine's cores are shared evenly by the model's instances
+// (instance_group counts), at least one intra-op thread each.
+//
+// Config parameters read here (string values, as in Triton's `parameters`):
+//   flush_denormals  "true" (default) or "false": whether the instances
+//                    compute denormal floats as zero (kernels/cpu/denormals.h).
+// Other parameter keys are left to other readers and ignored here.
+#ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
+#define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
+
+#include "absl/status/statusor.h"
+#include "engine/cpu_executor.h"
+#include "proto/model_config.pb.h"
+
+namespace coalesce {
+
+// Total instances of the model over its instance groups (at least 1).
+int InstanceCount(const inference::ModelConfig& config);
+
+// InvalidArgument, naming the parameter, for a value that is not "true" or
+// "false". REQUIRES: cores >= 1.
+absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
+    const inference::ModelConfig& config, int cores);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_

@@ -1,0 +1,65 @@
+#include "server/executor_options_from_config.h"
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+inference::ModelConfig Parse(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config));
+  return config;
+}
+
+TEST(ExecutorOptionsFromConfigTest, CoresAreSharedByTheInstances) {
+  auto one = CpuExecutorOptionsFromConfig(Parse(R"(name: "m")"), 8);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->intra_op_threads, 8);
+  auto three = CpuExecutorOptionsFromConfig(
+      Parse(R"(name: "m" instance_group [{ count: 2 }, { count: 1 }])"), 8);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three->intra_op_threads, 2);
+  auto many = CpuExecutorOptionsFromConfig(
+      Parse(R"(name: "m" instance_group [{ count: 4 }])"), 2);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->intra_op_threads, 1);
+}
+
+TEST(ExecutorOptionsFromConfigTest, FlushDenormalsDefaultsToTrue) {
+  auto options = CpuExecutorOptionsFromConfig(Parse(R"(name: "m")"), 2);
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->flush_denormals);
+}
+
+TEST(ExecutorOptionsFromConfigTest, FlushDenormalsFromParameters) {
+  auto off = CpuExecutorOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "flush_denormals" value { string_value: "false" } }
+      parameters { key: "unrelated" value { string_value: "x" } })"),
+                                          2);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->flush_denormals);
+  auto on = CpuExecutorOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "flush_denormals" value { string_value: "true" } })"),
+                                         2);
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->flush_denormals);
+}
+
+TEST(ExecutorOptionsFromConfigTest, BadValueNamesTheParameter) {
+  auto bad = CpuExecutorOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "flush_denormals" value { string_value: "yes" } })"),
+                                          2);
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("'flush_denormals'"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("\"yes\""));
+}
+
+}  // namespace
+}  // namespace coalesce
