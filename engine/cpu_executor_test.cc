@@ -6,6 +6,7 @@
 #include "engine/testing/onnx_model_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/denormals.h"
 
 namespace coalesce {
 namespace {
@@ -166,6 +167,43 @@ TEST_F(CpuExecutorTest, DestructionDrainsQueuedSteps) {
   }
   EXPECT_TRUE(out->IsComplete());
   EXPECT_TRUE(out->Wait().ok());
+}
+
+// y = x * 1e-10: for x = 1e-30 every product is denormal (about 1e-40). The
+// row is long enough for the kernel to split it across both intra-op threads.
+std::vector<float> RunTinyProducts(bool flush_denormals) {
+  constexpr int64_t kN = 1 << 17;
+  testing::OnnxModelBuilder b;
+  b.Input("x", {1, kN}).Output("y", {1, kN});
+  b.FloatInitializer("c", {1}, {1e-10f});
+  b.Node("Mul", {"x", "c"}, {"y"});
+  auto model = b.Load();
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto exec = CreateCpuExecutor(*model, {.intra_op_threads = 2,
+                                         .flush_denormals = flush_denormals});
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  BatchSlot* slot = (*exec)->slot(0);
+  EXPECT_TRUE(slot->SetInputShapes({{1, kN}}).ok());
+  const std::vector<float> x(kN, 1e-30f);
+  std::memcpy(slot->input_data(0), x.data(), kN * sizeof(float));
+  (*exec)->CopyIn(slot);
+  (*exec)->Run(slot);
+  EXPECT_TRUE((*exec)->CopyOut(slot)->Wait().ok());
+  const float* y = reinterpret_cast<const float*>(slot->output_data(0));
+  return std::vector<float>(y, y + kN);
+}
+
+TEST(CpuExecutorDenormalsTest, FlushedByDefaultOnEveryIntraOpThread) {
+  EXPECT_TRUE(CpuExecutorOptions{}.flush_denormals);
+  if (!kernels::FlushDenormalsSupported()) GTEST_SKIP() << "not x86-64";
+  for (float v : RunTinyProducts(true)) ASSERT_EQ(v, 0.0f);
+}
+
+TEST(CpuExecutorDenormalsTest, KeptWhenFlushingIsOff) {
+  for (float v : RunTinyProducts(false)) {
+    ASSERT_GT(v, 0.0f);
+    ASSERT_LT(v, 1e-38f);
+  }
 }
 
 }  // namespace
