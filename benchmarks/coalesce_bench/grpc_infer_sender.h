@@ -30,13 +30,16 @@ std::shared_ptr<grpc::Channel> CreateBenchChannel(const std::string& url,
 // grpc::Status -> absl::Status (the codes are the same numbers).
 absl::Status ToAbslStatus(const grpc::Status& status);
 
+// Where and how the gRPC senders (unary and streaming) send.
+struct GrpcSenderOptions {
+  std::string url;
+  int channels = 1;                          // >= 1
+  std::chrono::milliseconds timeout{30000};  // per-request deadline
+};
+
 class GrpcInferSender : public InferSender {
  public:
-  struct Options {
-    std::string url;
-    int channels = 1;                          // >= 1
-    std::chrono::milliseconds timeout{30000};  // per-request deadline
-  };
+  using Options = GrpcSenderOptions;
 
   GrpcInferSender(const Options& options, inference::ModelInferRequest request);
 

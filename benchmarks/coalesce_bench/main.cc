@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/coalesce_bench/cpu_usage.h"
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
+#include "benchmarks/coalesce_bench/grpc_stream_infer_sender.h"
 #include "benchmarks/coalesce_bench/infer_request.h"
 #include "benchmarks/coalesce_bench/model_client.h"
 #include "benchmarks/coalesce_bench/options.h"
@@ -126,15 +128,27 @@ std::function<absl::StatusOr<ServerStatsSnapshot>()> ServerStatsSource(
   };
 }
 
+std::unique_ptr<InferSender> CreateSender(
+    const BenchOptions& o, inference::ModelInferRequest request) {
+  if (o.streaming) {
+    return std::make_unique<GrpcStreamInferSender>(
+        GrpcStreamInferSender::Options{o.url, o.channels, o.request_timeout},
+        std::move(request));
+  }
+  return std::make_unique<GrpcInferSender>(
+      GrpcInferSender::Options{o.url, o.channels, o.request_timeout},
+      std::move(request));
+}
+
 void PrintHeader(const BenchOptions& o, const RunInfo& run) {
   const std::string mode =
       o.mode == LoadMode::kClosedLoop
           ? "closed loop"
           : absl::StrCat("open loop (", ArrivalName(o.arrival), ")");
   std::printf(
-      "# coalesce-bench: model %s at %s, %s, inputs %s, %d channel(s)\n",
+      "# coalesce-bench: model %s at %s, %s, inputs %s, %d channel(s)%s\n",
       o.model.c_str(), o.url.c_str(), mode.c_str(), run.shapes.c_str(),
-      o.channels);
+      o.channels, o.streaming ? ", ModelStreamInfer" : "");
   std::printf("%s", TableHeader(run).c_str());
   std::fflush(stdout);
 }
@@ -153,7 +167,8 @@ int CheckAnySuccess(const std::vector<LevelReport>& levels) {
 int Run(const BenchOptions& o) {
   ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
   RunInfo run{o.model, o.model_version, o.url, o.mode, o.arrival,
-              1,       o.channels,      "",    false,  AvailableCores()};
+              1,       o.channels,      o.streaming, "", false,
+              AvailableCores()};
   absl::StatusOr<inference::ModelInferRequest> request =
       PrepareRequest(o, control, &run);
   if (!request.ok()) return Fail(request.status());
@@ -174,10 +189,10 @@ int Run(const BenchOptions& o) {
     for (const std::string& w : LevelWarnings(run, level)) Warn(w);
   };
 
-  GrpcInferSender sender({o.url, o.channels, o.request_timeout},
-                         *std::move(request));
+  std::unique_ptr<InferSender> sender = CreateSender(o, *std::move(request));
   absl::StatusOr<std::vector<LevelReport>> levels =
-      RunSweep(o, &sender, RealClock(), hooks);
+      RunSweep(o, sender.get(), RealClock(), hooks);
+  sender.reset();  // closes the streams before the report is written
   progress.Clear();
   if (!levels.ok()) return Fail(levels.status());
   if (absl::Status s = WriteOutputs(o, run, *levels); !s.ok()) return Fail(s);

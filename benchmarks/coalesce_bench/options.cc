@@ -279,6 +279,10 @@ absl::StatusOr<BenchOptions> ParseBenchFlags(int argc,
       options.show_help = true;
       return options;
     }
+    if (arg == "--streaming") {  // the one flag without a value
+      options.streaming = true;
+      continue;
+    }
     std::string name = FlagName(arg);
     std::string value;
     bool has_value = false;

@@ -42,6 +42,7 @@ struct BenchOptions {
   std::chrono::milliseconds burst_off{100};  // bursty: length of an off period
   int max_inflight = 1000;  // open loop: sends wait (and the wait counts)
   int channels = 4;         // gRPC channels, requests spread round-robin
+  bool streaming = false;   // ModelStreamInfer, one stream per lane
   uint64_t seed = 1;        // input data and arrival schedules
 
   // Measurement.

@@ -33,6 +33,7 @@ TEST(OptionsTest, DefaultsAreAClosedLoopAtConcurrencyOne) {
   EXPECT_EQ(o->concurrencies, std::vector<int>{1});
   EXPECT_EQ(o->stability_percent, 10);
   EXPECT_EQ(o->url, "127.0.0.1:8001");
+  EXPECT_FALSE(o->streaming);
 }
 
 TEST(OptionsTest, EveryFlagIsRead) {
@@ -54,6 +55,7 @@ TEST(OptionsTest, EveryFlagIsRead) {
                   "7",
                   "--channels",
                   "3",
+                  "--streaming",
                   "--seed",
                   "9",
                   "--warmup-ms",
@@ -98,6 +100,7 @@ TEST(OptionsTest, EveryFlagIsRead) {
   EXPECT_EQ(o->input_data_dir, "d");
   EXPECT_EQ(o->output_prefix, "p");
   EXPECT_EQ(o->plot_path, "f.svg");
+  EXPECT_TRUE(o->streaming);
 }
 
 TEST(OptionsTest, ConcurrencyRange) {

@@ -54,6 +54,12 @@ LOAD
                               (default 1000)
       --channels N            gRPC channels (connections), requests spread
                               round-robin (default 4)
+      --streaming             send over ModelStreamInfer (the bidirectional
+                              stream) instead of ModelInfer: one stream per
+                              closed-loop request slot, or per channel in
+                              open loop, each kept open between requests;
+                              responses matched by request id. A stream
+                              error has no gRPC code and counts as UNKNOWN
       --seed N                seed of random inputs and arrivals (default 1)
 
 MEASUREMENT FLAGS

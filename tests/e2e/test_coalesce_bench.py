@@ -100,6 +100,7 @@ def test_closed_loop_sweep(server, bench, tmp_path):
     assert [r["concurrency"] for r in rows] == ["1", "4"], report
     assert all(r["mode"] == "closed" for r in rows)
     assert doc["mode"] == "closed" and doc["model"] == "mlp_classifier"
+    assert doc["rpc"] == "ModelInfer"
     check_sane_rows(rows, doc, report)
     root = ET.parse(svg).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
@@ -124,6 +125,22 @@ def test_open_loop_low_rate(server, bench, tmp_path, arrival):
         # a low rate is served: throughput near the target (loose: short windows)
         assert 0.4 * float(row["request_rate"]) < float(row["throughput_requests_per_s"]), report
         assert level["summary"]["sends"] > 0, report
+
+
+@pytest.mark.parametrize("load", [["--concurrency-range", "1:4:3"],
+                                  ["--request-rate-range", "40:80:40", "--channels", "2"]],
+                         ids=["closed", "open"])
+def test_streaming(server, bench, tmp_path, load):
+    prefix = tmp_path / "stream"
+    proc = run_bench(bench, "-m", "two_io", "-u", server.url, "--streaming", *load,
+                     *QUICK, "--output", str(prefix))
+    report = describe(proc)
+    assert proc.returncode == 0, report
+    assert "ModelStreamInfer" in proc.stdout, report
+    rows, doc = read_outputs(prefix)
+    assert doc["rpc"] == "ModelStreamInfer"
+    assert len(rows) == 2, report
+    check_sane_rows(rows, doc, report)
 
 
 def test_batch_size_counts_inferences(server, bench, tmp_path):
@@ -182,7 +199,7 @@ def test_help_documents_every_flag(bench):
     assert proc.returncode == 0, describe(proc)
     for flag in ["--model", "--url", "--model-version", "--timeout", "--concurrency-range",
                  "--request-rate-range", "--arrival", "--burst-on-ms", "--burst-off-ms",
-                 "--max-inflight", "--channels", "--seed", "--warmup-ms",
+                 "--max-inflight", "--channels", "--streaming", "--seed", "--warmup-ms",
                  "--warmup-requests", "--window-ms", "--stability-percent",
                  "--max-windows", "--batch-size", "--shape", "--input-data", "--output",
                  "--plot", "EXAMPLES"]:
