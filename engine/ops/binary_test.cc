@@ -76,6 +76,64 @@ TEST(BinaryOpTest, BroadcastVariants) {
   }
 }
 
+// Integer reference: C truncating division, with 0 for a zero divisor.
+template <typename T>
+T ApplyInt(const std::string& op, T x, T y) {
+  if (op == "Add") return x + y;
+  if (op == "Sub") return x - y;
+  if (op == "Mul") return x * y;
+  return y == 0 ? 0 : x / y;
+}
+
+template <typename T>
+void CheckInt(DataType dtype, int32_t onnx_type) {
+  // a [2, 3] against b [3]: values small enough not to overflow, signs
+  // mixed so that division's rounding toward zero shows, one zero divisor.
+  const std::vector<T> a = {7, -7, 9, 100, -1, 0};
+  const std::vector<T> b = {2, -2, 0};
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    testing::OnnxModelBuilder builder;
+    builder.Input("a", {2, 3}, onnx_type).Input("b", {3}, onnx_type);
+    builder.Output("y", {}, onnx_type);
+    builder.Node(op, {"a", "b"}, {"y"});
+    auto model = builder.Load();
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto out = testing::RunModelTyped(
+        *model, {testing::MakeTyped(dtype, {2, 3}, a),
+                 testing::MakeTyped(dtype, {3}, b)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].dtype, dtype);
+    ASSERT_EQ((*out)[0].shape, (Shape{2, 3}));
+    const std::vector<T> y = (*out)[0].template values<T>();
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(y[i], ApplyInt<T>(op, a[i], b[i % 3])) << op << " at " << i;
+    }
+  }
+}
+
+TEST(BinaryOpTest, Int64) {
+  CheckInt<int64_t>(DataType::kInt64, onnx::TensorProto::INT64);
+}
+
+TEST(BinaryOpTest, Int32) {
+  CheckInt<int32_t>(DataType::kInt32, onnx::TensorProto::INT32);
+}
+
+TEST(BinaryOpTest, MixedTypesRejected) {
+  testing::OnnxModelBuilder builder;
+  builder.Input("a", {3}, onnx::TensorProto::INT64).Input("b", {3});
+  builder.Output("y", {}, onnx::TensorProto::INT64);
+  builder.Node("Add", {"a", "b"}, {"y"});
+  auto model = builder.Load();
+  if (model.ok()) {  // rejected at load or at the first run, never computed
+    auto out = testing::RunModelTyped(
+        *model,
+        {testing::MakeTyped(DataType::kInt64, {3}, std::vector<int64_t>(3)),
+         testing::MakeTyped(DataType::kFp32, {3}, std::vector<float>(3))});
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(BinaryOpTest, IncompatibleShapesRejected) {
   testing::OnnxModelBuilder builder;
   builder.Input("a", {2, 3}).Input("b", {4}).Output("y");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "absl/container/inlined_vector.h"
 
@@ -11,34 +12,57 @@ namespace {
 // Runs of at least this many elements are split across OpenMP threads.
 constexpr int64_t kParallelElements = 1 << 16;
 
+// Integer Add, Sub and Mul go through the unsigned type, where overflow
+// wraps instead of being undefined.
+template <typename T, bool = std::is_integral_v<T>>
+struct WideOf {
+  using type = T;
+};
+template <typename T>
+struct WideOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Wide = typename WideOf<T>::type;
+
+template <typename T>
 struct AddFn {
-  float operator()(float x, float y) const { return x + y; }
+  T operator()(T x, T y) const { return T(Wide<T>(x) + Wide<T>(y)); }
 };
+template <typename T>
 struct SubFn {
-  float operator()(float x, float y) const { return x - y; }
+  T operator()(T x, T y) const { return T(Wide<T>(x) - Wide<T>(y)); }
 };
+template <typename T>
 struct MulFn {
-  float operator()(float x, float y) const { return x * y; }
+  T operator()(T x, T y) const { return T(Wide<T>(x) * Wide<T>(y)); }
 };
+template <typename T>
 struct DivFn {
-  float operator()(float x, float y) const { return x / y; }
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (y == 0) return 0;
+      if (y == -1) return T(Wide<T>(0) - Wide<T>(x));  // MIN / -1 wraps to MIN
+    }
+    return x / y;
+  }
 };
 
 // One contiguous inner run; stride 0 means that operand is a repeated scalar.
-template <typename Fn>
-void InnerRun(const float* a, int64_t sa, const float* b, int64_t sb,
-              float* out, int64_t n) {
+template <typename T, typename Fn>
+void InnerRun(const T* a, int64_t sa, const T* b, int64_t sb, T* out,
+              int64_t n) {
   Fn fn;
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], b[i]);
   } else if (sa == 1) {
-    const float y = b[0];
+    const T y = b[0];
     for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], y);
   } else if (sb == 1) {
-    const float x = a[0];
+    const T x = a[0];
     for (int64_t i = 0; i < n; ++i) out[i] = fn(x, b[i]);
   } else {
-    const float r = fn(a[0], b[0]);
+    const T r = fn(a[0], b[0]);
     for (int64_t i = 0; i < n; ++i) out[i] = r;
   }
 }
@@ -96,8 +120,8 @@ Layout MakeLayout(const std::vector<int64_t>& a_dims,
   return layout;
 }
 
-template <typename Fn>
-void RunLayout(const Layout& l, const float* a, const float* b, float* out) {
+template <typename T, typename Fn>
+void RunLayout(const Layout& l, const T* a, const T* b, T* out) {
   int64_t rows = 1;
   for (int64_t d : l.out_dims) rows *= d;
   const int64_t outer_rank = static_cast<int64_t>(l.out_dims.size());
@@ -110,8 +134,8 @@ void RunLayout(const Layout& l, const float* a, const float* b, float* out) {
       a_off += idx * l.a_strides[d];
       b_off += idx * l.b_strides[d];
     }
-    InnerRun<Fn>(a + a_off, l.inner_sa, b + b_off, l.inner_sb,
-                 out + row * l.inner, l.inner);
+    InnerRun<T, Fn>(a + a_off, l.inner_sa, b + b_off, l.inner_sb,
+                    out + row * l.inner, l.inner);
   }
 }
 
@@ -134,9 +158,10 @@ std::optional<std::vector<int64_t>> BroadcastShapes(
   return out;
 }
 
-void BroadcastBinary(BinaryOp op, const float* a,
-                     const std::vector<int64_t>& a_dims, const float* b,
-                     const std::vector<int64_t>& b_dims, float* out) {
+template <typename T>
+void BroadcastBinary(BinaryOp op, const T* a,
+                     const std::vector<int64_t>& a_dims, const T* b,
+                     const std::vector<int64_t>& b_dims, T* out) {
   // The broadcast shape (the caller checked the operands broadcast).
   const size_t rank = std::max(a_dims.size(), b_dims.size());
   const Dims pa = Align(a_dims, rank), pb = Align(b_dims, rank);
@@ -148,14 +173,23 @@ void BroadcastBinary(BinaryOp op, const float* a,
   const Layout layout = MakeLayout(a_dims, b_dims, out_dims);
   switch (op) {
     case BinaryOp::kAdd:
-      return RunLayout<AddFn>(layout, a, b, out);
+      return RunLayout<T, AddFn<T>>(layout, a, b, out);
     case BinaryOp::kSub:
-      return RunLayout<SubFn>(layout, a, b, out);
+      return RunLayout<T, SubFn<T>>(layout, a, b, out);
     case BinaryOp::kMul:
-      return RunLayout<MulFn>(layout, a, b, out);
+      return RunLayout<T, MulFn<T>>(layout, a, b, out);
     case BinaryOp::kDiv:
-      return RunLayout<DivFn>(layout, a, b, out);
+      return RunLayout<T, DivFn<T>>(layout, a, b, out);
   }
 }
+
+#define COALESCE_INSTANTIATE(T)                                             \
+  template void BroadcastBinary<T>(BinaryOp, const T*,                      \
+                                   const std::vector<int64_t>&, const T*,   \
+                                   const std::vector<int64_t>&, T*);
+COALESCE_INSTANTIATE(float)
+COALESCE_INSTANTIATE(int64_t)
+COALESCE_INSTANTIATE(int32_t)
+#undef COALESCE_INSTANTIATE
 
 }  // namespace coalesce::kernels

@@ -1,5 +1,12 @@
-// Elementwise binary arithmetic (Add, Sub, Mul, Div) on float tensors with
-// multidirectional (NumPy-style) broadcasting. Stateless and thread-safe.
+// Elementwise binary arithmetic (Add, Sub, Mul, Div) with multidirectional
+// (NumPy-style) broadcasting, on float, int64 and int32 tensors. Stateless
+// and thread-safe.
+//
+// Integers: Add, Sub and Mul wrap around on overflow (two's complement); Div
+// truncates toward zero, as C does. Where C leaves integer division
+// undefined (a divisor of 0, or the type's minimum divided by -1, both of
+// which trap on x86) the result is defined here: x / 0 is 0, and MIN / -1 is
+// MIN. A request's data must not be able to crash the server.
 #ifndef COALESCE_KERNELS_CPU_ELEMENTWISE_H_
 #define COALESCE_KERNELS_CPU_ELEMENTWISE_H_
 
@@ -16,11 +23,13 @@ std::optional<std::vector<int64_t>> BroadcastShapes(
     const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 // out[i] = a[i'] op b[i''] over the broadcast of a_dims and b_dims.
+// Defined for T = float, int64_t and int32_t.
 // REQUIRES: BroadcastShapes(a_dims, b_dims) is engaged; `out` holds its
 // element count. `out` may alias an input whose shape equals the output's.
-void BroadcastBinary(BinaryOp op, const float* a,
-                     const std::vector<int64_t>& a_dims, const float* b,
-                     const std::vector<int64_t>& b_dims, float* out);
+template <typename T>
+void BroadcastBinary(BinaryOp op, const T* a,
+                     const std::vector<int64_t>& a_dims, const T* b,
+                     const std::vector<int64_t>& b_dims, T* out);
 
 }  // namespace coalesce::kernels
 

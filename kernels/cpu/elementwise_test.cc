@@ -1,5 +1,6 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +92,30 @@ TEST(ElementwiseTest, HigherRankMixed) {
 
 TEST(ElementwiseTest, LargeParallel) {
   CheckCase(BinaryOp::kAdd, {300, 257}, {257}, {300, 257});
+}
+
+// The integer cases C leaves undefined have defined results here.
+TEST(ElementwiseTest, IntegerEdgeCases) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> a = {kMax, kMin, 5, kMin, -7};
+  const std::vector<int64_t> b = {1, 1, 0, -1, 2};
+  std::vector<int64_t> out(5);
+  BroadcastBinary<int64_t>(BinaryOp::kAdd, a.data(), {5}, b.data(), {5},
+                           out.data());
+  EXPECT_EQ(out[0], kMin);  // wraps
+  BroadcastBinary<int64_t>(BinaryOp::kSub, a.data(), {5}, b.data(), {5},
+                           out.data());
+  EXPECT_EQ(out[1], kMax);  // wraps
+  BroadcastBinary<int64_t>(BinaryOp::kDiv, a.data(), {5}, b.data(), {5},
+                           out.data());
+  EXPECT_EQ(out, (std::vector<int64_t>{kMax, kMin, 0, kMin, -3}));
+  const std::vector<int32_t> x = {std::numeric_limits<int32_t>::max(), 9};
+  const std::vector<int32_t> y = {2, -4};
+  std::vector<int32_t> z(2);
+  BroadcastBinary<int32_t>(BinaryOp::kMul, x.data(), {2}, y.data(), {2},
+                           z.data());
+  EXPECT_EQ(z, (std::vector<int32_t>{-2, -36}));  // max * 2 wraps to -2
 }
 
 TEST(ElementwiseTest, ZeroSizedAndIncompatible) {

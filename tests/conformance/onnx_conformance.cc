@@ -70,8 +70,6 @@ constexpr KnownFailure kKnownFailures[] = {
      "same as test_PReLU_1d_multiparam"},
     {"pytorch-converted/test_PReLU_3d_multiparam",
      "same as test_PReLU_1d_multiparam"},
-    {"pytorch-operator/test_operator_non_float_params",
-     "Add on INT64: the arithmetic ops are float32 only"},
 };
 
 const KnownFailure* FindKnownFailure(absl::string_view name) {
