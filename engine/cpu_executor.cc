@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/aligned_buffer.h"
 #include "engine/cpu_stream.h"
 #include "engine/execution_plan.h"
@@ -18,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 class CpuBatchSlot : public BatchSlot {
  public:
-  explicit CpuBatchSlot(PlanCache* plans) : plans_(plans) {}
+  CpuBatchSlot(PlanCache* plans, NodeProfile* profile)
+      : plans_(plans), profile_(profile) {}
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
     plan_ = nullptr;
@@ -74,7 +76,7 @@ class CpuBatchSlot : public BatchSlot {
     std::vector<char*> out(outputs_.size());
     for (size_t i = 0; i < in.size(); ++i) in[i] = inputs_[i].data();
     for (size_t i = 0; i < out.size(); ++i) out[i] = outputs_[i].data();
-    status_ = plan_->Execute(in, out, arena.data());
+    status_ = plan_->Execute(in, out, arena.data(), profile_);
     return status_;
   }
 
@@ -83,6 +85,7 @@ class CpuBatchSlot : public BatchSlot {
 
  private:
   PlanCache* const plans_;
+  NodeProfile* const profile_;  // may be null
   std::shared_ptr<const ExecutionPlan> plan_;
   std::vector<AlignedBuffer> inputs_;
   std::vector<AlignedBuffer> outputs_;
@@ -99,7 +102,7 @@ class CpuExecutorInstance : public ExecutorInstance {
           if (options.flush_denormals) kernels::SetFlushDenormals(true);
         }) {
     for (int i = 0; i < options.num_slots; ++i) {
-      slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_));
+      slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_, options.profile));
     }
   }
 
@@ -172,6 +175,12 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateCpuExecutor(
   if (options.intra_op_threads < 1 || options.num_slots < 1) {
     return absl::InvalidArgumentError(
         "intra_op_threads and num_slots must be at least 1");
+  }
+  if (options.profile != nullptr &&
+      options.profile->size() != model->graph().nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the profile has ", options.profile->size(), " nodes, the model ",
+        model->graph().nodes.size()));
   }
   return std::make_unique<CpuExecutorInstance>(std::move(model), options);
 }

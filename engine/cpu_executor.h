@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "engine/executor.h"
 #include "engine/model.h"
+#include "engine/node_profile.h"
 
 namespace coalesce {
 
@@ -30,6 +31,10 @@ struct CpuExecutorOptions {
   // (kernels/cpu/denormals.h explains the cost this removes).
   bool flush_denormals = true;
   int num_slots = 1;         // BatchSlots (in-flight batches) on this instance
+  // When set, every Run adds each node's time to it (node_profile.h).
+  // REQUIRES: sized for model->graph().nodes; outlives the instance and is
+  // used by no other instance.
+  NodeProfile* profile = nullptr;
 };
 
 // InvalidArgument when model is null or an option is below 1.

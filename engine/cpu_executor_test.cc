@@ -153,6 +153,21 @@ TEST_F(CpuExecutorTest, InvalidOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(CpuExecutorTest, ProfileCountsEveryNodeOfEveryRun) {
+  NodeProfile profile(model_->graph().nodes.size());
+  auto exec = CreateCpuExecutor(model_, {.profile = &profile});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  for (uint32_t i = 0; i < 4; ++i) RunBatch(**exec, (*exec)->slot(0), 2, i);
+  ASSERT_GE(profile.size(), 1u);  // Gemm and Relu, fused by the optimizer
+  for (size_t n = 0; n < profile.size(); ++n) {
+    EXPECT_EQ(profile.runs(n), 4);
+    EXPECT_GT(profile.nanos(n), 0);
+  }
+  NodeProfile wrong_size(profile.size() + 1);
+  EXPECT_EQ(CreateCpuExecutor(model_, {.profile = &wrong_size}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CpuExecutorTest, DestructionDrainsQueuedSteps) {
   std::shared_ptr<Event> out;
   {

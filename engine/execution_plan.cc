@@ -1,6 +1,7 @@
 #include "engine/execution_plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -274,7 +275,7 @@ void ExecutionPlan::PlanArena() {
 
 absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
                                     absl::Span<char* const> outputs,
-                                    char* arena) const {
+                                    char* arena, NodeProfile* profile) const {
   // The address table lives in the arena, so Execute allocates nothing.
   char** data = reinterpret_cast<char**>(arena);
   for (size_t id = 0; id < values_.size(); ++id) {
@@ -314,10 +315,18 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
                            : TensorView{values_[id].info.dtype,
                                         &values_[id].info.shape, data[id]});
     }
+    const auto start = profile != nullptr
+                           ? std::chrono::steady_clock::now()
+                           : std::chrono::steady_clock::time_point{};
     absl::Status s =
         prepared_[n] != nullptr
             ? prepared_[n]->Run(in, out, arena + scratch_offsets_[n])
             : node.kernel->Run(in, out);
+    if (profile != nullptr) {
+      profile->Add(n, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    }
     if (!s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,

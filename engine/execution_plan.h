@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "engine/aligned_buffer.h"
 #include "engine/model.h"
+#include "engine/node_profile.h"
 #include "engine/op_kernel.h"
 #include "engine/prepared_kernel.h"
 #include "engine/shape.h"
@@ -68,8 +69,11 @@ class ExecutionPlan {
   // bytes, outputs[i] has room for output_byte_size(i), arena for arena_bytes()
   // (64-byte aligned). Returns the first failing kernel's status. Allocates
   // nothing. REQUIRES: no other Execute of this plan is running.
+  // With a `profile` (sized for the model's graph nodes), each node's time
+  // is added to it.
   absl::Status Execute(absl::Span<const char* const> inputs,
-                       absl::Span<char* const> outputs, char* arena) const;
+                       absl::Span<char* const> outputs, char* arena,
+                       NodeProfile* profile = nullptr) const;
 
  private:
   explicit ExecutionPlan(std::shared_ptr<const Model> model);

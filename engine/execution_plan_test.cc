@@ -84,6 +84,40 @@ TEST(ExecutionPlanTest, ShapeArithmeticIsComputedWhilePlanning) {
             (std::vector<int64_t>{3, 4, 1}));
 }
 
+// A profile counts each run node; nodes computed while planning never run.
+TEST(ExecutionPlanTest, ProfileTimesTheNodesThatRun) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {-1, 4}).Output("y", {-1, 4});
+  b.Output("dims", {}, onnx::TensorProto::INT64);
+  b.Node("Shape", {"x"}, {"dims"});  // node 0: folded
+  b.Node("Relu", {"x"}, {"y"});      // node 1: runs
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->graph().nodes.size(), 2u);
+  ASSERT_EQ((*model)->graph().nodes[1].op_type, "Relu");
+  auto plan = ExecutionPlan::Build(*model, {{3, 4}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<char> arena((*plan)->arena_bytes() + 64);
+  char* aligned = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  std::vector<float> x(12, -1.0f), y(12, 5.0f);
+  int64_t dims[2] = {};
+  const char* in[] = {reinterpret_cast<const char*>(x.data())};
+  char* out[] = {reinterpret_cast<char*>(y.data()),
+                 reinterpret_cast<char*>(dims)};
+  NodeProfile profile((*model)->graph().nodes.size());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*plan)->Execute(in, out, aligned, &profile).ok());
+  }
+  EXPECT_EQ(profile.runs(0), 0);
+  EXPECT_EQ(profile.nanos(0), 0);
+  EXPECT_EQ(profile.runs(1), 3);
+  EXPECT_GT(profile.nanos(1), 0);
+  EXPECT_EQ(y, std::vector<float>(12, 0.0f));
+  profile.Reset();
+  EXPECT_EQ(profile.runs(1), 0);
+  EXPECT_EQ(profile.nanos(1), 0);
+}
+
 TEST(ExecutionPlanTest, MlpMatchesNaiveComputation) {
   // Tiny MLP through the shared builder; compare with a hand computation.
   auto model =

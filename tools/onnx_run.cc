@@ -33,7 +33,10 @@
 #include "absl/strings/string_view.h"
 #include "engine/cpu_executor.h"
 #include "engine/model.h"
+#include "engine/node_profile.h"
 #include "tests/conformance/conformance_util.h"
+#include "tools/json_string.h"
+#include "tools/profile_report.h"
 
 namespace coalesce::tools {
 namespace {
@@ -44,7 +47,8 @@ using conformance::HostTensor;
 constexpr char kUsage[] =
     "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
-    "[--timing-json FILE] [--graph-optimizations on|off]";
+    "[--timing-json FILE] [--profile FILE.json] "
+    "[--graph-optimizations on|off]";
 
 struct Flags {
   std::string model;
@@ -54,6 +58,7 @@ struct Flags {
   int warmup = 0;
   int repeat = 0;  // 0: no timed runs
   std::string timing_json;
+  std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
 };
 
@@ -94,6 +99,8 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
     return ParseCount(flag, value, /*min=*/1, &flags.repeat);
   } else if (flag == "--timing-json") {
     flags.timing_json = std::string(value);
+  } else if (flag == "--profile") {
+    flags.profile_json = std::string(value);
   } else if (flag == "--graph-optimizations") {
     if (value != "on" && value != "off") {
       return UsageError(absl::StrCat(
@@ -113,6 +120,8 @@ absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
     return UsageError("--warmup needs --repeat");
   if (!flags.timing_json.empty() && flags.repeat == 0)
     return UsageError("--timing-json needs --repeat");
+  if (!flags.profile_json.empty() && flags.repeat == 0)
+    return UsageError("--profile needs --repeat");
   return absl::OkStatus();
 }
 
@@ -291,12 +300,15 @@ TimingSummary Summarize(std::vector<double> runs_ms) {
 
 // `warmup` untimed runs, then `repeat` runs timed one by one with steady_clock
 // (each includes writing the inputs into the slot, as a server batch does).
+// The profile, when there is one, is reset after the warm-up.
 absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
                                        const std::vector<HostTensor>& inputs,
-                                       int warmup, int repeat) {
+                                       int warmup, int repeat,
+                                       NodeProfile* profile) {
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = RunOnce(executor, inputs); !s.ok()) return s;
   }
+  if (profile != nullptr) profile->Reset();
   std::vector<double> runs_ms;
   for (int i = 0; i < repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -306,24 +318,6 @@ absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
     runs_ms.push_back(elapsed.count());
   }
   return Summarize(std::move(runs_ms));
-}
-
-// A JSON string literal for `s` (quotes, backslashes and control bytes
-// escaped).
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      absl::StrAppend(&out, "\\", std::string(1, c));
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
@@ -355,6 +349,18 @@ absl::Status ReportTiming(const Flags& flags, const TimingSummary& t) {
   return WriteTimingJson(flags, t);
 }
 
+absl::Status ReportProfile(const Flags& flags, const Model& model,
+                           const NodeProfile& profile) {
+  std::printf("%s", ProfileTable(model, profile, flags.repeat).c_str());
+  std::ofstream file(flags.profile_json, std::ios::trunc);
+  file << ProfileJson(model, profile, flags.repeat);
+  if (!file.flush()) {
+    return absl::InternalError(
+        absl::StrCat("cannot write '", flags.profile_json, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const Flags& flags) {
   ModelOptions model_options;
   if (!flags.graph_optimizations)
@@ -370,10 +376,13 @@ absl::Status Run(const Flags& flags) {
     return absl::InternalError(
         absl::StrCat("cannot create '", flags.output_dir, "': ", ec.message()));
   }
+  std::optional<NodeProfile> profile;
+  if (!flags.profile_json.empty()) profile.emplace((*model)->graph().nodes.size());
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
       CreateCpuExecutor(*model,
                         CpuExecutorOptions{.intra_op_threads = flags.threads,
-                                           .num_slots = 1});
+                                           .num_slots = 1,
+                                           .profile = profile ? &*profile : nullptr});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =
@@ -383,9 +392,12 @@ absl::Status Run(const Flags& flags) {
   }
   if (flags.repeat == 0) return absl::OkStatus();
   absl::StatusOr<TimingSummary> timing =
-      TimeRuns(**executor, *inputs, flags.warmup, flags.repeat);
+      TimeRuns(**executor, *inputs, flags.warmup, flags.repeat,
+               profile ? &*profile : nullptr);
   if (!timing.ok()) return timing.status();
-  return ReportTiming(flags, *timing);
+  if (absl::Status s = ReportTiming(flags, *timing); !s.ok()) return s;
+  if (!profile) return absl::OkStatus();
+  return ReportProfile(flags, **model, *profile);
 }
 
 int Main(int argc, char** argv) {

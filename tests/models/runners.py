@@ -60,6 +60,7 @@ class CoalesceRun:
     outputs: dict  # output name -> numpy array
     timing: dict | None  # the --timing-json contents, when timed
     stdout: str
+    profile: dict | None = None  # the --profile contents, when profiled
 
 
 def _write_inputs(feeds: dict, directory: Path) -> list:
@@ -84,10 +85,11 @@ def _read_outputs(directory: Path) -> dict:
 
 def run_coalesce(model_path: Path, feeds: dict, workdir: Path, threads: int = 1,
                  warmup: int = 0, repeat: int = 0, binary: Path | None = None,
-                 graph_optimizations: bool = True) -> CoalesceRun:
+                 graph_optimizations: bool = True, profile: bool = False) -> CoalesceRun:
     """Runs coalesce-onnx-run on `model_path` with `feeds` (name -> array),
     files under `workdir`; graph_optimizations=False loads the graph exactly
-    as written. Raises CoalesceRunError when it fails."""
+    as written; profile=True (needs repeat) also profiles the timed runs per
+    node. Raises CoalesceRunError when it fails."""
     workdir = Path(workdir)
     out_dir = workdir / "outputs"
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -98,12 +100,16 @@ def run_coalesce(model_path: Path, feeds: dict, workdir: Path, threads: int = 1,
     timing_path = workdir / "timing.json"
     if repeat:
         cmd += ["--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing_path)]
+    profile_path = workdir / "profile.json"
+    if profile:
+        cmd += ["--profile", str(profile_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                           stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise CoalesceRunError(proc.returncode, proc.stderr, cmd)
     timing = json.loads(timing_path.read_text()) if repeat else None
-    return CoalesceRun(_read_outputs(out_dir), timing, proc.stdout)
+    return CoalesceRun(_read_outputs(out_dir), timing, proc.stdout,
+                       json.loads(profile_path.read_text()) if profile else None)
 
 
 def onnxruntime_session(model, threads: int = 1, optimize: bool = False):

@@ -96,6 +96,37 @@ def test_tiny_encoder(layer_norm, gelu, token_type_ids, pooler, onnx_run, tmp_pa
     _compare(model, single, tmp_path / "single", onnx_run, f"{what} batch 1 seq 7")
 
 
+def test_profile_accounts_for_every_node_that_ran(onnx_run, tmp_path):
+    """--profile on the tiny encoder as written: each op type's time is the
+    sum of its nodes', the shares add up to 100%, and every node of the graph
+    that is not computed while planning shows up once."""
+    cfg = make_encoder.preset("tiny", layer_norm="decomposed", gelu="erf", seed=SEED)
+    model = make_encoder.make_encoder(cfg)
+    path = tmp_path / "encoder.onnx"
+    onnx.save(model, str(path))
+    feeds = make_encoder.encoder_inputs(cfg, batch=2, seq=16, seed=SEED, padded=True)
+    run = runners.run_coalesce(path, feeds, tmp_path, threads=THREADS, repeat=3,
+                               graph_optimizations=False, profile=True, binary=onnx_run)
+    prof = run.profile
+    assert prof["runs"] == 3
+    assert "op type" in run.stdout and "FusedMatMul" not in run.stdout  # as written
+    by_type = {}
+    for node in prof["nodes"]:
+        by_type.setdefault(node["op_type"], []).append(node["ms_per_run"])
+    assert {t["op_type"] for t in prof["op_types"]} == set(by_type)
+    for row in prof["op_types"]:
+        assert row["nodes"] == len(by_type[row["op_type"]]), row
+        assert row["ms_per_run"] == pytest.approx(sum(by_type[row["op_type"]]), rel=1e-3, abs=1e-5)
+    assert sum(t["share_percent"] for t in prof["op_types"]) == pytest.approx(100, abs=0.1)
+    assert prof["total_ms_per_run"] > 0
+    graph_ops = {n.op_type for n in model.graph.node}
+    assert {"MatMul", "Softmax", "Erf"} <= set(by_type) <= graph_ops, set(by_type)
+    names = [n["name"] for n in prof["nodes"]]
+    assert len(names) == len(set(names))
+    ms = [n["ms_per_run"] for n in prof["nodes"]]
+    assert ms == sorted(ms, reverse=True)
+
+
 @pytest.mark.parametrize("net", ["light_shufflenet", "light_inception_v1"])
 def test_batchable_variant_keeps_rows_independent(net, light_dir):
     """make_batchable (used by tests/e2e/test_model_zoo.py) rewrites batch-1
