@@ -79,9 +79,11 @@ class GrpcStreamInferSender::Stream
     {
       absl::MutexLock lock(&mu_);
       // Ids grow with each send, so the first pending one is the oldest.
-      if (ended_ || pending_.empty()) return;
+      // A stream whose reads have ended is already ending with its own status.
+      if (!usable_ || pending_.empty()) return;
       if (pending_.begin()->second.sent >= limit) return;
       timed_out_ = true;
+      usable_ = false;  // the lane's next request opens a new stream
     }
     context_.TryCancel();
   }
@@ -110,7 +112,11 @@ class GrpcStreamInferSender::Stream
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
-      if (!ok) return;  // the stream broke; OnDone fails what is pending
+      if (!ok) {  // the stream broke; OnDone fails what is pending
+        usable_ = false;
+        to_write_.clear();
+        return;
+      }
       if (!to_write_.empty()) {
         writing_ = write = true;
         SetNextIdLocked();
@@ -169,6 +175,7 @@ class GrpcStreamInferSender::Stream
       }
     }
     for (auto& [id, pending] : failed) pending.done(status);
+    failed.clear();  // the callbacks go before the stream may be destroyed
     absl::MutexLock lock(&mu_);
     finished_ = true;  // the last touch of this object by OnDone
   }
@@ -254,17 +261,23 @@ GrpcStreamInferSender::~GrpcStreamInferSender() {
   }
   watchdog_.join();
   for (auto& stream : streams) stream->Close();
+  // One grace period for all: streams the server has not ended by then are
+  // cancelled together, and a cancelled call always reaches OnDone.
+  const absl::Time deadline = absl::Now() + kCloseGrace;
   for (auto& stream : streams) {
-    if (stream->WaitFinished(kCloseGrace)) continue;
-    stream->Cancel();  // the server did not end it: OnDone follows a cancel
-    stream->WaitFinished(absl::InfiniteDuration());
+    if (!stream->WaitFinished(std::max(deadline - absl::Now(),
+                                       absl::ZeroDuration()))) {
+      stream->Cancel();
+    }
   }
+  for (auto& stream : streams) stream->WaitFinished(absl::InfiniteDuration());
   streams.clear();  // every context goes before the channels (stubs_)
 }
 
 std::shared_ptr<GrpcStreamInferSender::Stream> GrpcStreamInferSender::StreamFor(
     int lane) {
   absl::MutexLock lock(&mu_);
+  if (stopping_) return nullptr;  // a Send racing the destructor
   std::shared_ptr<Stream>& stream = streams_[lane];
   if (stream == nullptr || !stream->usable()) {
     // Ended streams are kept until OnDone is over, then dropped here.
@@ -282,7 +295,7 @@ std::shared_ptr<GrpcStreamInferSender::Stream> GrpcStreamInferSender::StreamFor(
 
 void GrpcStreamInferSender::Send(int lane, Done done) {
   std::shared_ptr<Stream> stream = StreamFor(lane);
-  if (stream->Add(next_id_.fetch_add(1), &done)) return;
+  if (stream != nullptr && stream->Add(next_id_.fetch_add(1), &done)) return;
   done(absl::UnavailableError("the request's stream ended before it was sent"));
 }
 

@@ -16,7 +16,7 @@
 //
 // Completions run on gRPC's callback threads. Thread-safe. Destroy it only
 // after every started request has completed; the destructor closes the
-// streams and waits (bounded) until the server has ended them.
+// streams, gives the server 10 s in all to end them, then cancels the rest.
 #ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_GRPC_STREAM_INFER_SENDER_H_
 #define COALESCE_BENCHMARKS_COALESCE_BENCH_GRPC_STREAM_INFER_SENDER_H_
 

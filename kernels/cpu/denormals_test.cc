@@ -48,6 +48,12 @@ TEST(DenormalsTest, ReachesTheOpenMpThreadsOfTheCallingThread) {
   if (!FlushDenormalsSupported()) GTEST_SKIP() << "not an x86-64 build";
   std::thread t([] {
     SetIntraOpThreads(4);
+    // The team's threads exist before the setting changes, so they must be
+    // reached, not created afterwards (that case is the next test's).
+    std::atomic<int> before{0};
+#pragma omp parallel
+    { before.fetch_add(1); }
+    ASSERT_EQ(before.load(), 4);
     SetFlushDenormals(true);
     std::atomic<int> threads{0}, flushing{0}, zero_products{0};
 #pragma omp parallel

@@ -20,6 +20,8 @@ struct WideOf {
 };
 template <typename T>
 struct WideOf<T, true> {
+  // Narrower unsigned types would be promoted to int, and overflow again.
+  static_assert(sizeof(T) >= sizeof(int), "wraps only from int's width up");
   using type = std::make_unsigned_t<T>;
 };
 template <typename T>
