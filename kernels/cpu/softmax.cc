@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/fast_math.h"
+
 namespace coalesce::kernels {
 namespace {
 
@@ -11,13 +13,16 @@ constexpr int64_t kParallelElements = 1 << 15;
 // Softmax of one contiguous row of length n.
 void SoftmaxRow(const float* in, int64_t n, float* out) {
   float max_value = in[0];
+#pragma omp simd reduction(max : max_value)
   for (int64_t i = 1; i < n; ++i) max_value = std::max(max_value, in[i]);
   float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = std::exp(in[i] - max_value);
+    out[i] = FastExp(in[i] - max_value);
     sum += out[i];
   }
   const float scale = 1.0f / sum;
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) out[i] *= scale;
 }
 
@@ -30,7 +35,7 @@ void SoftmaxStrided(const float* in, int64_t axis, int64_t inner, float* out) {
     }
     float sum = 0.0f;
     for (int64_t a = 0; a < axis; ++a) {
-      const float e = std::exp(in[a * inner + j] - max_value);
+      const float e = FastExp(in[a * inner + j] - max_value);
       out[a * inner + j] = e;
       sum += e;
     }
