@@ -39,11 +39,28 @@ class VariadicOp : public OpKernel {
   }
 
   // The first input is broadcast into the output, then each other input is
-  // folded in place.
+  // folded in place. Sum and Mean whose first two inputs already give the
+  // output's shape (a residual connection's Add) start with one pass over
+  // them instead, in the vectorized arithmetic kernel.
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     const Shape& out_shape = *out[0].shape;
     float* y = out[0].as<float>();
+    if (kind_ != Variadic::kMax && kind_ != Variadic::kMin && in.size() >= 2 &&
+        kernels::BroadcastShapes(*in[0].shape, *in[1].shape) == out_shape) {
+      kernels::BroadcastBinary<float>(kernels::BinaryOp::kAdd,
+                                      in[0].as<float>(), *in[0].shape,
+                                      in[1].as<float>(), *in[1].shape, y);
+      for (size_t i = 2; i < in.size(); ++i) {
+        kernels::BroadcastBinary<float>(kernels::BinaryOp::kAdd, y, out_shape,
+                                        in[i].as<float>(), *in[i].shape, y);
+      }
+      if (kind_ == Variadic::kMean) {
+        kernels::Scale(y, DimProduct(out_shape, 0, out_shape.size()),
+                       1.0f / static_cast<float>(in.size()));
+      }
+      return absl::OkStatus();
+    }
     kernels::BroadcastTo(in[0].as<float>(), *in[0].shape, out_shape, y);
     const kernels::MathBinaryOp op =
         kind_ == Variadic::kMax   ? kernels::MathBinaryOp::kMax

@@ -83,6 +83,8 @@ TEST(VariadicOpTest, MultidirectionalBroadcast) {
       // The first input is smaller than the output.
       Check(opset, op, {{1}, {4, 1}, {1, 3}}, {4, 3});
       Check(opset, op, {{2, 1, 3}, {}, {4, 1}}, {2, 4, 3});
+      // The first two give the output's shape; the third broadcasts.
+      Check(opset, op, {{4, 1}, {1, 3}, {3}}, {4, 3});
     }
   }
 }
