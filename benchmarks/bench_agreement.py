@@ -34,10 +34,8 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import re
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -46,8 +44,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from run_suite import servers  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
-LISTEN_RE = re.compile(r"listening on \S+:(\d+)")
 RUN_TIMEOUT_S = 600
 THROUGHPUT_TARGET = 0.10
 P50_TARGET = 0.15
@@ -71,6 +71,7 @@ dynamic_batching { max_queue_delay_microseconds: 20000 }
 def make_repository(path: Path) -> Path:
     """examples/models/* (linked) plus two_io_delay (two_io's model file)."""
     examples = ROOT / "examples" / "models"
+    path.mkdir(parents=True, exist_ok=True)
     for model in examples.iterdir():
         if model.is_dir():
             (path / model.name).symlink_to(model.resolve(), target_is_directory=True)
@@ -79,24 +80,6 @@ def make_repository(path: Path) -> Path:
     shutil.copy(examples / "two_io" / "1" / "model.onnx", delay / "1" / "model.onnx")
     (delay / "config.pbtxt").write_text(DELAY_CONFIG)
     return path
-
-
-def start_server(server: Path, repo: Path, log):
-    proc = subprocess.Popen(
-        [str(server), "--model-repository", str(repo),
-         "--grpc-address", "127.0.0.1", "--grpc-port", "0"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        text = Path(log.name).read_text(errors="replace")
-        match = LISTEN_RE.search(text)
-        if match and "ready" in text.split(match.group(0), 1)[1]:
-            return proc, f"127.0.0.1:{match.group(1)}"
-        if proc.poll() is not None:
-            sys.exit(f"server exited:\n{text}")
-        time.sleep(0.1)
-    proc.kill()
-    sys.exit("server did not become ready")
 
 
 def run(cmd, attempts=3):
@@ -326,14 +309,16 @@ def main():
     if args.report_only:
         rows = read_rows(Path(f"{args.out}.csv"))
     else:
-        with tempfile.NamedTemporaryFile("w", suffix=".log") as log, \
-                tempfile.TemporaryDirectory() as repo:
-            proc, url = start_server(args.server, make_repository(Path(repo)), log)
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = make_repository(Path(tmp) / "repo")
+            server = servers.Server("coalesce-server", [
+                args.server, "--model-repository", repo,
+                "--grpc-address", "127.0.0.1", "--grpc-port", "0"],
+                Path(tmp) / "server.log").start()
             try:
-                rows = measure(args, url)
+                rows = measure(args, server.wait_serving(args.models, 120))
             finally:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=60)
+                server.stop()
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with open(f"{args.out}.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

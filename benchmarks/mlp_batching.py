@@ -16,40 +16,20 @@ perf_analyzer installed in build/perf_analyzer).
 import argparse
 import csv
 import io
-import re
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import tritonclient.grpc as grpcclient
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from run_suite import servers  # noqa: E402
 SERVER = ROOT / "build" / "server" / "coalesce-server"
 PERF = ROOT / "build" / "perf_analyzer" / "perf_analyzer"
 MODELS = {"on": "mlp_classifier", "off": "mlp_classifier_nobatch"}
-
-
-def start_server(log):
-    proc = subprocess.Popen(
-        [str(SERVER), "--model-repository", str(ROOT / "examples" / "models"),
-         "--grpc-address", "127.0.0.1", "--grpc-port", "0",
-         "--model-control-mode", "explicit",
-         "--load-model", MODELS["on"], "--load-model", MODELS["off"]],
-        stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        text = Path(log.name).read_text()
-        match = re.search(r"listening on \S+:(\d+)", text)
-        if match and "ready" in text.split(match.group(0), 1)[1]:
-            return proc, f"127.0.0.1:{match.group(1)}"
-        if proc.poll() is not None:
-            sys.exit(f"server exited:\n{text}")
-        time.sleep(0.1)
-    proc.kill()
-    sys.exit("server did not become ready")
 
 
 def executed(client, model):
@@ -78,10 +58,16 @@ def main():
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     results = []
-    with tempfile.NamedTemporaryFile("w", suffix=".log") as log:
-        proc, url = start_server(log)
-        client = grpcclient.InferenceServerClient(url)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = servers.Server("coalesce-server", [
+            SERVER, "--model-repository", ROOT / "examples" / "models",
+            "--grpc-address", "127.0.0.1", "--grpc-port", "0",
+            "--model-control-mode", "explicit",
+            "--load-model", MODELS["on"], "--load-model", MODELS["off"]],
+            Path(tmp) / "server.log").start()
         try:
+            url = server.wait_serving(list(MODELS.values()), 120)
+            client = grpcclient.InferenceServerClient(url)
             for concurrency in levels:
                 for batching in ("on", "off"):
                     model = MODELS[batching]
@@ -96,8 +82,7 @@ def main():
                                         avg_batch=batch, command=command))
                     print(f"# {command}", file=sys.stderr)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
+            server.stop()
     out = ROOT / "benchmarks" / "results" / "mlp_batching.csv"
     with out.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(results[0]))

@@ -378,11 +378,12 @@ absl::Status Run(const Flags& flags) {
   }
   std::optional<NodeProfile> profile;
   if (!flags.profile_json.empty()) profile.emplace((*model)->graph().nodes.size());
+  NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
       CreateCpuExecutor(*model,
                         CpuExecutorOptions{.intra_op_threads = flags.threads,
                                            .num_slots = 1,
-                                           .profile = profile ? &*profile : nullptr});
+                                           .profile = profile_or_null});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =
@@ -393,7 +394,7 @@ absl::Status Run(const Flags& flags) {
   if (flags.repeat == 0) return absl::OkStatus();
   absl::StatusOr<TimingSummary> timing =
       TimeRuns(**executor, *inputs, flags.warmup, flags.repeat,
-               profile ? &*profile : nullptr);
+               profile_or_null);
   if (!timing.ok()) return timing.status();
   if (absl::Status s = ReportTiming(flags, *timing); !s.ok()) return s;
   if (!profile) return absl::OkStatus();

@@ -98,6 +98,12 @@ class Server:
             poll(lambda: model_ready(self.url, model), timeout_s,
                  f"{self.name} model {model} ready", interval_s=0.25, alive=self.alive)
 
+    def wait_serving(self, models, timeout_s: float) -> str:
+        """wait_listening, then every model in `models` ready; returns url."""
+        self.wait_listening(timeout_s)
+        self.wait_model_ready(models, timeout_s)
+        return self.url
+
     def stop(self, timeout_s: float = 30) -> None:
         if self.proc is None:
             return

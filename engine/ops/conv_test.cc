@@ -110,10 +110,7 @@ void Check(const Case& t, bool runtime_weights = false,
                             node_inputs, {"y"});
   if (!activation.empty()) {
     node.set_domain(OpRegistry::kInternalDomain);
-    auto* attr = node.add_attribute();
-    attr->set_name("activation");
-    attr->set_type(onnx::AttributeProto::STRING);
-    attr->set_s(activation);
+    testing::SetStringAttr(node, "activation", activation);
   }
   testing::SetIntAttr(node, "group", t.group);
   testing::SetIntsAttr(node, "strides", t.strides);
@@ -187,10 +184,7 @@ TEST(ConvOpTest, AutoPadMatchesExplicitPads) {
       auto& node = b.Node("Conv", {"x", "w"}, {"y"});
       testing::SetIntsAttr(node, "strides", {2, 2});
       if (automatic) {
-        auto* attr = node.add_attribute();
-        attr->set_name("auto_pad");
-        attr->set_type(onnx::AttributeProto::STRING);
-        attr->set_s(mode.auto_pad);
+        testing::SetStringAttr(node, "auto_pad", mode.auto_pad);
       } else {
         testing::SetIntsAttr(node, "pads", mode.pads);
       }
@@ -224,10 +218,7 @@ TEST(ConvOpTest, BadAutoPadFailsAtLoad) {
   b.Input("x", {1, 1, 5, 5}).Output("y");
   b.FloatInitializer("w", {1, 1, 3, 3}, std::vector<float>(9, 0.0f));
   auto& node = b.Node("Conv", {"x", "w"}, {"y"});
-  auto* attr = node.add_attribute();
-  attr->set_name("auto_pad");
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s("SOMETIMES");
+  testing::SetStringAttr(node, "auto_pad", "SOMETIMES");
   auto model = b.Load();
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("SOMETIMES"), std::string::npos);

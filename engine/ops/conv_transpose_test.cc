@@ -51,14 +51,6 @@ std::vector<float> Reference(const Case& t, int64_t oh, int64_t ow,
   return out;
 }
 
-void SetString(onnx::NodeProto& node, const std::string& name,
-               const std::string& value) {
-  auto* attr = node.add_attribute();
-  attr->set_name(name);
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s(value);
-}
-
 // Expects output dims (oh, ow) and begin pads (ph, pw), worked out by hand in
 // each test from the spec's formulas.
 void Check(const Case& t, int64_t oh, int64_t ow, int64_t ph, int64_t pw) {
@@ -76,7 +68,7 @@ void Check(const Case& t, int64_t oh, int64_t ow, int64_t ph, int64_t pw) {
   testing::SetIntsAttr(node, "strides", {t.sh, t.sw});
   testing::SetIntsAttr(node, "dilations", {t.dh, t.dw});
   if (t.auto_pad.empty()) testing::SetIntsAttr(node, "pads", t.pads);
-  if (!t.auto_pad.empty()) SetString(node, "auto_pad", t.auto_pad);
+  if (!t.auto_pad.empty()) testing::SetStringAttr(node, "auto_pad", t.auto_pad);
   if (!t.output_padding.empty())
     testing::SetIntsAttr(node, "output_padding", t.output_padding);
   if (!t.output_shape.empty())

@@ -56,12 +56,7 @@ void Check(const char* op, const Shape& shape, int64_t block,
   b.Input("x", shape).Output("y");
   auto& node = b.Node(op, {"x"}, {"y"});
   testing::SetIntAttr(node, "blocksize", block);
-  if (!mode.empty()) {
-    auto* attr = node.add_attribute();
-    attr->set_name("mode");
-    attr->set_type(onnx::AttributeProto::STRING);
-    attr->set_s(mode);
-  }
+  if (!mode.empty()) testing::SetStringAttr(node, "mode", mode);
   auto model = b.Load();
   ASSERT_TRUE(model.ok()) << model.status();
   int64_t count = 1;
@@ -129,19 +124,8 @@ absl::Status Plan(const char* op, const Shape& shape, int64_t block,
   b.Input("x", shape).Output("y");
   auto& node = b.Node(op, {"x"}, {"y"});
   if (block > 0) testing::SetIntAttr(node, "blocksize", block);
-  if (!mode.empty()) {
-    auto* attr = node.add_attribute();
-    attr->set_name("mode");
-    attr->set_type(onnx::AttributeProto::STRING);
-    attr->set_s(mode);
-  }
-  auto model = b.Load();
-  if (!model.ok()) return model.status();
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  return testing::RunModelOnce(*model,
-                               {HostTensor{shape, std::vector<float>(count)}})
-      .status();
+  if (!mode.empty()) testing::SetStringAttr(node, "mode", mode);
+  return testing::LoadAndRunOnZeros(b, shape);
 }
 
 TEST(DepthSpaceOpTest, BadAttributesAndShapesAreRejected) {

@@ -33,10 +33,7 @@ TEST(PadOpTest, ModesAndOpsetFormsMatchNaive) {
         ins = {"x", "pads", "value"};
       }
       auto& n = b.Node("Pad", ins, {"y"});
-      auto* attr = n.add_attribute();
-      attr->set_name("mode");
-      attr->set_type(onnx::AttributeProto::STRING);
-      attr->set_s(mode);
+      testing::SetStringAttr(n, "mode", mode);
       if (opset < 11) {
         testing::SetIntsAttr(n, "pads", pads);
         testing::SetFloatAttr(n, "value", -7.0f);
@@ -74,10 +71,7 @@ TEST(PadOpTest, WrapModeRejected) {
   testing::OnnxModelBuilder b(/*opset=*/19);
   b.Input("x", {2}).Output("y");
   b.Int64Initializer("pads", {2}, {1, 1});
-  auto* attr = b.Node("Pad", {"x", "pads"}, {"y"}).add_attribute();
-  attr->set_name("mode");
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s("wrap");
+  testing::SetStringAttr(b.Node("Pad", {"x", "pads"}, {"y"}), "mode", "wrap");
   EXPECT_EQ(b.Load().status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -143,12 +143,7 @@ onnx::NodeProto& AddPoolNode(testing::OnnxModelBuilder& b, const char* op,
     testing::SetIntAttr(node, "count_include_pad", c.count_include_pad);
   if (c.storage_order >= 0)
     testing::SetIntAttr(node, "storage_order", c.storage_order);
-  if (!c.auto_pad.empty()) {
-    auto* attr = node.add_attribute();
-    attr->set_name("auto_pad");
-    attr->set_type(onnx::AttributeProto::STRING);
-    attr->set_s(c.auto_pad);
-  }
+  if (!c.auto_pad.empty()) testing::SetStringAttr(node, "auto_pad", c.auto_pad);
   return node;
 }
 
@@ -343,13 +338,7 @@ absl::Status LoadAndPlan(const PoolCase& c, const Shape& x_shape,
   testing::OnnxModelBuilder b(/*opset=*/19);
   b.Input("x", x_shape).Output("y");
   AddPoolNode(b, op, c, /*indices=*/false);
-  auto model = b.Load();
-  if (!model.ok()) return model.status();
-  int64_t count = 1;
-  for (int64_t d : x_shape) count *= d;
-  return testing::RunModelOnce(*model,
-                               {HostTensor{x_shape, std::vector<float>(count)}})
-      .status();
+  return testing::LoadAndRunOnZeros(b, x_shape);
 }
 
 TEST(PoolOpTest, BadAttributesAreRejectedAtLoad) {

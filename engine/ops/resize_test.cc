@@ -180,14 +180,6 @@ std::vector<float> NaiveResize(const ResizeCase& c, const Shape& x_shape,
   return y;
 }
 
-void SetString(onnx::NodeProto& node, const std::string& name,
-               const std::string& value) {
-  auto* attr = node.add_attribute();
-  attr->set_name(name);
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s(value);
-}
-
 // A Resize-`opset` model with the case's inputs as initializers.
 testing::OnnxModelBuilder ResizeModel(const ResizeCase& c, const Shape& x_shape,
                                       int64_t opset) {
@@ -207,10 +199,10 @@ testing::OnnxModelBuilder ResizeModel(const ResizeCase& c, const Shape& x_shape,
   }
   if (inputs[3].empty()) inputs.pop_back();
   auto& node = b.Node("Resize", inputs, {"y"});
-  SetString(node, "mode", c.mode);
-  SetString(node, "coordinate_transformation_mode", c.coordinate);
-  SetString(node, "nearest_mode", c.nearest);
-  SetString(node, "keep_aspect_ratio_policy", c.policy);
+  testing::SetStringAttr(node, "mode", c.mode);
+  testing::SetStringAttr(node, "coordinate_transformation_mode", c.coordinate);
+  testing::SetStringAttr(node, "nearest_mode", c.nearest);
+  testing::SetStringAttr(node, "keep_aspect_ratio_policy", c.policy);
   testing::SetFloatAttr(node, "cubic_coeff_a", c.cubic_a);
   testing::SetIntAttr(node, "exclude_outside", c.exclude_outside);
   testing::SetIntAttr(node, "antialias", c.antialias);
@@ -358,7 +350,7 @@ TEST(ResizeOpTest, Opset11EmptyRoiAndScalesWithSizes) {
   b.FloatInitializer("roi", {0}, {}).FloatInitializer("scales", {0}, {});
   b.Int64Initializer("sizes", {4}, {1, 1, 4, 4});
   auto& node = b.Node("Resize", {"x", "roi", "scales", "sizes"}, {"y"});
-  SetString(node, "coordinate_transformation_mode", "asymmetric");
+  testing::SetStringAttr(node, "coordinate_transformation_mode", "asymmetric");
   auto model = b.Load();
   ASSERT_TRUE(model.ok()) << model.status();
   auto out =
@@ -381,7 +373,7 @@ void CheckLegacy(const std::string& op, int64_t opset,
     inputs.push_back("scales");
   }
   auto& node = b.Node(op, inputs, {"y"});
-  SetString(node, "mode", mode);
+  testing::SetStringAttr(node, "mode", mode);
   if (opset < 9) {
     auto* attr = node.add_attribute();
     attr->set_name("scales");
@@ -413,16 +405,6 @@ TEST(ResizeOpTest, Resize10AndUpsample) {
   CheckLegacy("Upsample", 7, "bilinear");
 }
 
-absl::Status LoadAndPlan(testing::OnnxModelBuilder& b, const Shape& x_shape) {
-  auto model = b.Load();
-  if (!model.ok()) return model.status();
-  int64_t count = 1;
-  for (int64_t d : x_shape) count *= d;
-  return testing::RunModelOnce(*model,
-                               {HostTensor{x_shape, std::vector<float>(count)}})
-      .status();
-}
-
 TEST(ResizeOpTest, BadAttributesAreRejectedAtLoad) {
   for (const auto& [name, value] :
        std::vector<std::pair<std::string, std::string>>{
@@ -446,28 +428,28 @@ TEST(ResizeOpTest, BadInputsAreRejectedWhenPlanning) {
   ResizeCase c;
   c.scales = {1, 2, 2};  // rank 4 input
   testing::OnnxModelBuilder wrong_length = ResizeModel(c, {1, 1, 2, 2}, 19);
-  EXPECT_EQ(LoadAndPlan(wrong_length, {1, 1, 2, 2}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(wrong_length, {1, 1, 2, 2}).code(), kInvalid);
 
   c.scales = {1, 1, 0, 2};
   testing::OnnxModelBuilder zero = ResizeModel(c, {1, 1, 2, 2}, 19);
-  EXPECT_EQ(LoadAndPlan(zero, {1, 1, 2, 2}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(zero, {1, 1, 2, 2}).code(), kInvalid);
 
   testing::OnnxModelBuilder both(/*opset=*/13);
   both.Input("x", {1, 1, 2, 2}).Output("y");
   both.FloatInitializer("scales", {4}, {1, 1, 2, 2});
   both.Int64Initializer("sizes", {4}, {1, 1, 4, 4});
   both.Node("Resize", {"x", "", "scales", "sizes"}, {"y"});
-  EXPECT_EQ(LoadAndPlan(both, {1, 1, 2, 2}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(both, {1, 1, 2, 2}).code(), kInvalid);
 
   testing::OnnxModelBuilder neither(/*opset=*/13);
   neither.Input("x", {1, 1, 2, 2}).Output("y");
   neither.Node("Resize", {"x"}, {"y"});
-  EXPECT_EQ(LoadAndPlan(neither, {1, 1, 2, 2}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(neither, {1, 1, 2, 2}).code(), kInvalid);
 
   ResizeCase crop{.coordinate = "tf_crop_and_resize"};
   crop.sizes = {1, 1, 3, 3};  // no roi
   testing::OnnxModelBuilder no_roi = ResizeModel(crop, {1, 1, 4, 4}, 19);
-  EXPECT_EQ(LoadAndPlan(no_roi, {1, 1, 4, 4}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(no_roi, {1, 1, 4, 4}).code(), kInvalid);
 }
 
 TEST(ResizeOpTest, ScalesFromAGraphInputAreRejectedNamingThem) {

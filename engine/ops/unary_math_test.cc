@@ -40,14 +40,6 @@ void Check(int64_t opset, const std::string& op, const Ref& ref,
   }
 }
 
-void SetString(onnx::NodeProto& node, const std::string& name,
-               const std::string& value) {
-  onnx::AttributeProto* attr = node.add_attribute();
-  attr->set_name(name);
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s(value);
-}
-
 TEST(UnaryMathOpTest, PlainFunctions) {
   Check(
       13, "Sqrt", [](double x) { return std::sqrt(x); }, nullptr, true);
@@ -104,14 +96,14 @@ TEST(UnaryMathOpTest, GeluExactAndTanh) {
   };
   Check(20, "Gelu", exact);
   Check(20, "Gelu", exact,
-        [](onnx::NodeProto& n) { SetString(n, "approximate", "none"); });
+        [](onnx::NodeProto& n) { testing::SetStringAttr(n, "approximate", "none"); });
   Check(
       20, "Gelu",
       [](double x) {
         const double k = std::sqrt(2 / M_PI);
         return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
       },
-      [](onnx::NodeProto& n) { SetString(n, "approximate", "tanh"); });
+      [](onnx::NodeProto& n) { testing::SetStringAttr(n, "approximate", "tanh"); });
 }
 
 TEST(UnaryMathOpTest, GeluRejectsBadApproximateAndOldOpset) {
@@ -119,7 +111,7 @@ TEST(UnaryMathOpTest, GeluRejectsBadApproximateAndOldOpset) {
     testing::OnnxModelBuilder builder(opset);
     builder.Input("x", {2}).Output("y");
     onnx::NodeProto& node = builder.Node("Gelu", {"x"}, {"y"});
-    if (opset == 20) SetString(node, "approximate", "fast");
+    if (opset == 20) testing::SetStringAttr(node, "approximate", "fast");
     auto model = builder.Load();
     EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument)
         << opset;

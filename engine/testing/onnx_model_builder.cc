@@ -120,6 +120,10 @@ void SetIntAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {
   AddAttr(node, name, onnx::AttributeProto::INT)->set_i(value);
 }
 
+void SetStringAttr(onnx::NodeProto& node, const std::string& name,
+                   const std::string& value) {
+  AddAttr(node, name, onnx::AttributeProto::STRING)->set_s(value);
+}
 void SetFloatAttr(onnx::NodeProto& node, const std::string& name, float value) {
   AddAttr(node, name, onnx::AttributeProto::FLOAT)->set_f(value);
 }
@@ -162,6 +166,16 @@ absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
     outputs[i].data.resize((*plan)->output_byte_size(i) / sizeof(float));
   }
   return outputs;
+}
+
+absl::Status LoadAndRunOnZeros(const OnnxModelBuilder& builder,
+                               const Shape& shape) {
+  auto model = builder.Load();
+  if (!model.ok()) return model.status();
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return RunModelOnce(*model, {HostTensor{shape, std::vector<float>(count)}})
+      .status();
 }
 
 absl::StatusOr<std::vector<TypedTensor>> RunModelTyped(

@@ -52,6 +52,8 @@ class OnnxModelBuilder {
 
 void SetIntAttr(onnx::NodeProto& node, const std::string& name, int64_t value);
 void SetFloatAttr(onnx::NodeProto& node, const std::string& name, float value);
+void SetStringAttr(onnx::NodeProto& node, const std::string& name,
+                   const std::string& value);
 void SetIntsAttr(onnx::NodeProto& node, const std::string& name,
                  const std::vector<int64_t>& values);
 
@@ -90,6 +92,12 @@ TypedTensor MakeTyped(DataType dtype, Shape shape, const std::vector<T>& v) {
 inline TypedTensor MakeBool(Shape shape, const std::vector<uint8_t>& v) {
   return MakeTyped(DataType::kBool, std::move(shape), v);
 }
+
+// Loads the builder's model and runs it once on a single all-zero float
+// input of `shape`: OK, or the status of the step that failed (load, plan or
+// run). For tests of what a model or its shapes are rejected for.
+absl::Status LoadAndRunOnZeros(const OnnxModelBuilder& builder,
+                               const Shape& shape);
 
 // RunModelOnce for inputs and outputs of any fixed-size type; REQUIRES: each
 // input's dtype is the model input's.
