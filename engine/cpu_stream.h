@@ -1,7 +1,9 @@
 // CpuStream: one worker thread that runs enqueued tasks one at a time in FIFO
-// order: the CPU counterpart of a device stream. The thread first runs the
-// `init` callback (e.g. to set its intra-op thread count). Destruction runs
-// every task already enqueued, then joins. Enqueue is thread-safe.
+// order: the CPU counterpart of a device stream (the CPU executor's worker,
+// the simulated device's streams, the pipelined executor's waiters). The
+// thread first runs the `init` callback when there is one (e.g. to set its
+// intra-op thread count). Destruction runs every task already enqueued, then
+// joins. Enqueue is thread-safe.
 #ifndef COALESCE_ENGINE_CPU_STREAM_H_
 #define COALESCE_ENGINE_CPU_STREAM_H_
 

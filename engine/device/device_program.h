@@ -1,0 +1,47 @@
+// DeviceProgram: a model's computation bound to one Device implementation,
+// as a pipelined executor sees it: what it takes and returns, the output
+// shapes for given input shapes, and "enqueue one batch on this stream".
+//
+// The program owns whatever the computation needs besides its inputs and
+// outputs (weights on the device, workspaces, library handles). Enqueue is
+// called from one thread at a time per program (the instance's compute
+// stream serializes batches), so a program may keep one workspace.
+#ifndef COALESCE_ENGINE_DEVICE_DEVICE_PROGRAM_H_
+#define COALESCE_ENGINE_DEVICE_DEVICE_PROGRAM_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/device/device.h"
+#include "engine/shape.h"
+#include "engine/tensor_spec.h"
+
+namespace coalesce {
+
+class DeviceProgram {
+ public:
+  virtual ~DeviceProgram() = default;
+
+  // Inputs and outputs in model order; dims may hold -1 (batch, say).
+  virtual const ModelSignature& signature() const = 0;
+
+  // Output shapes for these full input shapes (batch dimension included).
+  // InvalidArgument naming the input when a shape does not fit.
+  virtual absl::StatusOr<std::vector<Shape>> OutputShapes(
+      const std::vector<Shape>& input_shapes) const = 0;
+
+  // Enqueues one batch on `stream`. `inputs[i]`/`outputs[i]` are device
+  // memory holding/receiving the i-th tensor, row-major, sized for the
+  // shapes. A non-OK return fails this batch only; the caller does not use
+  // the outputs.
+  // REQUIRES: OutputShapes(input_shapes) is OK.
+  virtual absl::Status Enqueue(DeviceStream& stream,
+                               const std::vector<Shape>& input_shapes,
+                               const std::vector<const void*>& inputs,
+                               const std::vector<void*>& outputs) = 0;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_DEVICE_PROGRAM_H_

@@ -1,0 +1,313 @@
+#include "engine/device/pipelined_executor.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/data_type.h"
+#include "engine/device/stream_waiter.h"
+
+namespace coalesce {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Status WithContext(const absl::Status& status, absl::string_view what) {
+  return absl::Status(status.code(), absl::StrCat(what, ": ", status.message()));
+}
+
+std::chrono::nanoseconds Span(Clock::time_point from, Clock::time_point to) {
+  return std::max(std::chrono::nanoseconds(0), to - from);
+}
+
+// One tensor's pinned host staging buffer and its device buffer.
+struct StagedTensor {
+  std::unique_ptr<DeviceBuffer> host;
+  std::unique_ptr<DeviceBuffer> device;
+  size_t bytes = 0;  // of the current batch
+
+  // Grows both buffers to hold `bytes` (to the next power of two).
+  absl::Status Reserve(Device& device_api, size_t needed) {
+    bytes = needed;
+    if (host != nullptr && host->size() >= needed) return absl::OkStatus();
+    const size_t capacity = std::bit_ceil(std::max<size_t>(needed, 256));
+    host.reset();
+    device.reset();
+    auto new_device = device_api.AllocateDevice(capacity);
+    if (!new_device.ok()) return new_device.status();
+    auto new_host = device_api.AllocatePinnedHost(capacity);
+    if (!new_host.ok()) return new_host.status();
+    device = *std::move(new_device);
+    host = *std::move(new_host);
+    return absl::OkStatus();
+  }
+};
+
+class PipelineSlot : public BatchSlot {
+ public:
+  PipelineSlot(Device* device, DeviceProgram* program,
+               std::function<absl::Status()> health)
+      : device_(device), program_(program), health_(std::move(health)) {}
+
+  absl::Status Init() {
+    for (auto* event : {&copied_in, &computed, &copied_out}) {
+      auto created = device_->CreateEvent();
+      if (!created.ok()) return created.status();
+      *event = *std::move(created);
+    }
+    inputs_.resize(program_->signature().inputs.size());
+    outputs_.resize(program_->signature().outputs.size());
+    return absl::OkStatus();
+  }
+
+  absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
+    if (absl::Status health = health_(); !health.ok()) return health;
+    const ModelSignature& sig = program_->signature();
+    if (shapes.size() != sig.inputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "expected ", sig.inputs.size(), " inputs, got ", shapes.size()));
+    }
+    auto output_shapes = program_->OutputShapes(shapes);
+    if (!output_shapes.ok()) return output_shapes.status();
+    input_shapes_ = shapes;
+    output_shapes_ = *std::move(output_shapes);
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
+      if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      absl::Status s = Stage(outputs_[i], sig.outputs[i], output_shapes_[i]);
+      if (!s.ok()) return WithContext(s, "output '" + sig.outputs[i].name + "'");
+    }
+    return absl::OkStatus();
+  }
+
+  char* input_data(int index) override {
+    return static_cast<char*>(inputs_[index].host->data());
+  }
+  size_t input_byte_size(int index) const override {
+    return inputs_[index].bytes;
+  }
+  const Shape& output_shape(int index) const override {
+    return output_shapes_[index];
+  }
+  const char* output_data(int index) const override {
+    return static_cast<const char*>(outputs_[index].host->data());
+  }
+  size_t output_byte_size(int index) const override {
+    return outputs_[index].bytes;
+  }
+  StepTimings timings() const override {
+    StepTimings t;
+    t.copy_in = Span(copy_in_called, copy_in_done_at);
+    t.run = Span(std::max(run_called, copy_in_done_at), run_done_at);
+    t.copy_out = Span(std::max(copy_out_called, run_done_at), copy_out_done_at);
+    return t;
+  }
+
+  std::vector<StagedTensor>& inputs() { return inputs_; }
+  std::vector<StagedTensor>& outputs() { return outputs_; }
+  const std::vector<Shape>& input_shapes() const { return input_shapes_; }
+
+  // The current batch: device events, host Events, the first enqueue error.
+  std::unique_ptr<DeviceEvent> copied_in, computed, copied_out;
+  std::shared_ptr<Event> copy_in_done, run_done;
+  absl::Status batch_status;
+  Clock::time_point copy_in_called, copy_in_done_at, run_called, run_done_at,
+      copy_out_called, copy_out_done_at;
+
+ private:
+  absl::Status Stage(StagedTensor& tensor, const TensorSpec& spec,
+                     const Shape& shape) {
+    const std::optional<int64_t> count = ElementCount(shape);
+    if (!count.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid shape ", ShapeToString(shape)));
+    }
+    return tensor.Reserve(*device_,
+                          static_cast<size_t>(*count) * ElementByteSize(spec.dtype));
+  }
+
+  Device* const device_;
+  DeviceProgram* const program_;
+  const std::function<absl::Status()> health_;
+  std::vector<StagedTensor> inputs_, outputs_;
+  std::vector<Shape> input_shapes_, output_shapes_;
+};
+
+class PipelinedExecutorImpl : public PipelinedExecutor {
+ public:
+  PipelinedExecutorImpl(std::shared_ptr<Device> device,
+                        std::unique_ptr<DeviceProgram> program)
+      : device_(std::move(device)), program_(std::move(program)) {}
+
+  ~PipelinedExecutorImpl() override {
+    // Waiters first: every enqueued step completes; then the streams drain.
+    copy_out_waiter_.reset();
+    compute_waiter_.reset();
+    copy_in_waiter_.reset();
+    copy_out_stream_.reset();
+    compute_stream_.reset();
+    copy_in_stream_.reset();
+  }
+
+  absl::Status Init(int num_slots) {
+    for (auto* stream :
+         {&copy_in_stream_, &compute_stream_, &copy_out_stream_}) {
+      auto created = device_->CreateStream();
+      if (!created.ok()) return created.status();
+      *stream = *std::move(created);
+    }
+    for (int i = 0; i < num_slots; ++i) {
+      auto slot = std::make_unique<PipelineSlot>(
+          device_.get(), program_.get(), [this] { return health(); });
+      if (absl::Status s = slot->Init(); !s.ok()) return s;
+      slots_.push_back(std::move(slot));
+    }
+    auto on_sticky = [this](const absl::Status& s) { MarkUnhealthy(s); };
+    copy_in_waiter_ = std::make_unique<StreamWaiter>(device_.get(), on_sticky);
+    compute_waiter_ = std::make_unique<StreamWaiter>(device_.get(), on_sticky);
+    copy_out_waiter_ = std::make_unique<StreamWaiter>(device_.get(), on_sticky);
+    return absl::OkStatus();
+  }
+
+  int num_slots() const override { return static_cast<int>(slots_.size()); }
+  BatchSlot* slot(int index) override { return slots_[index].get(); }
+
+  std::shared_ptr<Event> CopyIn(BatchSlot* batch_slot) override {
+    auto& slot = static_cast<PipelineSlot&>(*batch_slot);
+    slot.copy_in_called = Clock::now();
+    slot.batch_status = health();
+    const auto& inputs = program_->signature().inputs;
+    for (size_t i = 0; i < inputs.size() && slot.batch_status.ok(); ++i) {
+      StagedTensor& t = slot.inputs()[i];
+      slot.batch_status = Annotate(
+          device_->CopyToDevice(*copy_in_stream_, t.device->data(),
+                                t.host->data(), t.bytes),
+          "copy of input '" + inputs[i].name + "' to the device");
+    }
+    DeviceEvent* recorded = Record(slot, *slot.copied_in, *copy_in_stream_);
+    slot.copy_in_done = std::make_shared<Event>();
+    copy_in_waiter_->Add({recorded, slot.batch_status, nullptr,
+                          slot.copy_in_done, "copy in",
+                          &slot.copy_in_done_at});
+    return slot.copy_in_done;
+  }
+
+  std::shared_ptr<Event> Run(BatchSlot* batch_slot) override {
+    auto& slot = static_cast<PipelineSlot&>(*batch_slot);
+    slot.run_called = Clock::now();
+    if (slot.batch_status.ok()) {
+      slot.batch_status = Annotate(
+          device_->StreamWaitEvent(*compute_stream_, *slot.copied_in), "run");
+    }
+    if (slot.batch_status.ok()) {
+      std::vector<const void*> in;
+      std::vector<void*> out;
+      for (StagedTensor& t : slot.inputs()) in.push_back(t.device->data());
+      for (StagedTensor& t : slot.outputs()) out.push_back(t.device->data());
+      slot.batch_status = Annotate(
+          program_->Enqueue(*compute_stream_, slot.input_shapes(), in, out),
+          "run on " + device_->name());
+    }
+    DeviceEvent* recorded = Record(slot, *slot.computed, *compute_stream_);
+    slot.run_done = std::make_shared<Event>();
+    compute_waiter_->Add({recorded, slot.batch_status, slot.copy_in_done,
+                          slot.run_done, "run", &slot.run_done_at});
+    return slot.run_done;
+  }
+
+  std::shared_ptr<Event> CopyOut(BatchSlot* batch_slot) override {
+    auto& slot = static_cast<PipelineSlot&>(*batch_slot);
+    slot.copy_out_called = Clock::now();
+    if (slot.batch_status.ok()) {
+      slot.batch_status = Annotate(
+          device_->StreamWaitEvent(*copy_out_stream_, *slot.computed),
+          "copy out");
+    }
+    const auto& outputs = program_->signature().outputs;
+    for (size_t i = 0; i < outputs.size() && slot.batch_status.ok(); ++i) {
+      StagedTensor& t = slot.outputs()[i];
+      slot.batch_status = Annotate(
+          device_->CopyToHost(*copy_out_stream_, t.host->data(),
+                              t.device->data(), t.bytes),
+          "copy of output '" + outputs[i].name + "' from the device");
+    }
+    DeviceEvent* recorded = Record(slot, *slot.copied_out, *copy_out_stream_);
+    auto done = std::make_shared<Event>();
+    copy_out_waiter_->Add({recorded, slot.batch_status, slot.run_done, done,
+                           "copy out", &slot.copy_out_done_at});
+    return done;
+  }
+
+  absl::Status health() const override {
+    absl::MutexLock lock(&mu_);
+    return health_;
+  }
+
+ private:
+  // Records `event` on `stream` after this step's work, even when the batch
+  // already failed (part of it may be enqueued), so that the step's Event
+  // completes only once everything enqueued for it has finished. Returns the
+  // event to synchronize, or null when the device is unusable.
+  DeviceEvent* Record(PipelineSlot& slot, DeviceEvent& event,
+                      DeviceStream& stream) {
+    if (!health().ok()) return nullptr;
+    absl::Status recorded =
+        Annotate(device_->RecordEvent(event, stream), "device event");
+    if (recorded.ok()) return &event;
+    if (slot.batch_status.ok()) slot.batch_status = recorded;
+    return nullptr;
+  }
+
+  absl::Status Annotate(const absl::Status& status, const std::string& what) {
+    if (status.ok()) return status;
+    if (device_->IsSticky(status)) MarkUnhealthy(status);
+    return WithContext(status, what);
+  }
+
+  void MarkUnhealthy(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (health_.ok()) {
+      health_ = absl::Status(
+          status.code(), absl::StrCat("instance unusable after a fault on ",
+                                      device_->name(), ": ", status.message()));
+    }
+  }
+
+  const std::shared_ptr<Device> device_;
+  const std::unique_ptr<DeviceProgram> program_;
+  std::vector<std::unique_ptr<PipelineSlot>> slots_;
+  std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
+      copy_out_stream_;
+  std::unique_ptr<StreamWaiter> copy_in_waiter_, compute_waiter_,
+      copy_out_waiter_;
+  mutable absl::Mutex mu_;
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreatePipelinedExecutor(
+    std::shared_ptr<Device> device, std::unique_ptr<DeviceProgram> program,
+    const PipelinedExecutorOptions& options) {
+  if (device == nullptr || program == nullptr) {
+    return absl::InvalidArgumentError("pipelined executor: null device or program");
+  }
+  if (options.num_slots < 1) {
+    return absl::InvalidArgumentError("pipelined executor: num_slots must be >= 1");
+  }
+  auto executor = std::make_unique<PipelinedExecutorImpl>(std::move(device),
+                                                          std::move(program));
+  if (absl::Status s = executor->Init(options.num_slots); !s.ok()) return s;
+  return executor;
+}
+
+}  // namespace coalesce

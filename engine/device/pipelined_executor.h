@@ -1,0 +1,60 @@
+// PipelinedExecutor: the ExecutorInstance (engine/executor.h) for a Device,
+// with copies overlapping compute. Device-neutral: the CUDA plugin and the
+// simulated device's tests run this same code.
+//
+// Per instance: three streams (host-to-device copies, compute, device-to-host
+// copies) and `num_slots` slots. Each slot owns pinned host staging buffers
+// and device buffers for every input and output, and three device events
+// (copied in, computed, copied out). For one batch on a slot:
+//   CopyIn:  input copies on the copy-in stream, then "copied in";
+//   Run:     the compute stream waits for "copied in", the program enqueues
+//            the batch, then "computed";
+//   CopyOut: the copy-out stream waits for "computed", output copies, then
+//            "copied out".
+// Nothing orders one slot's work after another slot's except the compute
+// stream itself, so with two slots batch k+1 is copied in while batch k
+// computes, and batch k is copied out while k+1 computes. A slot's buffers
+// are only rewritten after its previous batch's copy-out event completed
+// (the ExecutorInstance protocol), so no copy overwrites memory in use.
+//
+// Host events complete on one waiter thread per stream, which synchronizes
+// the device events in stream order; a step completes with the first error of
+// its batch. An enqueue error fails only its batch. A sticky device fault
+// fails the batches in flight and every later one: health() reports it.
+// Staging buffers grow (to the next power of two) and never shrink; running
+// out of device or pinned memory fails SetInputShapes with
+// ResourceExhausted, naming the tensor. Destruction waits for every
+// enqueued step to complete.
+#ifndef COALESCE_ENGINE_DEVICE_PIPELINED_EXECUTOR_H_
+#define COALESCE_ENGINE_DEVICE_PIPELINED_EXECUTOR_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/device/device.h"
+#include "engine/device/device_program.h"
+#include "engine/executor.h"
+
+namespace coalesce {
+
+struct PipelinedExecutorOptions {
+  int num_slots = 2;  // 2: double buffering; 1: each batch waits for the last
+};
+
+class PipelinedExecutor : public ExecutorInstance {
+ public:
+  // OK, or the sticky device fault after which this instance fails every
+  // batch (it must be rebuilt on a new device context).
+  virtual absl::Status health() const = 0;
+};
+
+// InvalidArgument for a null argument or num_slots < 1; the device's error
+// when streams or events cannot be created.
+absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreatePipelinedExecutor(
+    std::shared_ptr<Device> device, std::unique_ptr<DeviceProgram> program,
+    const PipelinedExecutorOptions& options);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_PIPELINED_EXECUTOR_H_
