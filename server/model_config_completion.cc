@@ -202,16 +202,12 @@ absl::Status CompleteInstanceGroups(ModelConfig* config) {
     if (group->name().empty()) {
       group->set_name(absl::StrCat(config->name(), "_", i));
     }
-    if (group->kind() == inference::ModelInstanceGroup::KIND_GPU) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "instance_group '", group->name(),
-          "' asks for KIND_GPU, but no GPU executor is available"));
-    }
     if (group->kind() == inference::ModelInstanceGroup::KIND_MODEL) {
       return absl::InvalidArgumentError(absl::StrCat(
           "instance_group '", group->name(), "': KIND_MODEL is not supported"));
     }
-    group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+    // KIND_GPU and KIND_AUTO are resolved when the instances are created
+    // (server/executor_factory.h).
     if (group->count() < 1) group->set_count(1);
   }
   return absl::OkStatus();

@@ -24,8 +24,9 @@ inline constexpr int kAutoMaxBatchSize = 4;
 // - one KIND_CPU instance group when none is given; platform onnxruntime_onnx.
 // Then checks: every config tensor exists in the model with the same data
 // type and compatible dims; batching models have a variable first dimension;
-// preferred batch sizes and priority levels are in range; only CPU instances
-// (this build has no GPU executor); features Coalesce does not implement
+// preferred batch sizes and priority levels are in range; no KIND_MODEL
+// instances (KIND_GPU and KIND_AUTO are resolved by executor_factory.h);
+// features Coalesce does not implement
 // (sequence batching, ensembles, ragged batching, shape tensors, reshape) are
 // refused rather than ignored. InvalidArgument naming the tensor or field.
 absl::Status CompleteModelConfig(const ModelSignature& signature,

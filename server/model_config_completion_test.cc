@@ -81,7 +81,8 @@ TEST(ModelConfigCompletionTest, MismatchesNameTheTensor) {
       {"max_batch_size: 4 dynamic_batching { priority_levels: 2 "
        "default_priority_level: 3 }",
        "default_priority_level"},
-      {"max_batch_size: 4 instance_group [ { kind: KIND_GPU } ]", "KIND_GPU"},
+      {"max_batch_size: 4 instance_group [ { kind: KIND_MODEL } ]",
+       "KIND_MODEL"},
       {"platform: \"tensorflow_savedmodel\"", "platform"},
       {"max_batch_size: 4 sequence_batching { }", "sequence batching"},
   };

@@ -6,29 +6,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu_executor.h"
-#include "server/executor_options_from_config.h"
+#include "server/executor_factory.h"
 #include "server/model_config_completion.h"
 #include "server/scheduler_options_from_config.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
 namespace {
-
-absl::StatusOr<std::vector<std::unique_ptr<ExecutorInstance>>> CreateInstances(
-    const std::shared_ptr<const Model>& model,
-    const inference::ModelConfig& config) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  auto options = CpuExecutorOptionsFromConfig(config, cores);
-  if (!options.ok()) return options.status();
-  std::vector<std::unique_ptr<ExecutorInstance>> instances;
-  for (int i = 0; i < InstanceCount(config); ++i) {
-    auto instance = CreateCpuExecutor(model, *options);
-    if (!instance.ok()) return instance.status();
-    instances.push_back(*std::move(instance));
-  }
-  return instances;
-}
 
 // Config settings that are accepted but have no effect here, said once per
 // load so that nobody believes they took effect.
@@ -71,7 +55,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     return s;
   }
   WarnIgnoredSettings(config);
-  auto instances = CreateInstances(*model, config);
+  auto instances = CreateExecutorInstances(*model, &config, {});
   if (!instances.ok()) return instances.status();
   auto batcher = DynamicBatcher::Create(
       SchedulerOptionsFromConfig(config, (*model)->signature(), clock),

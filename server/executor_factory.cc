@@ -1,0 +1,121 @@
+#include "server/executor_factory.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/cpu_executor.h"
+#include "server/executor_options_from_config.h"
+#include "spdlog/spdlog.h"
+
+namespace coalesce {
+namespace {
+
+using Instances = std::vector<std::unique_ptr<ExecutorInstance>>;
+using Group = inference::ModelInstanceGroup;
+
+absl::Status AddCpuInstances(const std::shared_ptr<const Model>& model,
+                             const inference::ModelConfig& config,
+                             const Group& group, Instances* instances) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  auto options = CpuExecutorOptionsFromConfig(config, cores);
+  if (!options.ok()) return options.status();
+  for (int i = 0; i < std::max(group.count(), 1); ++i) {
+    auto instance = CreateCpuExecutor(model, *options);
+    if (!instance.ok()) return instance.status();
+    instances->push_back(*std::move(instance));
+  }
+  return absl::OkStatus();
+}
+
+// The GPUs of `group` as the plugin sees them; FailedPrecondition with the
+// plugin's reason when there are none, InvalidArgument for a listed GPU that
+// does not exist.
+absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
+    const Group& group, const ExecutorFactoryOptions& options) {
+  auto plugin = LoadDevicePlugin(options.cuda_plugin_path);
+  if (!plugin.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no GPU executor: ", plugin.status().message(),
+        plugin.status().code() == absl::StatusCode::kNotFound
+            ? " (the server was built without the CUDA toolkit)"
+            : ""));
+  }
+  auto devices = (*plugin)->Devices();
+  if (!devices.ok()) {
+    return absl::FailedPreconditionError(devices.status().message());
+  }
+  if (group.gpus_size() == 0) return devices;
+  std::vector<DeviceInfo> chosen;
+  for (int gpu : group.gpus()) {
+    auto it = std::find_if(devices->begin(), devices->end(),
+                           [gpu](const DeviceInfo& d) { return d.ordinal == gpu; });
+    if (it == devices->end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GPU ", gpu, " is listed but only ", devices->size(),
+          " CUDA devices exist"));
+    }
+    chosen.push_back(*it);
+  }
+  return chosen;
+}
+
+absl::Status AddGpuInstances(const Group& group,
+                             const ExecutorFactoryOptions& options) {
+  auto gpus = GroupGpus(group, options);
+  if (!gpus.ok()) return gpus.status();
+  std::vector<std::string> names;
+  for (const DeviceInfo& d : *gpus) {
+    names.push_back(absl::StrCat("cuda:", d.ordinal, " ", d.name));
+  }
+  // The pipeline (engine/device/) is ready; the GPU operators that turn an
+  // ONNX model into a DeviceProgram are not built yet.
+  return absl::UnimplementedError(absl::StrCat(
+      "found ", absl::StrJoin(names, ", "),
+      ", but the CUDA executor has no operators yet: ONNX models run on the "
+      "CPU only (use KIND_CPU or KIND_AUTO)"));
+}
+
+absl::Status WithGroup(const absl::Status& status, const Group& group) {
+  return absl::Status(status.code(),
+                      absl::StrCat("instance_group '", group.name(), "' (",
+                                   Group::Kind_Name(group.kind()), "): ",
+                                   status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<Instances> CreateExecutorInstances(
+    const std::shared_ptr<const Model>& model, inference::ModelConfig* config,
+    const ExecutorFactoryOptions& options) {
+  Instances instances;
+  for (Group& group : *config->mutable_instance_group()) {
+    absl::Status status;
+    switch (group.kind()) {
+      case Group::KIND_GPU:
+        status = AddGpuInstances(group, options);
+        break;
+      case Group::KIND_AUTO: {
+        absl::Status gpu = AddGpuInstances(group, options);
+        if (gpu.ok()) {
+          group.set_kind(Group::KIND_GPU);
+          break;
+        }
+        spdlog::info("model '{}': instance_group '{}' is KIND_AUTO; using the "
+                     "CPU: {}", config->name(), group.name(), std::string(gpu.message()));
+        group.set_kind(Group::KIND_CPU);
+        status = AddCpuInstances(model, *config, group, &instances);
+        break;
+      }
+      default:
+        status = AddCpuInstances(model, *config, group, &instances);
+        break;
+    }
+    if (!status.ok()) return WithGroup(status, group);
+  }
+  return instances;
+}
+
+}  // namespace coalesce

@@ -1,0 +1,72 @@
+"""instance_group.kind: KIND_GPU is refused with the CUDA plugin's own reason
+on a machine without a GPU, KIND_AUTO falls back to the CPU and says why.
+
+COALESCE_CUDA_PLUGIN (set by CMake) is the plugin's path when the build made
+it, empty when the CUDA toolkit was not found. With the plugin built, the
+refusal must come from the loaded plugin reporting what the CUDA runtime said,
+which proves on every run that the plugin is found, loads and resolves its
+symbols. On a machine with a working GPU the refusal names the GPU instead
+(the CUDA executor has no operators yet).
+"""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import generate_models as gm
+from conftest import tiny_config
+from e2e_util import make_inputs
+
+PLUGIN = os.environ.get("COALESCE_CUDA_PLUGIN")
+
+
+def with_kind(name: str, kind: str) -> str:
+    return tiny_config(name).replace("kind: KIND_CPU", f"kind: {kind}")
+
+
+@pytest.fixture
+def placement_repo(tmp_path):
+    repo = tmp_path / "repo_placement"
+    gm.write_model(repo, "on_gpu", gm.make_tiny_model(), with_kind("on_gpu", "KIND_GPU"))
+    gm.write_model(repo, "on_auto", gm.make_tiny_model(), with_kind("on_auto", "KIND_AUTO"))
+    gm.write_model(repo, "on_cpu", gm.make_tiny_model(), tiny_config("on_cpu"))
+    return repo
+
+
+def test_plugin_path_is_known():
+    assert PLUGIN is not None, "COALESCE_CUDA_PLUGIN is not set: run through ctest"
+    if PLUGIN:
+        assert os.path.isfile(PLUGIN), f"CMake built the plugin at {PLUGIN}, but it is not there"
+
+
+def test_kind_gpu_is_refused_with_the_plugins_reason(start_server, placement_repo):
+    srv = start_server(placement_repo)
+    client = srv.client()
+    index = {m.name: m for m in client.get_model_repository_index().models}
+    assert index["on_cpu"].state == "READY", index["on_cpu"]
+    gpu = index["on_gpu"]
+    assert gpu.state == "UNAVAILABLE", gpu
+    assert "instance_group 'on_gpu_0' (KIND_GPU)" in gpu.reason, gpu.reason
+    if not PLUGIN:
+        assert "no device plugin at" in gpu.reason, gpu.reason
+    elif "found cuda:" in gpu.reason:  # a machine with a working GPU
+        assert "no operators yet" in gpu.reason, gpu.reason
+    else:
+        # The CUDA runtime's own words, reached through the loaded plugin.
+        assert re.search(r"no (usable )?CUDA device \(CUDA runtime \d+\.\d+", gpu.reason), gpu.reason
+        assert "cudaError" in gpu.reason or "no CUDA device" in gpu.reason, gpu.reason
+
+
+def test_kind_auto_falls_back_to_cpu_and_says_why(start_server, placement_repo):
+    srv = start_server(placement_repo)
+    client = srv.client()
+    assert client.is_model_ready("on_auto")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    result = client.infer("on_auto", make_inputs(x=x), client_timeout=30)
+    np.testing.assert_array_equal(result.as_numpy("y"), x * 2 + 1)
+    config = client.get_model_config("on_auto").config
+    assert [g.kind for g in config.instance_group] == [2], config.instance_group  # KIND_CPU
+    log = srv.log()
+    assert "instance_group 'on_auto_0' is KIND_AUTO; using the CPU" in log, log[-2000:]
