@@ -132,6 +132,14 @@ absl::Status CudaDevice::CopyToHost(DeviceStream& stream, void* host_dst,
                     "cudaMemcpyAsync to the host");
 }
 
+absl::Status CudaDevice::CopyOnDevice(DeviceStream& stream, void* device_dst,
+                                      const void* device_src, size_t bytes) {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  return CudaStatus(cudaMemcpyAsync(device_dst, device_src, bytes,
+                                    cudaMemcpyDeviceToDevice, StreamOf(stream)),
+                    "cudaMemcpyAsync on the device");
+}
+
 absl::Status CudaDevice::RecordEvent(DeviceEvent& event, DeviceStream& stream) {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   return CudaStatus(cudaEventRecord(EventOf(event), StreamOf(stream)),

@@ -32,6 +32,8 @@ class CudaDevice : public Device {
                             const void* host_src, size_t bytes) override;
   absl::Status CopyToHost(DeviceStream& stream, void* host_dst,
                           const void* device_src, size_t bytes) override;
+  absl::Status CopyOnDevice(DeviceStream& stream, void* device_dst,
+                            const void* device_src, size_t bytes) override;
   absl::Status RecordEvent(DeviceEvent& event, DeviceStream& stream) override;
   absl::Status StreamWaitEvent(DeviceStream& stream,
                                DeviceEvent& event) override;

@@ -72,6 +72,9 @@ class Device {
                                     const void* host_src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(DeviceStream& stream, void* host_dst,
                                   const void* device_src, size_t bytes) = 0;
+  // Device memory to device memory (Identity, Reshape, Concat), on `stream`.
+  virtual absl::Status CopyOnDevice(DeviceStream& stream, void* device_dst,
+                                    const void* device_src, size_t bytes) = 0;
 
   virtual absl::Status RecordEvent(DeviceEvent& event,
                                    DeviceStream& stream) = 0;

@@ -19,6 +19,8 @@ const char* KindName(SimulatedDevice::OpKind kind) {
       return "copy_to_device";
     case SimulatedDevice::OpKind::kCopyToHost:
       return "copy_to_host";
+    case SimulatedDevice::OpKind::kCopyOnDevice:
+      return "copy_on_device";
     case SimulatedDevice::OpKind::kKernel:
       return "kernel";
   }
@@ -201,6 +203,21 @@ absl::Status SimulatedDevice::CopyToHost(DeviceStream& stream, void* host_dst,
   return EnqueueOp(stream, std::move(op));
 }
 
+absl::Status SimulatedDevice::CopyOnDevice(DeviceStream& stream,
+                                           void* device_dst,
+                                           const void* device_src,
+                                           size_t bytes) {
+  Op op;
+  op.kind = OpKind::kCopyOnDevice;
+  op.reads = {{device_src, bytes}};
+  op.writes = {{device_dst, bytes}};
+  op.body = [=] {
+    std::memmove(device_dst, device_src, bytes);
+    return absl::OkStatus();
+  };
+  return EnqueueOp(stream, std::move(op));
+}
+
 absl::Status SimulatedDevice::Launch(DeviceStream& stream, Kernel kernel) {
   Op op;
   op.kind = OpKind::kKernel;
@@ -226,7 +243,7 @@ absl::Status SimulatedDevice::EnqueueOp(DeviceStream& stream, Op op) {
     op.index = next_index_[op.kind]++;
     op.stream = sim_stream.id;
     if (op.name.empty()) op.name = KindName(op.kind);
-    if (op.kind != OpKind::kKernel) {
+    if (op.kind == OpKind::kCopyToDevice || op.kind == OpKind::kCopyToHost) {
       const MemoryRegion& host =
           op.kind == OpKind::kCopyToDevice ? op.reads[0] : op.writes[0];
       if (!IsPinned(host.begin, host.bytes)) {

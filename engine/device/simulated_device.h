@@ -44,13 +44,14 @@ namespace coalesce {
 
 class SimulatedDevice : public Device {
  public:
-  enum class OpKind { kCopyToDevice, kCopyToHost, kKernel };
+  enum class OpKind { kCopyToDevice, kCopyToHost, kCopyOnDevice, kKernel };
 
   struct Options {
     size_t device_memory_bytes = size_t{1} << 30;
     size_t pinned_memory_bytes = size_t{1} << 30;
-    // A copy of n bytes takes copy_latency + n / copy_bytes_per_second
-    // (0 bytes per second: copies take no modelled time).
+    // A host<->device copy of n bytes takes copy_latency +
+    // n / copy_bytes_per_second; device-to-device copies take no time
+    // (0 bytes per second: only the latency).
     std::chrono::microseconds copy_latency{0};
     double copy_bytes_per_second = 0;
   };
@@ -97,6 +98,8 @@ class SimulatedDevice : public Device {
                             const void* host_src, size_t bytes) override;
   absl::Status CopyToHost(DeviceStream& stream, void* host_dst,
                           const void* device_src, size_t bytes) override;
+  absl::Status CopyOnDevice(DeviceStream& stream, void* device_dst,
+                            const void* device_src, size_t bytes) override;
   absl::Status RecordEvent(DeviceEvent& event, DeviceStream& stream) override;
   absl::Status StreamWaitEvent(DeviceStream& stream,
                                DeviceEvent& event) override;

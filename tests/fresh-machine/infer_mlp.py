@@ -8,13 +8,15 @@ README's first command starts the server. Exit codes tell it what to do:
   4  the server is live but mlp_classifier is not ready (still loading)
   1  a real failure: the infer failed or gave a wrong answer
 
-Usage: python3 tests/fresh-machine/infer_mlp.py [HOST:PORT]
+Usage: python3 tests/fresh-machine/infer_mlp.py [HOST:PORT [MODEL_REPOSITORY]]
+(the repository the server serves, for the reference run; default
+examples/models of this checkout)
 """
 import sys
 from pathlib import Path
 
 MODEL = "mlp_classifier"
-MODEL_FILE = Path(__file__).resolve().parents[2] / "examples/models" / MODEL / "1/model.onnx"
+DEFAULT_REPOSITORY = Path(__file__).resolve().parents[2] / "examples/models"
 
 try:
     import numpy as np
@@ -25,7 +27,7 @@ except ImportError as e:
     sys.exit(3)
 
 
-def main(url: str) -> int:
+def main(url: str, repository: Path) -> int:
     client = grpcclient.InferenceServerClient(url)
     try:
         if not client.is_server_live():
@@ -42,7 +44,8 @@ def main(url: str) -> int:
     inp.set_data_from_numpy(x)
     got = client.infer(MODEL, [inp]).as_numpy("probabilities")
 
-    want = ort.InferenceSession(str(MODEL_FILE), providers=["CPUExecutionProvider"]).run(
+    model_file = repository / MODEL / "1" / "model.onnx"
+    want = ort.InferenceSession(str(model_file), providers=["CPUExecutionProvider"]).run(
         ["probabilities"], {"input": x})[0]
     if got is None or got.shape != want.shape:
         print(f"wrong output shape: {None if got is None else got.shape}, want {want.shape}")
@@ -57,4 +60,5 @@ def main(url: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:8001"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:8001",
+                  Path(sys.argv[2]) if len(sys.argv) > 2 else DEFAULT_REPOSITORY))
