@@ -103,6 +103,10 @@ absl::StatusOr<Instances> CreateExecutorInstances(
           group.set_kind(Group::KIND_GPU);
           break;
         }
+        if (gpu.code() == absl::StatusCode::kInvalidArgument) {
+          status = gpu;  // a config error (a listed GPU that does not exist)
+          break;
+        }
         spdlog::info("model '{}': instance_group '{}' is KIND_AUTO; using the "
                      "CPU: {}", config->name(), group.name(), std::string(gpu.message()));
         group.set_kind(Group::KIND_CPU);

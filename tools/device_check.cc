@@ -120,9 +120,14 @@ absl::StatusOr<std::pair<std::shared_ptr<Device>, std::string>> OpenDevice(
                           std::string("simulated (8 GB/s modelled copies)"));
   }
   auto plugin = LoadDevicePlugin(flags.plugin);
-  if (!plugin.ok()) return absl::UnavailableError(plugin.status().message());
+  if (!plugin.ok()) {
+    // No plugin at all: no GPU support here. A plugin that does not load
+    // is a broken build or bundle: a failure, not "no GPU".
+    if (plugin.status().code() != absl::StatusCode::kNotFound) return plugin.status();
+    return absl::UnavailableError(plugin.status().message());
+  }
   auto devices = (*plugin)->Devices();
-  if (!devices.ok()) return absl::UnavailableError(devices.status().message());
+  if (!devices.ok()) return devices.status();  // Unavailable: no driver or device
   const DeviceInfo& d = devices->front();
   auto device = (*plugin)->OpenDevice(d.ordinal);
   if (!device.ok()) return device.status();
@@ -141,8 +146,10 @@ int Main(int argc, char** argv) {
   }
   auto opened = OpenDevice(flags);
   if (!opened.ok()) {
-    std::printf("no usable device: %s\n", std::string(opened.status().message()).c_str());
-    return opened.status().code() == absl::StatusCode::kUnavailable ? 2 : 1;
+    const bool no_device = opened.status().code() == absl::StatusCode::kUnavailable;
+    std::printf("%s: %s\n", no_device ? "no usable device" : "FAILED",
+                std::string(opened.status().message()).c_str());
+    return no_device ? 2 : 1;
   }
   std::printf("device: %s\n", opened->second.c_str());
   const int64_t floats = (flags.batch_mb << 20) / static_cast<int64_t>(sizeof(float));

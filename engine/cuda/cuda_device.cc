@@ -8,29 +8,43 @@
 namespace coalesce {
 namespace {
 
+// Destructors make their device current first, so that freeing on a thread
+// that never used it does not create a context on device 0.
 class CudaStream : public DeviceStream {
  public:
-  explicit CudaStream(cudaStream_t stream) : stream(stream) {}
-  ~CudaStream() override { cudaStreamDestroy(stream); }
+  CudaStream(int ordinal, cudaStream_t stream) : ordinal(ordinal), stream(stream) {}
+  ~CudaStream() override {
+    cudaSetDevice(ordinal);
+    cudaStreamDestroy(stream);
+  }
+  const int ordinal;
   const cudaStream_t stream;
 };
 
 class CudaEvent : public DeviceEvent {
  public:
-  explicit CudaEvent(cudaEvent_t event) : event(event) {}
-  ~CudaEvent() override { cudaEventDestroy(event); }
+  CudaEvent(int ordinal, cudaEvent_t event) : ordinal(ordinal), event(event) {}
+  ~CudaEvent() override {
+    cudaSetDevice(ordinal);
+    cudaEventDestroy(event);
+  }
+  const int ordinal;
   const cudaEvent_t event;
 };
 
 class CudaBuffer : public DeviceBuffer {
  public:
-  CudaBuffer(void* data, size_t size, bool pinned)
-      : data_(data), size_(size), pinned_(pinned) {}
-  ~CudaBuffer() override { pinned_ ? cudaFreeHost(data_) : cudaFree(data_); }
+  CudaBuffer(int ordinal, void* data, size_t size, bool pinned)
+      : ordinal_(ordinal), data_(data), size_(size), pinned_(pinned) {}
+  ~CudaBuffer() override {
+    cudaSetDevice(ordinal_);
+    pinned_ ? cudaFreeHost(data_) : cudaFree(data_);
+  }
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
 
  private:
+  const int ordinal_;
   void* const data_;
   const size_t size_;
   const bool pinned_;
@@ -76,19 +90,21 @@ absl::StatusOr<std::unique_ptr<DeviceStream>> CudaDevice::CreateStream() {
       !s.ok()) {
     return s;
   }
-  return std::make_unique<CudaStream>(stream);
+  return std::make_unique<CudaStream>(ordinal_, stream);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceEvent>> CudaDevice::CreateEvent() {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   cudaEvent_t event = nullptr;
   if (absl::Status s = CudaStatus(
-          cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+          // Blocking sync: the waiter threads sleep instead of spinning.
+          cudaEventCreateWithFlags(&event, cudaEventDisableTiming |
+                                               cudaEventBlockingSync),
           "cudaEventCreateWithFlags");
       !s.ok()) {
     return s;
   }
-  return std::make_unique<CudaEvent>(event);
+  return std::make_unique<CudaEvent>(ordinal_, event);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaDevice::AllocateDevice(
@@ -100,7 +116,7 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaDevice::AllocateDevice(
       !s.ok()) {
     return s;
   }
-  return std::make_unique<CudaBuffer>(p, bytes, /*pinned=*/false);
+  return std::make_unique<CudaBuffer>(ordinal_, p, bytes, /*pinned=*/false);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaDevice::AllocatePinnedHost(
@@ -113,7 +129,7 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaDevice::AllocatePinnedHost(
       !s.ok()) {
     return s;
   }
-  return std::make_unique<CudaBuffer>(p, bytes, /*pinned=*/true);
+  return std::make_unique<CudaBuffer>(ordinal_, p, bytes, /*pinned=*/true);
 }
 
 absl::Status CudaDevice::CopyToDevice(DeviceStream& stream, void* device_dst,
@@ -155,8 +171,10 @@ absl::Status CudaDevice::StreamWaitEvent(DeviceStream& stream,
 
 absl::Status CudaDevice::SynchronizeEvent(DeviceEvent& event) {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
-  return CudaStatus(cudaEventSynchronize(EventOf(event)),
-                    "cudaEventSynchronize");
+  // Only faults of work already enqueued surface here, and those leave the
+  // context unusable: every error from this call counts as sticky.
+  return MarkSticky(CudaStatus(cudaEventSynchronize(EventOf(event)),
+                               "cudaEventSynchronize"));
 }
 
 bool CudaDevice::IsSticky(const absl::Status& status) const {

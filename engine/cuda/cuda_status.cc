@@ -46,7 +46,13 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call) {
   absl::Status status(CodeFor(error),
                       absl::StrCat(call, ": ", cudaGetErrorName(error), ": ",
                                    cudaGetErrorString(error)));
-  if (IsStickyCudaError(error)) status.SetPayload(kStickyPayload, absl::Cord("1"));
+  if (IsStickyCudaError(error)) return MarkSticky(std::move(status));
+  cudaGetLastError();  // not sticky: clear it
+  return status;
+}
+
+absl::Status MarkSticky(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kStickyPayload, absl::Cord("1"));
   return status;
 }
 

@@ -4,7 +4,8 @@
 // Unavailable; anything else -> Internal. The message names the call and the
 // runtime's error name and text. Errors that leave the CUDA context unusable
 // (kernel faults: illegal address, launch failure, ...) carry a payload that
-// IsStickyCudaStatus recognises.
+// IsStickyCudaStatus recognises. A non-sticky error is also cleared from the
+// runtime's per-thread last error, so it cannot fail a later, unrelated call.
 #ifndef COALESCE_ENGINE_CUDA_CUDA_STATUS_H_
 #define COALESCE_ENGINE_CUDA_CUDA_STATUS_H_
 
@@ -20,6 +21,8 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call);
 
 bool IsStickyCudaError(cudaError_t error);
 bool IsStickyCudaStatus(const absl::Status& status);
+// `status` marked sticky (unchanged when OK).
+absl::Status MarkSticky(absl::Status status);
 
 }  // namespace coalesce
 

@@ -182,6 +182,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   BatchSlot* slot(int index) override { return slots_[index].get(); }
 
   std::shared_ptr<Event> CopyIn(BatchSlot* batch_slot) override {
+    absl::MutexLock lock(&enqueue_mu_);  // the program enqueues one at a time
     auto& slot = static_cast<PipelineSlot&>(*batch_slot);
     slot.copy_in_called = Clock::now();
     slot.batch_status = health();
@@ -202,6 +203,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   }
 
   std::shared_ptr<Event> Run(BatchSlot* batch_slot) override {
+    absl::MutexLock lock(&enqueue_mu_);  // the program enqueues one at a time
     auto& slot = static_cast<PipelineSlot&>(*batch_slot);
     slot.run_called = Clock::now();
     if (slot.batch_status.ok()) {
@@ -225,6 +227,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   }
 
   std::shared_ptr<Event> CopyOut(BatchSlot* batch_slot) override {
+    absl::MutexLock lock(&enqueue_mu_);  // the program enqueues one at a time
     auto& slot = static_cast<PipelineSlot&>(*batch_slot);
     slot.copy_out_called = Clock::now();
     if (slot.batch_status.ok()) {
@@ -256,14 +259,19 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   // Records `event` on `stream` after this step's work, even when the batch
   // already failed (part of it may be enqueued), so that the step's Event
   // completes only once everything enqueued for it has finished. Returns the
-  // event to synchronize, or null when the device is unusable.
+  // event to synchronize, or null when there is none; then the batch fails:
+  // on an unusable device the step's work will never run, and after a failed
+  // record nothing tells when it has, so the instance is marked unusable.
   DeviceEvent* Record(PipelineSlot& slot, DeviceEvent& event,
                       DeviceStream& stream) {
-    if (!health().ok()) return nullptr;
-    absl::Status recorded =
-        Annotate(device_->RecordEvent(event, stream), "device event");
-    if (recorded.ok()) return &event;
-    if (slot.batch_status.ok()) slot.batch_status = recorded;
+    absl::Status status = health();
+    if (status.ok()) {
+      status = device_->RecordEvent(event, stream);
+      if (status.ok()) return &event;
+      MarkUnhealthy(status);
+      status = WithContext(status, "device event");
+    }
+    if (slot.batch_status.ok()) slot.batch_status = status;
     return nullptr;
   }
 
@@ -289,6 +297,9 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
       copy_out_stream_;
   std::unique_ptr<StreamWaiter> copy_in_waiter_, compute_waiter_,
       copy_out_waiter_;
+  // Held while a step is enqueued: slots may be driven from several threads,
+  // and a program's Enqueue must not run twice at once.
+  absl::Mutex enqueue_mu_;
   mutable absl::Mutex mu_;
   absl::Status health_ ABSL_GUARDED_BY(mu_);
 };

@@ -24,7 +24,8 @@
 // Staging buffers grow (to the next power of two) and never shrink; running
 // out of device or pinned memory fails SetInputShapes with
 // ResourceExhausted, naming the tensor. Destruction waits for every
-// enqueued step to complete.
+// enqueued step to complete. CopyIn/Run/CopyOut may be called from several
+// threads (for different slots); they are serialized.
 #ifndef COALESCE_ENGINE_DEVICE_PIPELINED_EXECUTOR_H_
 #define COALESCE_ENGINE_DEVICE_PIPELINED_EXECUTOR_H_
 

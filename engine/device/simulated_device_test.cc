@@ -17,6 +17,13 @@ using ::testing::IsEmpty;
 
 constexpr absl::Duration kBound = absl::Seconds(20);  // only hit on failure
 
+// Declared after the streams: releases held ops before the streams drain, so
+// a failed assertion cannot leave a stream waiting forever.
+struct ReleaseHeldOps {
+  SimulatedDevice& device;
+  ~ReleaseHeldOps() { device.ReleaseAll(); }
+};
+
 template <typename T>
 T Must(absl::StatusOr<T> value) {
   EXPECT_TRUE(value.ok()) << value.status();
@@ -36,10 +43,10 @@ SimulatedDevice::Kernel Fill(void* p, size_t n, char value) {
 
 TEST(SimulatedDeviceTest, StreamRunsItsWorkInOrder) {
   SimulatedDevice device;
-  auto stream = Must(device.CreateStream());
   auto event = Must(device.CreateEvent());
   auto host = Must(device.AllocatePinnedHost(64));
   auto dev = Must(device.AllocateDevice(64));
+  auto stream = Must(device.CreateStream());
   std::memset(host->data(), 1, 64);
   ASSERT_TRUE(device.CopyToDevice(*stream, dev->data(), host->data(), 64).ok());
   ASSERT_TRUE(device.Launch(*stream, Fill(dev->data(), 32, 7)).ok());
@@ -58,11 +65,12 @@ TEST(SimulatedDeviceTest, StreamRunsItsWorkInOrder) {
 
 TEST(SimulatedDeviceTest, StreamWaitEventOrdersWorkAcrossStreams) {
   SimulatedDevice device;
-  auto a = Must(device.CreateStream());
-  auto b = Must(device.CreateStream());
   auto event = Must(device.CreateEvent());
   auto buf = Must(device.AllocateDevice(16));
   auto host = Must(device.AllocatePinnedHost(16));
+  auto a = Must(device.CreateStream());
+  auto b = Must(device.CreateStream());
+  ReleaseHeldOps release{device};
   device.Hold(Kind::kKernel, 0);
   ASSERT_TRUE(device.Launch(*a, Fill(buf->data(), 16, 3)).ok());
   ASSERT_TRUE(device.RecordEvent(*event, *a).ok());
@@ -81,10 +89,11 @@ TEST(SimulatedDeviceTest, StreamWaitEventOrdersWorkAcrossStreams) {
 
 TEST(SimulatedDeviceTest, ConcurrentAccessToTheSameMemoryIsReported) {
   SimulatedDevice device;
-  auto a = Must(device.CreateStream());
-  auto b = Must(device.CreateStream());
   auto buf = Must(device.AllocateDevice(64));
   auto host = Must(device.AllocatePinnedHost(64));
+  auto a = Must(device.CreateStream());
+  auto b = Must(device.CreateStream());
+  ReleaseHeldOps release{device};
   device.Hold(Kind::kKernel, 0);
   ASSERT_TRUE(device.Launch(*a, Fill(buf->data(), 64, 1)).ok());
   ASSERT_TRUE(device.AwaitStart(Kind::kKernel, 0, kBound));
@@ -100,10 +109,10 @@ TEST(SimulatedDeviceTest, ConcurrentAccessToTheSameMemoryIsReported) {
 
 TEST(SimulatedDeviceTest, CopyFromUnpinnedHostMemoryIsReported) {
   SimulatedDevice device;
-  auto stream = Must(device.CreateStream());
   auto event = Must(device.CreateEvent());
   auto buf = Must(device.AllocateDevice(8));
   char pageable[8] = {};
+  auto stream = Must(device.CreateStream());
   ASSERT_TRUE(device.CopyToDevice(*stream, buf->data(), pageable, 8).ok());
   ASSERT_TRUE(device.RecordEvent(*event, *stream).ok());
   ASSERT_TRUE(device.SynchronizeEvent(*event).ok());
@@ -124,9 +133,10 @@ TEST(SimulatedDeviceTest, MemoryBeyondCapacityIsResourceExhausted) {
 
 TEST(SimulatedDeviceTest, EnqueueFailureIsNotStickyButARunFaultIs) {
   SimulatedDevice device;
-  auto stream = Must(device.CreateStream());
   auto event = Must(device.CreateEvent());
   auto buf = Must(device.AllocateDevice(8));
+  auto stream = Must(device.CreateStream());
+  ReleaseHeldOps release{device};
   device.FailNextEnqueue(Kind::kKernel, absl::InternalError("bad launch"));
   absl::Status refused = device.Launch(*stream, Fill(buf->data(), 8, 1));
   EXPECT_EQ(refused.code(), absl::StatusCode::kInternal);
@@ -135,8 +145,10 @@ TEST(SimulatedDeviceTest, EnqueueFailureIsNotStickyButARunFaultIs) {
 
   const absl::Status fault = absl::InternalError("illegal address");
   device.FaultOnRun(Kind::kKernel, 1, fault);
+  device.Hold(Kind::kKernel, 1);  // so the fault comes after the record
   ASSERT_TRUE(device.Launch(*stream, Fill(buf->data(), 8, 2)).ok());
   ASSERT_TRUE(device.RecordEvent(*event, *stream).ok());
+  device.Release(Kind::kKernel, 1);
   EXPECT_EQ(device.SynchronizeEvent(*event), fault);
   EXPECT_TRUE(device.IsSticky(fault));
   EXPECT_EQ(device.Launch(*stream, Fill(buf->data(), 8, 3)), fault);
