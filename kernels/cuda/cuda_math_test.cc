@@ -1,0 +1,145 @@
+// The CUDA kernels' math, compiled for the host: activations and broadcast
+// indexing against double-precision references, and the Softmax partial
+// row combination against a direct computation, in several split orders.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/softmax_math.h"
+
+namespace coalesce::kernels::cuda {
+namespace {
+
+double Reference(Activation act, double x) {
+  switch (act) {
+    case Activation::kIdentity:
+      return x;
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case Activation::kTanh:
+      return std::tanh(x);
+    case Activation::kGeluErf:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x *
+             (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  return NAN;
+}
+
+TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
+  for (Activation act : {Activation::kIdentity, Activation::kRelu,
+                         Activation::kSigmoid, Activation::kTanh,
+                         Activation::kGeluErf, Activation::kGeluTanh}) {
+    for (int k = -1024; k <= 1024; ++k) {
+      const float x = k / 64.0f;  // [-16, 16]
+      const double want = Reference(act, x);
+      EXPECT_NEAR(ApplyActivation(act, x), want, 2e-6 * std::max(1.0, std::fabs(want)))
+          << "activation " << static_cast<int>(act) << " at " << x;
+    }
+  }
+}
+
+TEST(CudaMathTest, BinaryOps) {
+  EXPECT_EQ(ApplyBinary(BinaryOp::kAdd, 1.5f, 2.0f), 3.5f);
+  EXPECT_EQ(ApplyBinary(BinaryOp::kSub, 1.5f, 2.0f), -0.5f);
+  EXPECT_EQ(ApplyBinary(BinaryOp::kMul, 1.5f, 2.0f), 3.0f);
+  EXPECT_EQ(ApplyBinary(BinaryOp::kDiv, 1.5f, 2.0f), 0.75f);
+}
+
+// Offsets computed from coordinates one dimension at a time, for checking.
+void NaiveOffsets(const std::vector<int64_t>& out, const std::vector<int64_t>& a,
+                  const std::vector<int64_t>& b, int64_t index, int64_t* ao,
+                  int64_t* bo) {
+  std::vector<int64_t> coord(out.size());
+  for (int d = static_cast<int>(out.size()) - 1; d >= 0; --d) {
+    coord[d] = index % out[d];
+    index /= out[d];
+  }
+  auto offset = [&](const std::vector<int64_t>& dims) {
+    int64_t off = 0;
+    const size_t lead = out.size() - dims.size();
+    for (size_t d = 0; d < dims.size(); ++d) {
+      off = off * dims[d] + (dims[d] == 1 ? 0 : coord[lead + d]);
+    }
+    return off;
+  };
+  *ao = offset(a);
+  *bo = offset(b);
+}
+
+TEST(CudaMathTest, BroadcastOffsetsMatchCoordinates) {
+  struct Case {
+    std::vector<int64_t> a, b, out;
+  };
+  const Case cases[] = {
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}, {2, 3, 4}},
+      {{2, 3, 4}, {3, 1}, {2, 3, 4}},    {{1}, {5, 2}, {5, 2}},
+      {{4, 1, 3}, {1, 5, 1}, {4, 5, 3}}, {{2, 1, 1, 3}, {6, 1}, {2, 1, 6, 3}},
+      {{0, 3}, {3}, {0, 3}},
+  };
+  for (const Case& c : cases) {
+    BroadcastIndexer ix;
+    const int64_t n = MakeBroadcastIndexer(c.a.data(), c.a.size(), c.b.data(),
+                                           c.b.size(), &ix);
+    int64_t want_n = 1;
+    for (int64_t d : c.out) want_n *= d;
+    ASSERT_EQ(n, want_n);
+    ASSERT_EQ(ix.rank, static_cast<int>(c.out.size()));
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t a = 0, b = 0, want_a = 0, want_b = 0;
+      BroadcastOffsets(ix, i, &a, &b);
+      NaiveOffsets(c.out, c.a, c.b, i, &want_a, &want_b);
+      ASSERT_EQ(a, want_a) << "element " << i;
+      ASSERT_EQ(b, want_b) << "element " << i;
+    }
+  }
+}
+
+TEST(CudaMathTest, BroadcastRefusesWhatDoesNotBroadcast) {
+  BroadcastIndexer ix;
+  const int64_t a[] = {2, 3}, b[] = {4, 3};
+  EXPECT_EQ(MakeBroadcastIndexer(a, 2, b, 2, &ix), -1);
+  const int64_t deep[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(MakeBroadcastIndexer(deep, 9, a, 2, &ix), -1);
+}
+
+TEST(CudaMathTest, SoftmaxPartsCombineInAnyOrder) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-30.0f, 30.0f);
+  std::vector<float> row(1000);
+  for (float& x : row) x = value(rng);
+  double max = -INFINITY, sum = 0;
+  for (float x : row) max = std::max(max, double{x});
+  for (float x : row) sum += std::exp(x - max);
+
+  for (int parts : {1, 3, 7, 256, 1000}) {
+    // Thread t takes elements t, t + parts, ... (as the kernel strides), then
+    // the parts are combined pairwise as the block's tree reduction does.
+    std::vector<MaxSum> partial(parts, EmptyMaxSum());
+    for (size_t j = 0; j < row.size(); ++j) {
+      partial[j % parts] = AddElement(partial[j % parts], row[j]);
+    }
+    while (partial.size() > 1) {
+      std::vector<MaxSum> next;
+      for (size_t i = 0; i + 1 < partial.size(); i += 2) {
+        next.push_back(Combine(partial[i], partial[i + 1]));
+      }
+      if (partial.size() % 2 == 1) next.push_back(Combine(partial.back(), EmptyMaxSum()));
+      partial = next;
+    }
+    const MaxSum total = partial[0];
+    EXPECT_EQ(total.max, static_cast<float>(max)) << parts << " parts";
+    EXPECT_NEAR(total.sum, sum, 1e-5 * sum) << parts << " parts";
+    double softmax_sum = 0;
+    for (float x : row) softmax_sum += SoftmaxValue(x, total);
+    EXPECT_NEAR(softmax_sum, 1.0, 1e-5) << parts << " parts";
+  }
+}
+
+}  // namespace
+}  // namespace coalesce::kernels::cuda

@@ -1,0 +1,48 @@
+#include "kernels/cuda/elementwise.h"
+
+namespace coalesce::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 * 32 ? blocks : 65535 * 32);
+}
+
+__global__ void ActivationKernel(Activation act, const float* __restrict__ x,
+                                 float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    y[i] = ApplyActivation(act, x[i]);
+  }
+}
+
+__global__ void BinaryKernel(BinaryOp op, BroadcastIndexer ix, const float* a,
+                             const float* b, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t ai = 0, bi = 0;
+    BroadcastOffsets(ix, i, &ai, &bi);
+    y[i] = ApplyBinary(op, a[ai], b[bi]);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchActivation(Activation act, const float* x, float* y,
+                             int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  ActivationKernel<<<Blocks(n), kThreads, 0, stream>>>(act, x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBinary(BinaryOp op, const BroadcastIndexer& ix,
+                         const float* a, const float* b, float* y, int64_t n,
+                         cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, ix, a, b, y, n);
+  return cudaGetLastError();
+}
+
+}  // namespace coalesce::kernels::cuda

@@ -1,0 +1,13 @@
+// COALESCE_HD marks the math shared by CUDA kernels and host code: compiled
+// by nvcc it is __host__ __device__, by the host compiler a plain inline
+// function, so the same lines are unit-tested on machines without a GPU.
+#ifndef COALESCE_KERNELS_CUDA_HOST_DEVICE_H_
+#define COALESCE_KERNELS_CUDA_HOST_DEVICE_H_
+
+#ifdef __CUDACC__
+#define COALESCE_HD __host__ __device__ __forceinline__
+#else
+#define COALESCE_HD inline
+#endif
+
+#endif  // COALESCE_KERNELS_CUDA_HOST_DEVICE_H_
