@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The folder rule, checked on every build: server -> batching -> engine -> kernels.
+
+Every #include "..." of the project's own library sources is checked against
+what its folder may use. Tests (*_test.cc) and test fakes may reach further
+(a batching test may run the batcher on the simulated device); libraries may
+not. Third-party headers are checked too: only server/ (and tools, tests,
+benchmarks) may include gRPC, and only engine/cuda/ and kernels/cuda/ CUDA.
+
+Exit 0 when every include is allowed; 1 with one line per violation.
+Usage: python3 tests/layering/check_layering.py [REPO_ROOT]
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+# The coalesce_engine_api target: what batching/ may see of the engine.
+ENGINE_API = {
+    "engine/cpu_stream.h", "engine/data_type.h", "engine/event.h",
+    "engine/executor.h", "engine/shape.h", "engine/tensor_spec.h",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+CUDA = re.compile(r"^(cuda|cublas|cudnn|nvml|cuda_runtime)")
+GRPC = re.compile(r"^(grpc|grpcpp)/")
+
+
+def is_test_file(path: str) -> bool:
+    name = Path(path).name
+    return (name.endswith("_test.cc") or name.startswith("fake_") or "/testing/" in path
+            or name.startswith("recording_sink"))
+
+
+def allowed(src: str, inc: str) -> bool:
+    """May project file `src` include project header `inc`?"""
+    if src in ENGINE_API or src.replace(".cc", ".h") in ENGINE_API:
+        return inc in ENGINE_API
+    if src.startswith("kernels/cpu/"):
+        return inc.startswith("kernels/cpu/")
+    if src.startswith("kernels/cuda/"):
+        return inc.startswith("kernels/cuda/")
+    if src.startswith("engine/device/"):
+        return inc in ENGINE_API or inc.startswith("engine/device/")
+    if src.startswith("engine/cuda/"):
+        return (inc in ENGINE_API or inc.startswith(("engine/device/", "engine/cuda/",
+                                                     "kernels/cuda/")))
+    if src.startswith("engine/"):
+        return (inc.startswith(("engine/", "kernels/cpu/"))
+                and not inc.startswith(("engine/device/", "engine/cuda/")))
+    if src.startswith("batching/"):
+        return inc.startswith("batching/") or inc in ENGINE_API
+    if src.startswith("proto/"):
+        return inc.startswith("proto/")
+    if src.startswith("server/"):
+        return inc.startswith(("server/", "batching/", "engine/", "proto/"))
+    return True  # tools/, tests/, benchmarks/: end users of every layer
+
+
+def third_party_allowed(src: str, inc: str) -> bool:
+    if CUDA.match(inc):
+        return src.startswith(("engine/cuda/", "kernels/cuda/"))
+    if GRPC.match(inc):
+        return not src.startswith(("kernels/", "engine/", "batching/"))
+    return True
+
+
+def main(root: Path) -> int:
+    project_dirs = ("kernels", "engine", "batching", "proto", "server", "tools")
+    violations = []
+    checked = 0
+    for folder in project_dirs:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in (".h", ".cc", ".cu"):
+                continue
+            src = path.relative_to(root).as_posix()
+            for inc in INCLUDE.findall(path.read_text(errors="replace")):
+                checked += 1
+                own = inc.split("/")[0] in project_dirs + ("tests", "benchmarks")
+                if own and not is_test_file(src) and not allowed(src, inc):
+                    violations.append(f"{src}: includes {inc}")
+                if not own and not third_party_allowed(src, inc):
+                    violations.append(f"{src}: includes {inc} (not allowed in this layer)")
+    for v in violations:
+        print(v)
+    print(f"layering: {checked} includes checked, {len(violations)} violations")
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]))
