@@ -134,26 +134,30 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaDevice::AllocatePinnedHost(
 
 absl::Status CudaDevice::CopyToDevice(DeviceStream& stream, void* device_dst,
                                       const void* host_src, size_t bytes) {
-  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
-  return CudaStatus(cudaMemcpyAsync(device_dst, host_src, bytes,
-                                    cudaMemcpyHostToDevice, StreamOf(stream)),
-                    "cudaMemcpyAsync to the device");
+  return Memcpy(stream, device_dst, host_src, bytes, cudaMemcpyHostToDevice,
+                "cudaMemcpyAsync to the device");
 }
 
 absl::Status CudaDevice::CopyToHost(DeviceStream& stream, void* host_dst,
                                     const void* device_src, size_t bytes) {
-  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
-  return CudaStatus(cudaMemcpyAsync(host_dst, device_src, bytes,
-                                    cudaMemcpyDeviceToHost, StreamOf(stream)),
-                    "cudaMemcpyAsync to the host");
+  return Memcpy(stream, host_dst, device_src, bytes, cudaMemcpyDeviceToHost,
+                "cudaMemcpyAsync to the host");
 }
 
 absl::Status CudaDevice::CopyOnDevice(DeviceStream& stream, void* device_dst,
                                       const void* device_src, size_t bytes) {
+  return Memcpy(stream, device_dst, device_src, bytes, cudaMemcpyDeviceToDevice,
+                "cudaMemcpyAsync on the device");
+}
+
+absl::Status CudaDevice::Memcpy(DeviceStream& stream, void* dst,
+                                const void* src, size_t bytes, int direction,
+                                const char* what) const {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
-  return CudaStatus(cudaMemcpyAsync(device_dst, device_src, bytes,
-                                    cudaMemcpyDeviceToDevice, StreamOf(stream)),
-                    "cudaMemcpyAsync on the device");
+  return CudaStatus(
+      cudaMemcpyAsync(dst, src, bytes, static_cast<cudaMemcpyKind>(direction),
+                      StreamOf(stream)),
+      what);
 }
 
 absl::Status CudaDevice::RecordEvent(DeviceEvent& event, DeviceStream& stream) {

@@ -44,6 +44,10 @@ class CudaDevice : public Device {
   CudaDevice(int ordinal, std::string name)
       : ordinal_(ordinal), name_(std::move(name)) {}
   absl::Status MakeCurrent() const;
+  // cudaMemcpyAsync on `stream`; `direction` is a cudaMemcpyKind (kept out
+  // of this header's includes).
+  absl::Status Memcpy(DeviceStream& stream, void* dst, const void* src,
+                      size_t bytes, int direction, const char* what) const;
 
   const int ordinal_;
   const std::string name_;

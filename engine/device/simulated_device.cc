@@ -178,41 +178,32 @@ absl::Status SimulatedDevice::CopyToDevice(DeviceStream& stream,
                                            void* device_dst,
                                            const void* host_src,
                                            size_t bytes) {
-  Op op;
-  op.kind = OpKind::kCopyToDevice;
-  op.reads = {{host_src, bytes}};
-  op.writes = {{device_dst, bytes}};
-  op.body = [=] {
-    std::memcpy(device_dst, host_src, bytes);
-    return absl::OkStatus();
-  };
-  return EnqueueOp(stream, std::move(op));
+  return EnqueueCopy(stream, OpKind::kCopyToDevice, device_dst, host_src, bytes);
 }
 
 absl::Status SimulatedDevice::CopyToHost(DeviceStream& stream, void* host_dst,
                                          const void* device_src,
                                          size_t bytes) {
-  Op op;
-  op.kind = OpKind::kCopyToHost;
-  op.reads = {{device_src, bytes}};
-  op.writes = {{host_dst, bytes}};
-  op.body = [=] {
-    std::memcpy(host_dst, device_src, bytes);
-    return absl::OkStatus();
-  };
-  return EnqueueOp(stream, std::move(op));
+  return EnqueueCopy(stream, OpKind::kCopyToHost, host_dst, device_src, bytes);
 }
 
 absl::Status SimulatedDevice::CopyOnDevice(DeviceStream& stream,
                                            void* device_dst,
                                            const void* device_src,
                                            size_t bytes) {
+  return EnqueueCopy(stream, OpKind::kCopyOnDevice, device_dst, device_src,
+                     bytes);
+}
+
+absl::Status SimulatedDevice::EnqueueCopy(DeviceStream& stream, OpKind kind,
+                                          void* dst, const void* src,
+                                          size_t bytes) {
   Op op;
-  op.kind = OpKind::kCopyOnDevice;
-  op.reads = {{device_src, bytes}};
-  op.writes = {{device_dst, bytes}};
+  op.kind = kind;
+  op.reads = {{src, bytes}};
+  op.writes = {{dst, bytes}};
   op.body = [=] {
-    std::memmove(device_dst, device_src, bytes);
+    std::memmove(dst, src, bytes);
     return absl::OkStatus();
   };
   return EnqueueOp(stream, std::move(op));

@@ -131,6 +131,8 @@ class SimulatedDevice : public Device {
   using OpKey = std::pair<OpKind, int>;
 
   absl::Status EnqueueOp(DeviceStream& stream, Op op);
+  absl::Status EnqueueCopy(DeviceStream& stream, OpKind kind, void* dst,
+                           const void* src, size_t bytes);
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes,
                                                           bool pinned);
   void Free(const SimBuffer& buffer);
