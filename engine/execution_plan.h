@@ -1,12 +1,8 @@
-// ExecutionPlan: everything needed to run a Model on one set of concrete input
-// shapes: the inferred type and shape of every tensor, where each tensor lives
-// (caller's input/output buffers, the Model's constants, or an offset in a
-// scratch arena whose blocks are reused once a tensor is dead), and the node
-// order. Nodes whose inputs are all known at plan time (constants, or shapes
-// only, for Shape) and whose outputs are small are computed once while
-// planning; their outputs become plan-owned constants and Execute skips them.
-// Kernels that prepare per-shape work (PreparedKernel: oneDNN primitives,
-// packed weights) are prepared once here.
+// ExecutionPlan: a Model's NeutralPlan (engine/neutral_plan.h: every tensor's
+// type and shape, where it lives, the nodes computed while planning) bound to
+// the CPU: intermediate tensors get offsets in a scratch arena whose blocks
+// are reused once a tensor is dead, and kernels that prepare per-shape work
+// (PreparedKernel: oneDNN primitives, packed weights) are prepared once here.
 // Built once per distinct input-shape set (see PlanCache) and immutable
 // except for the PreparedKernels' reusable objects, so a plan runs one
 // Execute at a time: each executor instance owns its plans (PlanCache) and
@@ -22,23 +18,13 @@
 #include "absl/types/span.h"
 #include "engine/aligned_buffer.h"
 #include "engine/model.h"
+#include "engine/neutral_plan.h"
 #include "engine/node_profile.h"
 #include "engine/op_kernel.h"
 #include "engine/prepared_kernel.h"
 #include "engine/shape.h"
 
 namespace coalesce {
-
-// kConstant: a Model constant or a value the plan computed while planning.
-enum class ValueStorage { kNone, kInput, kConstant, kArena, kOutput };
-
-struct PlannedValue {
-  TensorInfo info;
-  size_t byte_size = 0;
-  ValueStorage storage = ValueStorage::kNone;
-  int io_index = -1;        // for kInput / kOutput
-  size_t arena_offset = 0;  // for kArena
-};
 
 class ExecutionPlan {
  public:
@@ -52,18 +38,19 @@ class ExecutionPlan {
   int num_inputs() const { return static_cast<int>(input_values_.size()); }
   int num_outputs() const { return static_cast<int>(output_values_.size()); }
   size_t input_byte_size(int i) const {
-    return values_[input_values_[i]].byte_size;
+    return values()[input_values_[i]].byte_size;
   }
   const Shape& output_shape(int i) const {
-    return values_[output_values_[i]].info.shape;
+    return values()[output_values_[i]].info.shape;
   }
   size_t output_byte_size(int i) const {
-    return values_[output_values_[i]].byte_size;
+    return values()[output_values_[i]].byte_size;
   }
   // Scratch bytes Execute needs: intermediate tensors, kernels' scratch and
   // a table of tensor addresses.
   size_t arena_bytes() const { return arena_bytes_; }
-  const std::vector<PlannedValue>& values() const { return values_; }
+  const std::vector<PlannedValue>& values() const { return neutral_->values; }
+  const NeutralPlan& neutral() const { return *neutral_; }
 
   // Runs every node in order. REQUIRES: inputs[i] holds input_byte_size(i)
   // bytes, outputs[i] has room for output_byte_size(i), arena for arena_bytes()
@@ -76,22 +63,18 @@ class ExecutionPlan {
                        NodeProfile* profile = nullptr) const;
 
  private:
-  explicit ExecutionPlan(std::shared_ptr<const Model> model);
+  ExecutionPlan(std::shared_ptr<const Model> model,
+                std::shared_ptr<const NeutralPlan> neutral);
 
-  absl::Status BindInputs(const std::vector<Shape>& input_shapes);
-  absl::Status InferNodes();
-  // Runs node `index` now when its outputs are knowable at plan time.
-  absl::Status MaybeFold(size_t index);
   absl::Status PrepareNodes();
-  void AssignStorage();
   void PlanArena();
 
   std::shared_ptr<const Model> model_;
-  std::vector<PlannedValue> values_;  // by value id
-  std::vector<int> input_values_;
-  std::vector<int> output_values_;
-  std::vector<bool> folded_;  // by node index: computed while planning
-  std::vector<AlignedBuffer> folded_data_;
+  std::shared_ptr<const NeutralPlan> neutral_;
+  const std::vector<int>& input_values_;
+  const std::vector<int>& output_values_;
+  // By value id: offsets of intermediate values in the arena.
+  std::vector<size_t> arena_offsets_;
   // By node index; null where the kernel's plain Run is used.
   std::vector<std::unique_ptr<PreparedKernel>> prepared_;
   std::vector<size_t> scratch_offsets_;  // by node index, into the arena

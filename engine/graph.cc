@@ -23,6 +23,41 @@ bool IsConstantNode(const onnx::NodeProto& node) {
   return node.op_type() == "Constant" && IsDefaultDomain(node.domain());
 }
 
+// The attributes a device kernel may read (tensors and graphs are skipped:
+// no operator that reaches a plan reads them).
+NodeAttributes AttributesOf(const onnx::NodeProto& proto) {
+  NodeAttributes attributes;
+  for (const onnx::AttributeProto& a : proto.attribute()) {
+    NodeAttribute v;
+    switch (a.type()) {
+      case onnx::AttributeProto::INT:
+        v.kind = NodeAttribute::Kind::kInt;
+        v.i = a.i();
+        break;
+      case onnx::AttributeProto::FLOAT:
+        v.kind = NodeAttribute::Kind::kFloat;
+        v.f = a.f();
+        break;
+      case onnx::AttributeProto::STRING:
+        v.kind = NodeAttribute::Kind::kString;
+        v.s = a.s();
+        break;
+      case onnx::AttributeProto::INTS:
+        v.kind = NodeAttribute::Kind::kInts;
+        v.ints.assign(a.ints().begin(), a.ints().end());
+        break;
+      case onnx::AttributeProto::FLOATS:
+        v.kind = NodeAttribute::Kind::kFloats;
+        v.floats.assign(a.floats().begin(), a.floats().end());
+        break;
+      default:
+        continue;
+    }
+    attributes.Set(a.name(), std::move(v));
+  }
+  return attributes;
+}
+
 std::string NodeLabel(const onnx::NodeProto& node) {
   return absl::StrCat("node '", node.name(), "' (op '", node.op_type(), "')");
 }
@@ -216,6 +251,8 @@ absl::Status GraphBuilder::AddNode(const onnx::NodeProto& proto) {
   GraphNode node;
   node.name = proto.name();
   node.op_type = proto.op_type();
+  node.domain = IsDefaultDomain(proto.domain()) ? "" : proto.domain();
+  node.attributes = AttributesOf(proto);
   for (const std::string& in : proto.input()) {
     node.inputs.push_back(in.empty() ? -1 : ValueId(in));
   }

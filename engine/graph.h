@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/aligned_buffer.h"
 #include "engine/data_type.h"
+#include "engine/neutral_plan.h"
 #include "engine/op_kernel.h"
 #include "engine/shape.h"
 
@@ -35,6 +36,8 @@ struct ConstantTensor {
 struct GraphNode {
   std::string name;
   std::string op_type;
+  std::string domain;  // "" for ONNX's default domain
+  NodeAttributes attributes;  // for device executors (engine/neutral_plan.h)
   std::vector<int> inputs;  // value ids; -1 for an omitted optional input
   std::vector<int> outputs;
   std::unique_ptr<const OpKernel> kernel;

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/data_type.h"
+#include "engine/neutral_plan.h"
 #include "engine/shape.h"
 
 namespace onnx {
@@ -26,17 +27,8 @@ namespace coalesce {
 
 class PreparedKernel;
 
-// What shape inference knows about a tensor: its type, its concrete shape and,
-// when known at plan time, its value: initializers, constants, and outputs the
-// plan computed while planning (see OpKernel::ReadsOnlyInputShapes), such as
-// the int64 shape arithmetic exporters emit (Shape -> Gather -> Concat).
-struct TensorInfo {
-  DataType dtype = DataType::kInvalid;
-  Shape shape;
-  const char* constant_data = nullptr;  // null unless known at plan time
-
-  bool present() const { return dtype != DataType::kInvalid; }
-};
+// TensorInfo (engine/neutral_plan.h): what shape inference knows about a
+// tensor, including its value when known at plan time.
 
 // A tensor bound to memory during a run. `shape` points into the plan.
 struct ConstTensorView {
