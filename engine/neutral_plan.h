@@ -95,6 +95,7 @@ struct PlanNode {
 };
 
 struct NeutralPlan {
+  int64_t opset = 0;                 // the model's default-domain opset
   std::vector<PlannedValue> values;  // by value id
   const std::vector<std::string>* value_names = nullptr;  // by value id
   std::vector<PlanNode> nodes;       // topological order

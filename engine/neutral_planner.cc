@@ -37,6 +37,11 @@ absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
   return static_cast<size_t>(*count * elem);
 }
 
+PlanNode PlanNodeOf(const GraphNode& node) {
+  return {&node.name,      &node.op_type, &node.domain, &node.attributes,
+          node.inputs,     node.outputs,  false};
+}
+
 class Planner {
  public:
   explicit Planner(std::shared_ptr<const Model> model)
@@ -47,6 +52,7 @@ class Planner {
     plan_ = std::make_shared<NeutralPlan>();
     plan_->owner.push_back(model_);
     plan_->value_names = &graph_.value_names;
+    plan_->opset = model_->opset_version();
     if (absl::Status s = BindInputs(input_shapes); !s.ok()) return s;
     if (absl::Status s = InferNodes(); !s.ok()) return s;
     AssignStorage();
@@ -115,9 +121,7 @@ std::string Planner::DescribeInputs(const GraphNode& node) const {
 absl::Status Planner::InferNodes() {
   for (size_t n = 0; n < graph_.nodes.size(); ++n) {
     const GraphNode& node = graph_.nodes[n];
-    plan_->nodes.push_back({&node.name, &node.op_type, &node.domain,
-                            &node.attributes, node.inputs, node.outputs,
-                            false});
+    plan_->nodes.push_back(PlanNodeOf(node));
     if (absl::Status s = InferNode(node); !s.ok()) return s;
     if (absl::Status s = MaybeFold(n); !s.ok()) {
       return absl::Status(
@@ -237,6 +241,13 @@ NeutralPlanner MakeNeutralPlanner(std::shared_ptr<const Model> model) {
   return [model](const std::vector<Shape>& input_shapes) {
     return BuildNeutralPlan(model, input_shapes);
   };
+}
+
+std::vector<PlanNode> ModelNodes(const Model& model) {
+  std::vector<PlanNode> nodes;
+  for (const GraphNode& node : model.graph().nodes)
+    nodes.push_back(PlanNodeOf(node));
+  return nodes;
 }
 
 }  // namespace coalesce

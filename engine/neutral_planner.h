@@ -25,6 +25,10 @@ absl::StatusOr<std::shared_ptr<const NeutralPlan>> BuildNeutralPlan(
 // The NeutralPlanner of `model`, for device executors.
 NeutralPlanner MakeNeutralPlanner(std::shared_ptr<const Model> model);
 
+// Every node of `model` as a NeutralPlan lists them, without shapes (for a
+// device's load-time check). Valid while `model` lives.
+std::vector<PlanNode> ModelNodes(const Model& model);
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_NEUTRAL_PLANNER_H_

@@ -4,7 +4,6 @@
 #include <bit>
 #include <chrono>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
@@ -12,16 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/data_type.h"
+#include "engine/device/status_context.h"
 #include "engine/device/stream_waiter.h"
 
 namespace coalesce {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-absl::Status WithContext(const absl::Status& status, absl::string_view what) {
-  return absl::Status(status.code(), absl::StrCat(what, ": ", status.message()));
-}
 
 std::chrono::nanoseconds Span(Clock::time_point from, Clock::time_point to) {
   return std::max(std::chrono::nanoseconds(0), to - from);

@@ -8,12 +8,22 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/softmax_math.h"
+#include "kernels/cuda/transpose_math.h"
 
 namespace coalesce::kernels::cuda {
 namespace {
 
+// LeakyRelu's slope and Clip's bounds in the tests below.
+constexpr float kAlpha = -0.75f, kBeta = 2.5f;
+
 double Reference(Activation act, double x) {
   switch (act) {
+    case Activation::kLeakyRelu:
+      return x >= 0 ? x : kAlpha * x;
+    case Activation::kClip:
+      return std::min<double>(std::max<double>(x, kAlpha), kBeta);
+    case Activation::kErf:
+      return std::erf(x);
     case Activation::kIdentity:
       return x;
     case Activation::kRelu:
@@ -34,11 +44,13 @@ double Reference(Activation act, double x) {
 TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
   for (Activation act : {Activation::kIdentity, Activation::kRelu,
                          Activation::kSigmoid, Activation::kTanh,
-                         Activation::kGeluErf, Activation::kGeluTanh}) {
+                         Activation::kGeluErf, Activation::kGeluTanh,
+                         Activation::kLeakyRelu, Activation::kClip,
+                         Activation::kErf}) {
     for (int k = -1024; k <= 1024; ++k) {
       const float x = k / 64.0f;  // [-16, 16]
       const double want = Reference(act, x);
-      EXPECT_NEAR(ApplyActivation(act, x), want, 2e-6 * std::max(1.0, std::fabs(want)))
+      EXPECT_NEAR(ApplyActivation(act, x, kAlpha, kBeta), want, 2e-6 * std::max(1.0, std::fabs(want)))
           << "activation " << static_cast<int>(act) << " at " << x;
     }
   }
@@ -139,6 +151,42 @@ TEST(CudaMathTest, SoftmaxPartsCombineInAnyOrder) {
     for (float x : row) softmax_sum += SoftmaxValue(x, total);
     EXPECT_NEAR(softmax_sum, 1.0, 1e-5) << parts << " parts";
   }
+}
+
+// Every output element of a rank-4 transpose, against coordinates mapped
+// one axis at a time.
+TEST(CudaMathTest, TransposeOffsetsMatchCoordinates) {
+  const std::vector<int64_t> in = {2, 3, 4, 5};
+  for (const std::vector<int64_t>& perm :
+       {std::vector<int64_t>{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 1, 3},
+        {1, 3, 0, 2}, {2, 0, 3, 1}}) {
+    TransposeIndexer ix;
+    ASSERT_EQ(MakeTransposeIndexer(in.data(), perm.data(), 4, &ix), 120);
+    std::vector<int64_t> out(4);
+    for (int d = 0; d < 4; ++d) out[d] = in[perm[d]];
+    for (int64_t index = 0; index < 120; ++index) {
+      std::vector<int64_t> coord(4);  // output coordinates
+      int64_t rest = index;
+      for (int d = 3; d >= 0; --d) {
+        coord[d] = rest % out[d];
+        rest /= out[d];
+      }
+      std::vector<int64_t> in_coord(4);
+      for (int d = 0; d < 4; ++d) in_coord[perm[d]] = coord[d];
+      const int64_t want =
+          ((in_coord[0] * in[1] + in_coord[1]) * in[2] + in_coord[2]) * in[3] +
+          in_coord[3];
+      EXPECT_EQ(TransposeSourceOffset(ix, index), want) << index;
+    }
+  }
+}
+
+TEST(CudaMathTest, TransposeRejectsBadPermutations) {
+  const int64_t in[] = {2, 3};
+  TransposeIndexer ix;
+  const int64_t repeated[] = {0, 0}, out_of_range[] = {0, 2};
+  EXPECT_EQ(MakeTransposeIndexer(in, repeated, 2, &ix), -1);
+  EXPECT_EQ(MakeTransposeIndexer(in, out_of_range, 2, &ix), -1);
 }
 
 }  // namespace

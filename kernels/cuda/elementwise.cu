@@ -10,11 +10,11 @@ int Blocks(int64_t n) {
   return static_cast<int>(blocks < 65535 * 32 ? blocks : 65535 * 32);
 }
 
-__global__ void ActivationKernel(Activation act, const float* __restrict__ x,
-                                 float* y, int64_t n) {
+__global__ void ActivationKernel(Activation act, float alpha, float beta,
+                                 const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    y[i] = ApplyActivation(act, x[i]);
+    y[i] = ApplyActivation(act, x[i], alpha, beta);
   }
 }
 
@@ -30,10 +30,12 @@ __global__ void BinaryKernel(BinaryOp op, BroadcastIndexer ix, const float* a,
 
 }  // namespace
 
-cudaError_t LaunchActivation(Activation act, const float* x, float* y,
-                             int64_t n, cudaStream_t stream) {
+cudaError_t LaunchActivation(Activation act, float alpha, float beta,
+                             const float* x, float* y, int64_t n,
+                             cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  ActivationKernel<<<Blocks(n), kThreads, 0, stream>>>(act, x, y, n);
+  ActivationKernel<<<Blocks(n), kThreads, 0, stream>>>(act, alpha, beta, x, y,
+                                                       n);
   return cudaGetLastError();
 }
 

@@ -12,9 +12,10 @@
 
 namespace coalesce::kernels::cuda {
 
-// y[i] = act(x[i]) for i < n.
-cudaError_t LaunchActivation(Activation act, const float* x, float* y,
-                             int64_t n, cudaStream_t stream);
+// y[i] = act(x[i]) for i < n (alpha, beta: ApplyActivation's parameters).
+cudaError_t LaunchActivation(Activation act, float alpha, float beta,
+                             const float* x, float* y, int64_t n,
+                             cudaStream_t stream);
 
 // y[i] = a[i'] op b[i''] over the broadcast `ix` describes; n is the output's
 // element count (MakeBroadcastIndexer's result).

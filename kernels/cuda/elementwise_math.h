@@ -12,12 +12,30 @@
 
 namespace coalesce::kernels::cuda {
 
-enum class Activation { kIdentity, kRelu, kSigmoid, kTanh, kGeluErf, kGeluTanh };
+enum class Activation {
+  kIdentity,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kGeluErf,
+  kGeluTanh,
+  kLeakyRelu,
+  kClip,
+  kErf,
+};
 
 // ONNX semantics: Gelu (approximate="none") is 0.5 x (1 + erf(x / sqrt 2)),
-// the form ONNX exports use; kGeluTanh is approximate="tanh".
-COALESCE_HD float ApplyActivation(Activation act, float x) {
+// the form ONNX exports use; kGeluTanh is approximate="tanh". LeakyRelu's
+// slope is `alpha`; Clip's bounds are [alpha, beta] (NaN stays NaN).
+COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
+                                  float beta = 0.0f) {
   switch (act) {
+    case Activation::kLeakyRelu:
+      return x >= 0.0f ? x : alpha * x;
+    case Activation::kClip:
+      return x < alpha ? alpha : (x > beta ? beta : x);
+    case Activation::kErf:
+      return erff(x);
     case Activation::kRelu:
       return x > 0.0f ? x : 0.0f;
     case Activation::kSigmoid:

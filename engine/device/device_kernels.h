@@ -1,0 +1,110 @@
+// DeviceKernels: the operator primitives one device offers a GraphProgram
+// (graph_program.h), enqueued on a stream of that device over its memory.
+// Tensors are dense, row-major float32 unless a method says otherwise.
+//
+// Implementations: CUDA (the plugin: cuBLASLt and kernels/cuda/) and, for
+// tests, the simulated device's (host functions run on its streams). Each
+// executor instance owns one DeviceKernels (library handles, workspaces) and
+// calls it from one thread at a time, with streams of its own device.
+// A method that returns an error enqueued nothing; errors while the work
+// runs surface on the stream as the device's sticky fault (device.h).
+#ifndef COALESCE_ENGINE_DEVICE_DEVICE_KERNELS_H_
+#define COALESCE_ENGINE_DEVICE_DEVICE_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/device/device.h"
+#include "engine/shape.h"
+
+namespace coalesce {
+
+// Elementwise functions. kGeluErf is 0.5 x (1 + erf(x / sqrt 2)) (ONNX Gelu,
+// approximate "none": what exporters emit); kGeluTanh is approximate "tanh".
+enum class DeviceActivation {
+  kIdentity,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kGeluErf,
+  kGeluTanh,
+  kLeakyRelu,  // x >= 0 ? x : alpha x
+  kClip,       // min(max(x, alpha), beta)
+  kErf,
+};
+
+struct ActivationSpec {
+  DeviceActivation kind = DeviceActivation::kIdentity;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+enum class DeviceBinaryOp { kAdd, kSub, kMul, kDiv };
+
+// C[i] = act(alpha * op(A[i]) op(B[i]) + bias) for i < batch, where op
+// transposes when asked, op(A) is m x k, op(B) is k x n, C is m x n, all
+// row-major and packed (leading dimension = row length). Matrix i of X
+// starts at X + i * stride_x elements; a stride of 0 repeats one matrix.
+// `bias`, when not null, has n elements added to every row (before act).
+// Computed in float32 throughout (no TF32).
+struct GemmArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.0f;
+  // Implementations fuse what their library fuses (cuBLASLt: Relu, GeluErf)
+  // and apply anything else after the product.
+  ActivationSpec activation;
+};
+
+class DeviceKernels {
+ public:
+  virtual ~DeviceKernels() = default;
+
+  // "cuBLASLt 13.0.0 (libcublasLt.so.13 from ...)": for logs and gpu-check.
+  virtual std::string description() const = 0;
+
+  virtual absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) = 0;
+
+  // y = f(x) for `count` elements; y may equal x.
+  virtual absl::Status Activation(DeviceStream& stream, ActivationSpec f,
+                                  const float* x, float* y,
+                                  int64_t count) = 0;
+
+  // y = a op b with NumPy broadcasting of the two shapes (rank <= 8) to
+  // y's. y may equal a or b when that input is not broadcast.
+  virtual absl::Status Binary(DeviceStream& stream, DeviceBinaryOp op,
+                              const float* a, const Shape& a_shape,
+                              const float* b, const Shape& b_shape,
+                              float* y) = 0;
+
+  // Softmax over each row of a [rows, cols] matrix.
+  virtual absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+                               int64_t rows, int64_t cols) = 0;
+
+  // y = x with its axes permuted (y's axis i is x's axis perm[i]), for
+  // elements of `element_bytes` (1, 2, 4 or 8) bytes and rank <= 8.
+  virtual absl::Status Transpose(DeviceStream& stream, const void* x,
+                                 const Shape& x_shape,
+                                 const std::vector<int64_t>& perm,
+                                 size_t element_bytes, void* y) = 0;
+
+  // Copies `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
+  // apart to rows `dst_pitch` bytes apart, device to device (Concat).
+  virtual absl::Status Copy2D(DeviceStream& stream, void* dst,
+                              size_t dst_pitch, const void* src,
+                              size_t src_pitch, size_t row_bytes,
+                              size_t rows) = 0;
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_DEVICE_KERNELS_H_

@@ -1,0 +1,526 @@
+#include "engine/device/device_ops.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace coalesce {
+namespace {
+
+// One node being lowered: its plan, shapes and attributes.
+class NodeView {
+ public:
+  NodeView(const NeutralPlan& plan, const PlanNode& node)
+      : plan_(plan), node_(node) {}
+
+  const PlanNode& node() const { return node_; }
+  const NodeAttributes& attrs() const { return *node_.attributes; }
+  int64_t opset() const { return plan_.opset; }
+  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
+  bool has_input(int i) const {
+    return i < num_inputs() && node_.inputs[i] >= 0;
+  }
+  int in_id(int i) const { return node_.inputs[i]; }
+  int out_id(int i) const { return node_.outputs[i]; }
+  const PlannedValue& in(int i) const { return plan_.values[in_id(i)]; }
+  const PlannedValue& out(int i) const { return plan_.values[out_id(i)]; }
+  const Shape& in_shape(int i) const { return in(i).info.shape; }
+  const Shape& out_shape(int i) const { return out(i).info.shape; }
+
+  // Unimplemented unless the listed inputs and output 0 are float32.
+  absl::Status RequireFloat(std::initializer_list<int> inputs) const {
+    for (int i : inputs) {
+      if (has_input(i) && in(i).info.dtype != DataType::kFp32) {
+        return absl::UnimplementedError(absl::StrCat(
+            "input ", i, " is ", std::string(DataTypeName(in(i).info.dtype)),
+            "; the GPU computes float32 only"));
+      }
+    }
+    if (out(0).info.dtype != DataType::kFp32) {
+      return absl::UnimplementedError(
+          absl::StrCat("output is ", std::string(DataTypeName(out(0).info.dtype)),
+                       "; the GPU computes float32 only"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A scalar float input known at plan time (Clip's bounds).
+  absl::StatusOr<float> ConstantScalar(int i, float default_value) const {
+    if (!has_input(i)) return default_value;
+    const TensorInfo& info = in(i).info;
+    if (info.constant_data == nullptr || info.dtype != DataType::kFp32 ||
+        in(i).byte_size != sizeof(float)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input ", i, " must be a float32 scalar known at load time"));
+    }
+    return *reinterpret_cast<const float*>(info.constant_data);
+  }
+
+ private:
+  const NeutralPlan& plan_;
+  const PlanNode& node_;
+};
+
+float* F(const StepContext& c, int id) {
+  return static_cast<float*>(c.addresses[id]);
+}
+
+int64_t Product(const Shape& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
+
+int64_t Count(const Shape& shape) { return Product(shape, 0, shape.size()); }
+
+// -- activations --------------------------------------------------------
+
+absl::StatusOr<ActivationSpec> ActivationByName(const std::string& name,
+                                                float alpha, float beta) {
+  static const auto* kinds = new std::map<std::string, DeviceActivation>{
+      {"Relu", DeviceActivation::kRelu},
+      {"Sigmoid", DeviceActivation::kSigmoid},
+      {"Tanh", DeviceActivation::kTanh},
+      {"LeakyRelu", DeviceActivation::kLeakyRelu},
+      {"Clip", DeviceActivation::kClip},
+      {"Erf", DeviceActivation::kErf},
+  };
+  if (name.empty()) return ActivationSpec{};
+  auto it = kinds->find(name);
+  if (it == kinds->end()) {
+    return absl::UnimplementedError(
+        absl::StrCat("activation '", name, "' is not supported on the GPU"));
+  }
+  return ActivationSpec{it->second, alpha, beta};
+}
+
+// The activation of an elementwise node (Relu, Gelu, Clip, ...).
+absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
+  const std::string& op = *v.node().op_type;
+  if (op == "Gelu") {
+    auto approximate = v.attrs().GetString("approximate", "none");
+    if (!approximate.ok()) return approximate.status();
+    if (*approximate == "none") return ActivationSpec{DeviceActivation::kGeluErf};
+    if (*approximate == "tanh") return ActivationSpec{DeviceActivation::kGeluTanh};
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown approximate '", *approximate, "'"));
+  }
+  if (op == "LeakyRelu") {
+    auto alpha = v.attrs().GetFloat("alpha", 0.01f);
+    if (!alpha.ok()) return alpha.status();
+    return ActivationSpec{DeviceActivation::kLeakyRelu, *alpha};
+  }
+  if (op == "Clip") {
+    const float lo = -std::numeric_limits<float>::infinity();
+    const float hi = std::numeric_limits<float>::infinity();
+    if (v.opset() < 11) {
+      auto min = v.attrs().GetFloat("min", lo);
+      auto max = v.attrs().GetFloat("max", hi);
+      if (!min.ok()) return min.status();
+      if (!max.ok()) return max.status();
+      return ActivationSpec{DeviceActivation::kClip, *min, *max};
+    }
+    return ActivationSpec{DeviceActivation::kClip};  // bounds: LowerActivation
+  }
+  return ActivationByName(op, 0.0f, 0.0f);
+}
+
+// The optimizer's fused activation attributes (FusedGemm, FusedMatMul).
+absl::StatusOr<ActivationSpec> FusedActivation(const NodeAttributes& attrs) {
+  auto name = attrs.GetString("activation", "");
+  auto alpha = attrs.GetFloat("activation_alpha", 0.0f);
+  auto beta = attrs.GetFloat("activation_beta", 0.0f);
+  for (const absl::Status& s : {name.status(), alpha.status(), beta.status()})
+    if (!s.ok()) return s;
+  return ActivationByName(*name, *alpha, *beta);
+}
+
+absl::Status CheckActivation(const PlanNode& node, int64_t opset) {
+  NeutralPlan plan;
+  plan.opset = opset;
+  return NodeActivation(NodeView(plan, node)).status();
+}
+
+absl::StatusOr<LoweredNode> LowerActivation(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
+  auto spec = NodeActivation(v);
+  if (!spec.ok()) return spec.status();
+  if (*v.node().op_type == "Clip" && v.opset() >= 11) {
+    auto lo = v.ConstantScalar(1, -std::numeric_limits<float>::infinity());
+    auto hi = v.ConstantScalar(2, std::numeric_limits<float>::infinity());
+    if (!lo.ok()) return lo.status();
+    if (!hi.ok()) return hi.status();
+    spec->alpha = *lo;
+    spec->beta = *hi;
+  }
+  const int x = v.in_id(0), y = v.out_id(0);
+  const int64_t n = Count(v.out_shape(0));
+  LoweredNode lowered;
+  lowered.reads = {x};
+  lowered.steps.push_back([=, f = *spec](const StepContext& c) {
+    return c.kernels.Activation(c.stream, f, F(c, x), F(c, y), n);
+  });
+  return lowered;
+}
+
+// -- binary arithmetic --------------------------------------------------
+
+DeviceBinaryOp BinaryOf(const std::string& op) {
+  if (op == "Sub") return DeviceBinaryOp::kSub;
+  if (op == "Mul") return DeviceBinaryOp::kMul;
+  if (op == "Div") return DeviceBinaryOp::kDiv;
+  return DeviceBinaryOp::kAdd;
+}
+
+absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1}); !s.ok()) return s;
+  if (v.in_shape(0).size() > 8 || v.in_shape(1).size() > 8) {
+    return absl::UnimplementedError("rank above 8");
+  }
+  const int a = v.in_id(0), b = v.in_id(1), y = v.out_id(0);
+  const Shape a_shape = v.in_shape(0), b_shape = v.in_shape(1);
+  const DeviceBinaryOp op = BinaryOf(*v.node().op_type);
+  LoweredNode lowered;
+  lowered.reads = {a, b};
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.Binary(c.stream, op, F(c, a), a_shape, F(c, b), b_shape,
+                            F(c, y));
+  });
+  return lowered;
+}
+
+// -- Gemm and MatMul ----------------------------------------------------
+
+// Appends the steps that follow a product into y: adding a C that is not a
+// bias row (Gemm), then an activation the GEMM did not fuse.
+void AddEpilogue(LoweredNode& lowered, int y, const Shape& y_shape, int c,
+                 const Shape& c_shape, ActivationSpec act) {
+  if (c >= 0) {
+    lowered.reads.push_back(c);
+    lowered.steps.push_back([=](const StepContext& ctx) {
+      return ctx.kernels.Binary(ctx.stream, DeviceBinaryOp::kAdd, F(ctx, y),
+                                y_shape, F(ctx, c), c_shape, F(ctx, y));
+    });
+  }
+  if (act.kind != DeviceActivation::kIdentity) {
+    const int64_t n = Count(y_shape);
+    lowered.steps.push_back([=](const StepContext& ctx) {
+      return ctx.kernels.Activation(ctx.stream, act, F(ctx, y), F(ctx, y), n);
+    });
+  }
+}
+
+// The GEMM of `args` on values a, b, bias (-1: none) into c.
+DeviceStep GemmStep(const GemmArgs& args, int a, int b, int bias, int c) {
+  return [=](const StepContext& ctx) {
+    GemmArgs g = args;
+    g.a = F(ctx, a);
+    g.b = F(ctx, b);
+    g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
+    g.c = F(ctx, c);
+    return ctx.kernels.Gemm(ctx.stream, g);
+  };
+}
+
+// True when C (of `shape`) is one row of n values: [n] or [1, n].
+bool IsBiasRow(const Shape& shape, int64_t n) {
+  return (shape.size() == 1 && shape[0] == n) ||
+         (shape.size() == 2 && shape[0] == 1 && shape[1] == n);
+}
+
+absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  auto alpha = v.attrs().GetFloat("alpha", 1.0f);
+  auto beta = v.attrs().GetFloat("beta", 1.0f);
+  auto trans_a = v.attrs().GetInt("transA", 0);
+  auto trans_b = v.attrs().GetInt("transB", 0);
+  auto act = FusedActivation(v.attrs());
+  for (const absl::Status& s : {alpha.status(), beta.status(),
+                                trans_a.status(), trans_b.status(),
+                                act.status()})
+    if (!s.ok()) return s;
+  GemmArgs args;
+  args.trans_a = *trans_a != 0;
+  args.trans_b = *trans_b != 0;
+  args.alpha = *alpha;
+  const Shape& a = v.in_shape(0);
+  args.m = args.trans_a ? a[1] : a[0];
+  args.k = args.trans_a ? a[0] : a[1];
+  args.n = v.out_shape(0)[1];
+  if (args.k == 0) return absl::UnimplementedError("inner dimension 0");
+  const int ia = v.in_id(0), ib = v.in_id(1), iy = v.out_id(0);
+  int bias = -1, c = -1;
+  Shape c_shape;
+  if (v.has_input(2) && *beta != 0.0f) {
+    if (*beta != 1.0f) {
+      return absl::UnimplementedError(
+          "Gemm with beta other than 0 or 1 is not supported on the GPU");
+    }
+    (IsBiasRow(v.in_shape(2), args.n) ? bias : c) = v.in_id(2);
+    c_shape = v.in_shape(2);
+  }
+  // Activations the GEMM fuses only when nothing is added after it.
+  const bool fuse = c < 0;
+  LoweredNode lowered;
+  lowered.reads = {ia, ib};
+  if (bias >= 0) lowered.reads.push_back(bias);
+  args.activation = fuse ? *act : ActivationSpec{};
+  lowered.steps.push_back(GemmStep(args, ia, ib, bias, iy));
+  AddEpilogue(lowered, iy, v.out_shape(0), c, c_shape,
+              fuse ? ActivationSpec{} : *act);
+  return lowered;
+}
+
+// MatMul's operands as stacks of matrices: batch count and strides.
+struct MatMulLayout {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t stride_a = 0, stride_b = 0;
+};
+
+absl::StatusOr<MatMulLayout> LayoutMatMul(Shape a, Shape b) {
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  MatMulLayout l;
+  l.m = a[a.size() - 2];
+  l.k = a.back();
+  l.n = b.back();
+  const int64_t a_batch = Product(a, 0, a.size() - 2);
+  const int64_t b_batch = Product(b, 0, b.size() - 2);
+  if (b_batch == 1) {  // one B for every row of every A: one GEMM
+    l.m *= a_batch;
+    return l;
+  }
+  l.batch = b_batch;
+  l.stride_b = l.k * l.n;
+  if (a_batch == 1) return l;
+  const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const size_t rank = std::max(ab.size(), bb.size());
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i < rank - ab.size() ? 1 : ab[i - (rank - ab.size())];
+    const int64_t y = i < rank - bb.size() ? 1 : bb[i - (rank - bb.size())];
+    if (x != y) {
+      return absl::UnimplementedError(absl::StrCat(
+          "MatMul batch dimensions ", ShapeToString(ab), " and ",
+          ShapeToString(bb),
+          " broadcast partially; the GPU takes equal batches or one matrix"));
+    }
+  }
+  l.stride_a = l.m * l.k;
+  return l;
+}
+
+absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  auto layout = LayoutMatMul(v.in_shape(0), v.in_shape(1));
+  if (!layout.ok()) return layout.status();
+  auto act = FusedActivation(v.attrs());
+  if (!act.ok()) return act.status();
+  if (layout->k == 0) return absl::UnimplementedError("inner dimension 0");
+  GemmArgs args;
+  args.m = layout->m;
+  args.n = layout->n;
+  args.k = layout->k;
+  args.batch = layout->batch;
+  args.stride_a = layout->stride_a;
+  args.stride_b = layout->stride_b;
+  args.stride_c = layout->m * layout->n;
+  args.activation = *act;
+  const int ia = v.in_id(0), ib = v.in_id(1), iy = v.out_id(0);
+  const int bias = v.has_input(2) ? v.in_id(2) : -1;
+  LoweredNode lowered;
+  lowered.reads = {ia, ib};
+  if (bias >= 0) lowered.reads.push_back(bias);
+  lowered.steps.push_back(GemmStep(args, ia, ib, bias, iy));
+  return lowered;
+}
+
+// -- Softmax ------------------------------------------------------------
+
+absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
+  const Shape& shape = v.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto axis_attr = v.attrs().GetInt("axis", v.opset() < 13 ? 1 : -1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis ", *axis_attr, " is out of range"));
+  }
+  // From opset 13 Softmax normalizes one axis: rows are then contiguous
+  // only when every later axis has size 1.
+  if (v.opset() >= 13 && Product(shape, axis + 1, shape.size()) != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "Softmax over axis ", axis, " of ", ShapeToString(shape),
+        " (not the last) is not supported on the GPU"));
+  }
+  const int64_t rows = Product(shape, 0, axis);
+  const int64_t cols = Product(shape, axis, shape.size());
+  const int x = v.in_id(0), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {x};
+  if (rows * cols == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.Softmax(c.stream, F(c, x), F(c, y), rows, cols);
+  });
+  return lowered;
+}
+
+// -- data movement ------------------------------------------------------
+
+absl::StatusOr<LoweredNode> LowerView(const NodeView& v, bool allow_view) {
+  if (*v.node().op_type == "Dropout" && v.node().outputs.size() > 1 &&
+      v.node().outputs[1] >= 0) {
+    return absl::UnimplementedError("Dropout's mask output is not supported");
+  }
+  const int x = v.in_id(0), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {x};
+  if (allow_view) {
+    lowered.view_of = x;
+    return lowered;
+  }
+  const size_t bytes = v.out(0).byte_size;
+  if (bytes == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.device.CopyOnDevice(c.stream, c.addresses[y], c.addresses[x],
+                                 bytes);
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
+  const Shape& out = v.out_shape(0);
+  auto axis_attr = v.attrs().GetInt("axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const int64_t rank = static_cast<int64_t>(out.size());
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  const size_t elem = ElementByteSize(v.out(0).info.dtype);
+  if (elem == 0) return absl::UnimplementedError("variable-size elements");
+  const size_t rows = Product(out, 0, axis);
+  const size_t dst_pitch = Product(out, axis, out.size()) * elem;
+  const int y = v.out_id(0);
+  LoweredNode lowered;
+  size_t offset = 0;
+  for (int i = 0; i < v.num_inputs(); ++i) {
+    const int x = v.in_id(i);
+    const size_t row_bytes = Product(v.in_shape(i), axis, rank) * elem;
+    lowered.reads.push_back(x);
+    if (row_bytes > 0 && rows > 0) {
+      lowered.steps.push_back([=](const StepContext& c) {
+        return c.kernels.Copy2D(c.stream, static_cast<char*>(c.addresses[y]) + offset,
+                                dst_pitch, c.addresses[x], row_bytes,
+                                row_bytes, rows);
+      });
+    }
+    offset += row_bytes;
+  }
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
+  const Shape& shape = v.in_shape(0);
+  auto perm = v.attrs().GetInts("perm");
+  if (!perm.ok()) return perm.status();
+  if (perm->empty()) {
+    for (size_t i = shape.size(); i > 0; --i) perm->push_back(i - 1);
+  }
+  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
+    return absl::UnimplementedError("elements of this type");
+  }
+  if (shape.size() > 8) return absl::UnimplementedError("rank above 8");
+  const int x = v.in_id(0), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {x};
+  if (Count(shape) == 0) return lowered;
+  lowered.steps.push_back([=, perm = *perm](const StepContext& c) {
+    return c.kernels.Transpose(c.stream, c.addresses[x], shape, perm, elem,
+                               c.addresses[y]);
+  });
+  return lowered;
+}
+
+// -- the registry ---------------------------------------------------------
+
+enum class Family { kActivation, kBinary, kGemm, kMatMul, kSoftmax, kView,
+                    kConcat, kTranspose };
+
+const std::map<std::string, Family>& Registry() {
+  static const auto* registry = new std::map<std::string, Family>{
+      {"Relu", Family::kActivation},      {"Sigmoid", Family::kActivation},
+      {"Tanh", Family::kActivation},      {"LeakyRelu", Family::kActivation},
+      {"Clip", Family::kActivation},      {"Gelu", Family::kActivation},
+      {"Erf", Family::kActivation},       {"Add", Family::kBinary},
+      {"Sub", Family::kBinary},           {"Mul", Family::kBinary},
+      {"Div", Family::kBinary},           {"Gemm", Family::kGemm},
+      {"MatMul", Family::kMatMul},        {"Softmax", Family::kSoftmax},
+      {"Identity", Family::kView},        {"Reshape", Family::kView},
+      {"Flatten", Family::kView},         {"Squeeze", Family::kView},
+      {"Unsqueeze", Family::kView},       {"Dropout", Family::kView},
+      {"Concat", Family::kConcat},        {"Transpose", Family::kTranspose},
+      {"FusedGemm", Family::kGemm},       {"FusedMatMul", Family::kMatMul},
+  };
+  return *registry;
+}
+
+absl::StatusOr<Family> FamilyOf(const PlanNode& node) {
+  auto it = Registry().find(*node.op_type);
+  const bool internal = !node.domain->empty();
+  const bool fused = it != Registry().end() &&
+                     it->first.rfind("Fused", 0) == 0;
+  if (it == Registry().end() || internal != fused) {
+    return absl::UnimplementedError("no GPU kernel for this operator");
+  }
+  return it->second;
+}
+
+}  // namespace
+
+absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
+  auto family = FamilyOf(node);
+  if (!family.ok()) return family.status();
+  switch (*family) {
+    case Family::kActivation:
+      return CheckActivation(node, opset);
+    case Family::kGemm:
+    case Family::kMatMul:
+      return FusedActivation(*node.attributes).status();
+    default:
+      return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
+                                            const PlanNode& node,
+                                            bool allow_view) {
+  auto family = FamilyOf(node);
+  if (!family.ok()) return family.status();
+  const NodeView v(plan, node);
+  switch (*family) {
+    case Family::kActivation:
+      return LowerActivation(v);
+    case Family::kBinary:
+      return LowerBinary(v);
+    case Family::kGemm:
+      return LowerGemm(v);
+    case Family::kMatMul:
+      return LowerMatMul(v);
+    case Family::kSoftmax:
+      return LowerSoftmax(v);
+    case Family::kView:
+      return LowerView(v, allow_view);
+    case Family::kConcat:
+      return LowerConcat(v);
+    case Family::kTranspose:
+      return LowerTranspose(v);
+  }
+  return absl::InternalError("unknown operator family");
+}
+
+}  // namespace coalesce

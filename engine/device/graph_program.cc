@@ -1,0 +1,378 @@
+#include "engine/device/graph_program.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/arena_planner.h"
+#include "engine/device/device_ops.h"
+#include "engine/device/status_context.h"
+
+namespace coalesce {
+namespace {
+
+// Constants go to the device through a pinned buffer of this size.
+constexpr size_t kStagingBytes = size_t{8} << 20;
+
+// One plan bound to the device.
+struct BoundPlan {
+  std::shared_ptr<const NeutralPlan> plan;
+  struct Step {
+    int node = 0;  // index in plan->nodes, for errors
+    DeviceStep run;
+  };
+  std::vector<Step> steps;
+  std::vector<std::pair<int, int>> views;  // (value, its source), node order
+  std::vector<size_t> arena_offsets;       // by value id (intermediates)
+  size_t arena_bytes = 0;
+  std::vector<void*> constants;            // by value id: device address
+  std::vector<Shape> output_shapes;
+  // Model outputs not written in place: (output index, value id).
+  std::vector<std::pair<int, int>> output_copies;
+  // Filled for each batch; Enqueue calls are serialized.
+  std::vector<void*> addresses;
+};
+
+class GraphProgram : public DeviceProgram {
+ public:
+  GraphProgram(std::shared_ptr<Device> device,
+               std::unique_ptr<DeviceKernels> kernels,
+               GraphProgramSource source)
+      : device_(std::move(device)),
+        kernels_(std::move(kernels)),
+        source_(std::move(source)) {}
+
+  absl::Status Init();
+
+  const ModelSignature& signature() const override {
+    return source_.signature;
+  }
+
+  absl::StatusOr<std::vector<Shape>> OutputShapes(
+      const std::vector<Shape>& input_shapes) const override {
+    auto bound = PlanFor(input_shapes);
+    if (!bound.ok()) return bound.status();
+    return (*bound)->output_shapes;
+  }
+
+  absl::Status Enqueue(DeviceStream& stream,
+                       const std::vector<Shape>& input_shapes,
+                       const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) override;
+
+ private:
+  absl::StatusOr<std::shared_ptr<BoundPlan>> PlanFor(
+      const std::vector<Shape>& input_shapes) const;
+  // Lowers every node that runs. With `errors`, a node the device cannot
+  // run is listed there and binding goes on; without, it fails binding.
+  absl::StatusOr<std::shared_ptr<BoundPlan>> Bind(
+      std::shared_ptr<const NeutralPlan> plan,
+      std::vector<std::string>* errors) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlanArena(BoundPlan& bound, const std::vector<int>& reads_end) const;
+  absl::StatusOr<void*> UploadConstant(const PlannedValue& value) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status EnsureArena(DeviceStream& stream, size_t bytes);
+  void FillAddresses(BoundPlan& bound, const std::vector<const void*>& inputs,
+                     const std::vector<void*>& outputs) const;
+
+  const std::shared_ptr<Device> device_;
+  const std::unique_ptr<DeviceKernels> kernels_;
+  const GraphProgramSource source_;
+
+  mutable absl::Mutex mu_;
+  mutable std::map<std::vector<Shape>, std::shared_ptr<BoundPlan>> plans_
+      ABSL_GUARDED_BY(mu_);
+  // Model constants on the device, by host address.
+  mutable std::map<const char*, std::unique_ptr<DeviceBuffer>> constants_
+      ABSL_GUARDED_BY(mu_);
+  mutable std::unique_ptr<DeviceStream> upload_stream_ ABSL_GUARDED_BY(mu_);
+  mutable std::unique_ptr<DeviceEvent> upload_done_ ABSL_GUARDED_BY(mu_);
+  mutable std::unique_ptr<DeviceBuffer> staging_ ABSL_GUARDED_BY(mu_);
+
+  // Used by Enqueue only (serialized by the caller).
+  std::unique_ptr<DeviceBuffer> arena_;
+  std::unique_ptr<DeviceEvent> arena_idle_;
+};
+
+// The smallest shapes the signature allows: every -1 dim as 1.
+std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
+  std::vector<Shape> shapes;
+  for (const TensorSpec& spec : signature.inputs) {
+    Shape shape = spec.dims;
+    for (int64_t& d : shape) d = d < 0 ? 1 : d;
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+absl::Status GraphProgram::Init() {
+  absl::MutexLock lock(&mu_);
+  auto stream = device_->CreateStream();
+  if (!stream.ok()) return stream.status();
+  upload_stream_ = *std::move(stream);
+  auto event = device_->CreateEvent();
+  if (!event.ok()) return event.status();
+  upload_done_ = *std::move(event);
+  auto idle = device_->CreateEvent();
+  if (!idle.ok()) return idle.status();
+  arena_idle_ = *std::move(idle);
+
+  // Operators and attributes first; then, with the smallest shapes, what
+  // only shapes tell (dtypes, layouts). Nodes the smallest plan computes
+  // while planning never run, so they need no kernel.
+  auto smallest = source_.planner(SmallestShapes(source_.signature));
+  std::vector<std::string> errors;
+  for (size_t n = 0; n < source_.nodes.size(); ++n) {
+    if (smallest.ok() && (*smallest)->nodes[n].folded) continue;
+    const PlanNode& node = source_.nodes[n];
+    absl::Status s = CheckDeviceNode(node, smallest.ok() ? (*smallest)->opset : 0);
+    if (!s.ok()) errors.push_back(absl::StrCat(NodeLabel(node), ": ", s.message()));
+  }
+  if (errors.empty() && smallest.ok()) {
+    auto bound = Bind(*smallest, &errors);
+    if (!bound.ok()) return bound.status();
+    if (errors.empty()) plans_[SmallestShapes(source_.signature)] = *bound;
+  }
+  if (!errors.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("the ", device_->name(), " device cannot run ",
+                     absl::StrJoin(errors, "; ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PlanFor(
+    const std::vector<Shape>& input_shapes) const {
+  absl::MutexLock lock(&mu_);
+  auto it = plans_.find(input_shapes);
+  if (it != plans_.end()) return it->second;
+  auto plan = source_.planner(input_shapes);
+  if (!plan.ok()) return plan.status();
+  auto bound = Bind(*std::move(plan), nullptr);
+  if (!bound.ok()) return bound.status();
+  plans_[input_shapes] = *bound;
+  return *bound;
+}
+
+absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
+    std::shared_ptr<const NeutralPlan> plan,
+    std::vector<std::string>* errors) const {
+  auto bound = std::make_shared<BoundPlan>();
+  const std::vector<PlannedValue>& values = plan->values;
+  bound->constants.assign(values.size(), nullptr);
+  // By value id: the last node reading it (through views too).
+  std::vector<int> last_read(values.size(), -1);
+  std::vector<int> root(values.size());
+  for (size_t id = 0; id < root.size(); ++id) root[id] = static_cast<int>(id);
+  for (size_t n = 0; n < plan->nodes.size(); ++n) {
+    const PlanNode& node = plan->nodes[n];
+    if (node.folded) continue;
+    const bool allow_view = values[node.outputs[0]].storage ==
+                            ValueStorage::kIntermediate;
+    auto lowered = LowerDeviceNode(*plan, node, allow_view);
+    if (!lowered.ok()) {
+      if (errors == nullptr || lowered.status().code() !=
+                                   absl::StatusCode::kUnimplemented) {
+        return WithContext(lowered.status(), NodeLabel(node));
+      }
+      errors->push_back(
+          absl::StrCat(NodeLabel(node), ": ", lowered.status().message()));
+      continue;
+    }
+    for (int id : lowered->reads) {
+      last_read[root[id]] = static_cast<int>(n);
+      if (values[id].storage != ValueStorage::kConstant ||
+          bound->constants[id] != nullptr)
+        continue;
+      auto address = UploadConstant(values[id]);
+      if (!address.ok()) return WithContext(address.status(), NodeLabel(node));
+      bound->constants[id] = *address;
+    }
+    if (lowered->view_of >= 0) {
+      root[node.outputs[0]] = root[lowered->view_of];
+      bound->views.emplace_back(node.outputs[0], lowered->view_of);
+    }
+    for (DeviceStep& step : lowered->steps) {
+      bound->steps.push_back({static_cast<int>(n), std::move(step)});
+    }
+  }
+  for (size_t i = 0; i < plan->outputs.size(); ++i) {
+    const int id = plan->outputs[i];
+    last_read[root[id]] = std::numeric_limits<int>::max();
+    bound->output_shapes.push_back(values[id].info.shape);
+    const PlannedValue& v = values[id];
+    if (v.storage == ValueStorage::kConstant && bound->constants[id] == nullptr &&
+        v.byte_size > 0) {
+      auto address = UploadConstant(v);
+      if (!address.ok()) return address.status();
+      bound->constants[id] = *address;
+    }
+    if (!(v.storage == ValueStorage::kOutput &&
+          v.io_index == static_cast<int>(i))) {
+      bound->output_copies.emplace_back(static_cast<int>(i), id);
+    }
+  }
+  bound->plan = std::move(plan);
+  PlanArena(*bound, last_read);
+  bound->addresses.assign(values.size(), nullptr);
+  return bound;
+}
+
+// Intermediate values get blocks from their producer to their last reader
+// (views extend their source's life); a block is freed only after the
+// reading node's outputs are placed, so no step writes over its inputs.
+void GraphProgram::PlanArena(BoundPlan& bound,
+                             const std::vector<int>& last_read) const {
+  const NeutralPlan& plan = *bound.plan;
+  std::vector<bool> is_view(plan.values.size(), false);
+  for (const auto& [value, source] : bound.views) is_view[value] = true;
+  auto owns_block = [&](int id) {
+    return id >= 0 && !is_view[id] &&
+           plan.values[id].storage == ValueStorage::kIntermediate;
+  };
+  ArenaPlanner planner;
+  bound.arena_offsets.assign(plan.values.size(), 0);
+  std::vector<bool> live(plan.values.size(), false);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const PlanNode& node = plan.nodes[n];
+    if (node.folded) continue;
+    for (int id : node.outputs) {
+      if (!owns_block(id)) continue;
+      bound.arena_offsets[id] = planner.Allocate(plan.values[id].byte_size);
+      live[id] = true;
+    }
+    for (size_t id = 0; id < live.size(); ++id) {
+      if (live[id] && last_read[id] <= static_cast<int>(n)) {
+        planner.Free(bound.arena_offsets[id], plan.values[id].byte_size);
+        live[id] = false;
+      }
+    }
+  }
+  bound.arena_bytes = planner.peak_bytes();
+}
+
+absl::StatusOr<void*> GraphProgram::UploadConstant(
+    const PlannedValue& value) const {
+  const char* host = value.info.constant_data;
+  auto it = constants_.find(host);
+  if (it != constants_.end()) return it->second->data();
+  if (value.byte_size == 0) return nullptr;
+  auto buffer = device_->AllocateDevice(value.byte_size);
+  if (!buffer.ok()) return buffer.status();
+  if (staging_ == nullptr) {
+    auto staging = device_->AllocatePinnedHost(kStagingBytes);
+    if (!staging.ok()) return staging.status();
+    staging_ = *std::move(staging);
+  }
+  for (size_t done = 0; done < value.byte_size; done += kStagingBytes) {
+    const size_t bytes = std::min(kStagingBytes, value.byte_size - done);
+    std::memcpy(staging_->data(), host + done, bytes);
+    char* dst = static_cast<char*>((*buffer)->data()) + done;
+    absl::Status s = device_->CopyToDevice(*upload_stream_, dst,
+                                           staging_->data(), bytes);
+    if (s.ok()) s = device_->RecordEvent(*upload_done_, *upload_stream_);
+    if (s.ok()) s = device_->SynchronizeEvent(*upload_done_);
+    if (!s.ok()) return WithContext(s, "uploading a constant");
+  }
+  void* address = (*buffer)->data();
+  constants_[host] = *std::move(buffer);
+  return address;
+}
+
+absl::Status GraphProgram::EnsureArena(DeviceStream& stream, size_t bytes) {
+  if (arena_ != nullptr && arena_->size() >= bytes) return absl::OkStatus();
+  if (arena_ != nullptr) {
+    // Batches already enqueued may still use the old arena.
+    absl::Status s = device_->RecordEvent(*arena_idle_, stream);
+    if (s.ok()) s = device_->SynchronizeEvent(*arena_idle_);
+    if (!s.ok()) return s;
+    arena_.reset();
+  }
+  auto arena = device_->AllocateDevice(std::bit_ceil(std::max<size_t>(bytes, 256)));
+  if (!arena.ok()) return WithContext(arena.status(), "device arena");
+  arena_ = *std::move(arena);
+  return absl::OkStatus();
+}
+
+void GraphProgram::FillAddresses(BoundPlan& bound,
+                                 const std::vector<const void*>& inputs,
+                                 const std::vector<void*>& outputs) const {
+  const std::vector<PlannedValue>& values = bound.plan->values;
+  char* arena = arena_ != nullptr ? static_cast<char*>(arena_->data()) : nullptr;
+  for (size_t id = 0; id < values.size(); ++id) {
+    const PlannedValue& v = values[id];
+    void*& address = bound.addresses[id];
+    switch (v.storage) {
+      case ValueStorage::kInput:
+        address = const_cast<void*>(inputs[v.io_index]);
+        break;
+      case ValueStorage::kOutput:
+        address = outputs[v.io_index];
+        break;
+      case ValueStorage::kIntermediate:
+        address = arena + bound.arena_offsets[id];
+        break;
+      case ValueStorage::kConstant:
+        address = bound.constants[id];
+        break;
+      case ValueStorage::kNone:
+        address = nullptr;
+        break;
+    }
+  }
+  for (const auto& [value, source] : bound.views) {
+    bound.addresses[value] = bound.addresses[source];
+  }
+}
+
+absl::Status GraphProgram::Enqueue(DeviceStream& stream,
+                                   const std::vector<Shape>& input_shapes,
+                                   const std::vector<const void*>& inputs,
+                                   const std::vector<void*>& outputs) {
+  auto bound = PlanFor(input_shapes);
+  if (!bound.ok()) return bound.status();
+  BoundPlan& plan = **bound;
+  if (absl::Status s = EnsureArena(stream, plan.arena_bytes); !s.ok()) return s;
+  FillAddresses(plan, inputs, outputs);
+  const StepContext context{*device_, *kernels_, stream, plan.addresses.data()};
+  for (const BoundPlan::Step& step : plan.steps) {
+    absl::Status s = step.run(context);
+    if (!s.ok()) {
+      return WithContext(s, NodeLabel(plan.plan->nodes[step.node]));
+    }
+  }
+  for (const auto& [index, id] : plan.output_copies) {
+    const size_t bytes = plan.plan->values[id].byte_size;
+    if (bytes == 0) continue;
+    absl::Status s = device_->CopyOnDevice(stream, outputs[index],
+                                           plan.addresses[id], bytes);
+    if (!s.ok()) return WithContext(s, "copying a model output");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
+    std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
+    GraphProgramSource source) {
+  if (device == nullptr || kernels == nullptr || !source.planner) {
+    return absl::InvalidArgumentError("CreateGraphProgram: missing argument");
+  }
+  auto program = std::make_unique<GraphProgram>(
+      std::move(device), std::move(kernels), std::move(source));
+  if (absl::Status s = program->Init(); !s.ok()) return s;
+  return std::unique_ptr<DeviceProgram>(std::move(program));
+}
+
+}  // namespace coalesce

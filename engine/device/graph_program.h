@@ -1,0 +1,51 @@
+// GraphProgram: an ONNX model's DeviceProgram on any Device, built from the
+// model's NeutralPlanner (engine/neutral_plan.h) and the device's kernels
+// (device_kernels.h, lowered per node by device_ops.h).
+//
+// Per distinct set of input shapes it binds a plan once (first OutputShapes
+// for those shapes): the node steps; an arena layout in device memory in
+// which intermediate values share blocks once dead and views alias their
+// source; and the model constants the steps read, uploaded once per program
+// through a pinned staging buffer and shared by every plan. Enqueue then
+// fills each value's address for the batch and enqueues the steps on the
+// compute stream; the arena is shared by batches, which that stream
+// serializes.
+//
+// Create checks every node against the device (CheckDeviceNode), and binds
+// the plan of the model's smallest shapes (-1 dims as 1) so that a node the
+// device cannot run for real shapes is found at load too; every such node is
+// named in one Unimplemented error. Shapes that only plan-time binding can
+// judge fail their batch with the node named.
+#ifndef COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
+#define COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/device/device.h"
+#include "engine/device/device_kernels.h"
+#include "engine/device/device_program.h"
+#include "engine/neutral_plan.h"
+#include "engine/tensor_spec.h"
+
+namespace coalesce {
+
+struct GraphProgramSource {
+  ModelSignature signature;
+  NeutralPlanner planner;
+  // Every node of the model, without shapes, for the load-time check. The
+  // pointers in them stay valid while `planner` lives.
+  std::vector<PlanNode> nodes;
+};
+
+// Unimplemented naming every node the device cannot run; the device's error
+// (ResourceExhausted when out of memory) when the constants cannot be
+// uploaded.
+absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
+    std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
+    GraphProgramSource source);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_

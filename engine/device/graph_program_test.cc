@@ -1,0 +1,289 @@
+// GraphProgram on the simulated device: whole ONNX models through the
+// pipelined executor, every output against the CPU engine's on random
+// inputs; the load-time refusal naming every node the device cannot run;
+// out of device memory; no memory race between steps (the device's check).
+#include "engine/device/graph_program.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/device/pipelined_executor.h"
+#include "engine/device/simulated_device.h"
+#include "engine/device/testing/simulated_kernels.h"
+#include "engine/model.h"
+#include "engine/neutral_planner.h"
+#include "engine/testing/onnx_model_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using ::coalesce::testing::HostTensor;
+using ::coalesce::testing::OnnxModelBuilder;
+using ::coalesce::testing::SetFloatAttr;
+using ::coalesce::testing::SetIntAttr;
+using ::coalesce::testing::SetIntsAttr;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+#define ASSERT_OK_AND_LOADED(...)          \
+  do {                                      \
+    absl::Status loaded = Load(__VA_ARGS__); \
+    ASSERT_TRUE(loaded.ok()) << loaded;     \
+  } while (0)
+
+GraphProgramSource SourceOf(const std::shared_ptr<const Model>& model) {
+  return {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)};
+}
+
+// Fresh values every run (never zeros), in [-2, 2).
+std::vector<float> RandomValues(size_t count) {
+  static std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+HostTensor RandomTensor(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return {shape, RandomValues(n)};
+}
+
+class GraphProgramTest : public ::testing::Test {
+ protected:
+  absl::Status Load(const OnnxModelBuilder& builder,
+                    SimulatedDevice::Options options = {},
+                    ModelOptions model_options = {}) {
+    auto model = Model::LoadFromBytes(builder.Serialize(), model_options);
+    if (!model.ok()) return model.status();
+    model_ = *model;
+    device_ = std::make_shared<SimulatedDevice>(options);
+    auto program = CreateGraphProgram(
+        device_, CreateSimulatedKernels(device_.get()), SourceOf(model_));
+    if (!program.ok()) return program.status();
+    auto executor = CreatePipelinedExecutor(device_, *std::move(program),
+                                            PipelinedExecutorOptions{2});
+    if (!executor.ok()) return executor.status();
+    executor_ = *std::move(executor);
+    return absl::OkStatus();
+  }
+
+  void TearDown() override {
+    executor_.reset();
+    if (device_ != nullptr) {
+      EXPECT_THAT(device_->problems(), ::testing::IsEmpty());
+    }
+  }
+
+  // One batch through slot `slot`: inputs in, outputs back.
+  absl::StatusOr<std::vector<HostTensor>> Run(
+      const std::vector<HostTensor>& inputs, int slot_index = 0) {
+    BatchSlot* slot = executor_->slot(slot_index);
+    std::vector<Shape> shapes;
+    for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+    if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) return s;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::memcpy(slot->input_data(i), inputs[i].data.data(),
+                  inputs[i].data.size() * sizeof(float));
+    }
+    executor_->CopyIn(slot);
+    executor_->Run(slot);
+    if (absl::Status s = executor_->CopyOut(slot)->Wait(); !s.ok()) return s;
+    std::vector<HostTensor> outputs;
+    for (size_t i = 0; i < model_->signature().outputs.size(); ++i) {
+      HostTensor t{slot->output_shape(i),
+                   std::vector<float>(slot->output_byte_size(i) / sizeof(float))};
+      std::memcpy(t.data.data(), slot->output_data(i), slot->output_byte_size(i));
+      outputs.push_back(std::move(t));
+    }
+    return outputs;
+  }
+
+  // Runs `inputs` on the device and on the CPU engine and compares.
+  void ExpectMatchesCpu(const std::vector<HostTensor>& inputs,
+                        float tolerance = 1e-5f, int slot_index = 0) {
+    auto device = Run(inputs, slot_index);
+    ASSERT_TRUE(device.ok()) << device.status();
+    auto cpu = ::coalesce::testing::RunModelOnce(model_, inputs);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(device->size(), cpu->size());
+    for (size_t o = 0; o < cpu->size(); ++o) {
+      ASSERT_EQ((*device)[o].shape, (*cpu)[o].shape) << "output " << o;
+      ASSERT_EQ((*device)[o].data.size(), (*cpu)[o].data.size());
+      for (size_t i = 0; i < (*cpu)[o].data.size(); ++i) {
+        const float want = (*cpu)[o].data[i];
+        ASSERT_NEAR((*device)[o].data[i], want,
+                    tolerance * std::max(1.0f, std::fabs(want)))
+            << "output " << o << " element " << i;
+      }
+    }
+  }
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<SimulatedDevice> device_;
+  std::unique_ptr<PipelinedExecutor> executor_;
+};
+
+TEST_F(GraphProgramTest, MlpMatchesCpuAtEveryBatchSize) {
+  OnnxModelBuilder builder;
+  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  ASSERT_OK_AND_LOADED(builder);
+  int slot = 0;
+  for (int64_t batch : {1, 5, 64, 5, 1}) {  // plans are reused on the way back
+    ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
+    slot = 1 - slot;
+  }
+}
+
+// Gemm without fusion (alpha, a [M, N] C with beta 1, transA), MatMul in
+// its batched and broadcast forms, the activations, broadcast arithmetic,
+// Softmax, Transpose, Concat and views, with the optimizer on and off.
+OnnxModelBuilder OperatorModel() {
+  OnnxModelBuilder b(20);
+  b.Input("x", {-1, 4, 6});
+  b.Input("y", {-1, 6, 4});
+  b.FloatInitializer("w", {6, 5}, ::coalesce::testing::RandomFloats(30, 1));
+  b.FloatInitializer("bias", {5}, ::coalesce::testing::RandomFloats(5, 2));
+  b.FloatInitializer("row", {1, 4}, ::coalesce::testing::RandomFloats(4, 3));
+  b.FloatInitializer("lo", {}, {-0.5f});
+  b.FloatInitializer("hi", {}, {0.75f});
+  b.FloatInitializer("gw", {5, 3}, ::coalesce::testing::RandomFloats(15, 4));
+  b.FloatInitializer("gc", {4, 3}, ::coalesce::testing::RandomFloats(12, 5));
+  b.Int64Initializer("flat", {2}, {-1, 5});
+  b.Node("MatMul", {"x", "w"}, {"xw"});                 // [N,4,5], one GEMM
+  b.Node("Add", {"xw", "bias"}, {"xb"});                // bias, fused or not
+  b.Node("Gelu", {"xb"}, {"g"}, "gelu");
+  b.Node("MatMul", {"x", "y"}, {"xy"});                 // [N,4,4] batched
+  b.Node("Sub", {"xy", "row"}, {"s"});
+  b.Node("Sigmoid", {"s"}, {"sg"});
+  b.Node("Mul", {"sg", "s"}, {"m"});
+  b.Node("Div", {"m", "hi"}, {"d"});
+  b.Node("Clip", {"d", "lo", "hi"}, {"c"});
+  SetFloatAttr(b.Node("LeakyRelu", {"c"}, {"lr"}), "alpha", 0.2f);
+  b.Node("Tanh", {"lr"}, {"t"});
+  b.Node("Erf", {"t"}, {"e"});
+  SetIntAttr(b.Node("Concat", {"g", "e"}, {"cat"}), "axis", -1);                                                 // [N,4,9]
+  SetIntsAttr(b.Node("Transpose", {"cat"}, {"tr"}), "perm", {0, 2, 1});
+  b.Node("Softmax", {"tr"}, {"sm"});                    // [N,9,4], last axis
+  b.Node("Reshape", {"g", "flat"}, {"g2"});             // view: [N*4,5]
+  auto& gemm = b.Node("Gemm", {"g2", "gw"}, {"gemm"});  // [N*4,3]
+  SetFloatAttr(gemm, "alpha", 0.5f);
+  b.Node("Relu", {"gemm"}, {"r"});
+  b.Node("Reshape", {"r", "flat_out"}, {"out2"});
+  b.Int64Initializer("flat_out", {2}, {-1, 3});
+  b.Node("Transpose", {"gw"}, {"gwt"});                 // [3,5] constant
+  auto& gemm2 = b.Node("Gemm", {"gwt", "gw"}, {"small"});  // [3,3]
+  SetIntAttr(gemm2, "transA", 0);
+  b.Node("Identity", {"x"}, {"x_again"});
+  b.Output("sm");
+  b.Output("out2");
+  b.Output("x_again");
+  b.Output("small");
+  return b;
+}
+
+TEST_F(GraphProgramTest, OperatorsMatchCpuWithOptimizerOn) {
+  ASSERT_OK_AND_LOADED(OperatorModel());
+  for (int64_t batch : {1, 3}) {
+    ExpectMatchesCpu({RandomTensor({batch, 4, 6}), RandomTensor({batch, 6, 4})});
+  }
+}
+
+TEST_F(GraphProgramTest, OperatorsMatchCpuWithOptimizerOff) {
+  ModelOptions options;
+  options.optimizer = OptimizerOptions::None();
+  ASSERT_OK_AND_LOADED(OperatorModel(), {}, options);
+  ExpectMatchesCpu({RandomTensor({2, 4, 6}), RandomTensor({2, 6, 4})});
+}
+
+TEST_F(GraphProgramTest, GemmWithFullCAndTransposes) {
+  OnnxModelBuilder b(17);
+  b.Input("a", {7, -1});  // transA: [K, M]
+  b.FloatInitializer("w", {3, 7}, ::coalesce::testing::RandomFloats(21, 8));
+  b.Input("c", {-1, 3});
+  auto& gemm = b.Node("Gemm", {"a", "w", "c"}, {"y"});
+  SetIntAttr(gemm, "transA", 1);
+  SetIntAttr(gemm, "transB", 1);
+  SetFloatAttr(gemm, "alpha", -1.5f);
+  b.Node("Tanh", {"y"}, {"z"});
+  b.Output("z");
+  ASSERT_OK_AND_LOADED(b);
+  ExpectMatchesCpu({RandomTensor({7, 5}), RandomTensor({5, 3})});
+}
+
+TEST_F(GraphProgramTest, MatMulWithOneMatrixOnTheLeftBroadcasts) {
+  OnnxModelBuilder b(17);
+  b.FloatInitializer("a", {3, 4}, ::coalesce::testing::RandomFloats(12, 9));
+  b.Input("x", {-1, 4, 2});
+  b.Node("MatMul", {"a", "x"}, {"y"});
+  b.Output("y");
+  ASSERT_OK_AND_LOADED(b);
+  ExpectMatchesCpu({RandomTensor({3, 4, 2})});
+}
+
+TEST_F(GraphProgramTest, RefusesAtLoadNamingEveryNodeItCannotRun) {
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 8});
+  b.Node("Exp", {"x"}, {"e"}, "the_exp");
+  b.Node("Relu", {"e"}, {"r"});
+  b.Node("Abs", {"r"}, {"a"}, "the_abs");
+  b.Output("a");
+  absl::Status s = Load(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("node 'the_exp' (op 'Exp')"),
+                    HasSubstr("node 'the_abs' (op 'Abs')"),
+                    ::testing::Not(HasSubstr("Relu"))));
+}
+
+TEST_F(GraphProgramTest, RefusesAtLoadWhatOnlyShapesShow) {
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 8}, onnx::TensorProto::INT64);
+  b.Node("Add", {"x", "x"}, {"y"}, "int_add");
+  b.Input("f", {-1, 2, 3});
+  SetIntAttr(b.Node("Softmax", {"f"}, {"sm"}, "middle_softmax"), "axis", 1);
+  b.Output("y", {}, onnx::TensorProto::INT64);
+  b.Output("sm");
+  absl::Status s = Load(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("node 'int_add' (op 'Add')"), HasSubstr("INT64"),
+                    HasSubstr("node 'middle_softmax' (op 'Softmax')")));
+}
+
+TEST_F(GraphProgramTest, ShapeArithmeticFoldsAndNeedsNoKernel) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters emit:
+  // computed while planning, so the device never sees Shape or Gather.
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 2, 3});
+  b.Int64Initializer("zero", {}, {0});
+  b.Int64Initializer("axes", {1}, {0});
+  b.Int64Initializer("six", {1}, {6});
+  b.Node("Shape", {"x"}, {"shape"});
+  b.Node("Gather", {"shape", "zero"}, {"n"});
+  b.Node("Unsqueeze", {"n", "axes"}, {"n1"});
+  SetIntAttr(b.Node("Concat", {"n1", "six"}, {"target"}), "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"flat"});
+  b.Node("Relu", {"flat"}, {"y"});
+  b.Output("y");
+  ASSERT_OK_AND_LOADED(b);
+  ExpectMatchesCpu({RandomTensor({4, 2, 3})});
+}
+
+TEST_F(GraphProgramTest, OutOfDeviceMemoryForWeightsIsResourceExhausted) {
+  OnnxModelBuilder builder;
+  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(64, 256, 10, 7));
+  SimulatedDevice::Options small;
+  small.device_memory_bytes = 16 * 1024;  // the weights need ~100 KB
+  absl::Status s = Load(builder, small);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+}
+
+}  // namespace
+}  // namespace coalesce

@@ -1,0 +1,213 @@
+#include "engine/device/testing/simulated_kernels.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/softmax_math.h"
+#include "kernels/cuda/transpose_math.h"
+
+namespace coalesce {
+namespace {
+
+namespace kc = kernels::cuda;
+using Region = SimulatedDevice::MemoryRegion;
+
+kc::Activation ToKernel(DeviceActivation a) {
+  switch (a) {
+    case DeviceActivation::kIdentity: return kc::Activation::kIdentity;
+    case DeviceActivation::kRelu: return kc::Activation::kRelu;
+    case DeviceActivation::kSigmoid: return kc::Activation::kSigmoid;
+    case DeviceActivation::kTanh: return kc::Activation::kTanh;
+    case DeviceActivation::kGeluErf: return kc::Activation::kGeluErf;
+    case DeviceActivation::kGeluTanh: return kc::Activation::kGeluTanh;
+    case DeviceActivation::kLeakyRelu: return kc::Activation::kLeakyRelu;
+    case DeviceActivation::kClip: return kc::Activation::kClip;
+    case DeviceActivation::kErf: return kc::Activation::kErf;
+  }
+  return kc::Activation::kIdentity;
+}
+
+kc::BinaryOp ToKernel(DeviceBinaryOp op) {
+  switch (op) {
+    case DeviceBinaryOp::kAdd: return kc::BinaryOp::kAdd;
+    case DeviceBinaryOp::kSub: return kc::BinaryOp::kSub;
+    case DeviceBinaryOp::kMul: return kc::BinaryOp::kMul;
+    case DeviceBinaryOp::kDiv: return kc::BinaryOp::kDiv;
+  }
+  return kc::BinaryOp::kAdd;
+}
+
+Region Floats(const float* p, int64_t count) {
+  return {p, static_cast<size_t>(count) * sizeof(float)};
+}
+
+// The extent of `batch` matrices of `size` elements, `stride` apart.
+Region Matrices(const float* p, int64_t batch, int64_t stride, int64_t size) {
+  return Floats(p, (batch - 1) * stride + size);
+}
+
+int64_t Count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+class SimulatedKernels : public DeviceKernels {
+ public:
+  SimulatedKernels(SimulatedDevice* device, std::chrono::microseconds duration)
+      : device_(device), duration_(duration) {}
+
+  std::string description() const override {
+    return "simulated kernels (host math)";
+  }
+
+  absl::Status Gemm(DeviceStream& stream, const GemmArgs& g) override {
+    std::vector<Region> reads = {
+        Matrices(g.a, g.batch, g.stride_a, g.m * g.k),
+        Matrices(g.b, g.batch, g.stride_b, g.k * g.n)};
+    if (g.bias != nullptr) reads.push_back(Floats(g.bias, g.n));
+    return Launch(stream, "gemm", std::move(reads),
+                  {Matrices(g.c, g.batch, g.stride_c, g.m * g.n)},
+                  [g] { RunGemm(g); });
+  }
+
+  absl::Status Activation(DeviceStream& stream, ActivationSpec f,
+                          const float* x, float* y, int64_t count) override {
+    return Launch(stream, "activation", {Floats(x, count)},
+                  {Floats(y, count)}, [=] {
+                    const kc::Activation act = ToKernel(f.kind);
+                    for (int64_t i = 0; i < count; ++i)
+                      y[i] = kc::ApplyActivation(act, x[i], f.alpha, f.beta);
+                  });
+  }
+
+  absl::Status Binary(DeviceStream& stream, DeviceBinaryOp op, const float* a,
+                      const Shape& a_shape, const float* b,
+                      const Shape& b_shape, float* y) override {
+    kc::BroadcastIndexer ix;
+    const int64_t n = kc::MakeBroadcastIndexer(
+        a_shape.data(), static_cast<int>(a_shape.size()), b_shape.data(),
+        static_cast<int>(b_shape.size()), &ix);
+    if (n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shapes ", ShapeToString(a_shape), " and ",
+                       ShapeToString(b_shape), " do not broadcast"));
+    }
+    return Launch(stream, "binary",
+                  {Floats(a, Count(a_shape)), Floats(b, Count(b_shape))},
+                  {Floats(y, n)}, [=] {
+                    const kc::BinaryOp kop = ToKernel(op);
+                    for (int64_t i = 0; i < n; ++i) {
+                      int64_t ai = 0, bi = 0;
+                      kc::BroadcastOffsets(ix, i, &ai, &bi);
+                      y[i] = kc::ApplyBinary(kop, a[ai], b[bi]);
+                    }
+                  });
+  }
+
+  absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+                       int64_t rows, int64_t cols) override {
+    return Launch(stream, "softmax", {Floats(x, rows * cols)},
+                  {Floats(y, rows * cols)}, [=] {
+                    for (int64_t r = 0; r < rows; ++r) {
+                      kc::MaxSum row = kc::EmptyMaxSum();
+                      for (int64_t c = 0; c < cols; ++c)
+                        row = kc::AddElement(row, x[r * cols + c]);
+                      for (int64_t c = 0; c < cols; ++c)
+                        y[r * cols + c] = kc::SoftmaxValue(x[r * cols + c], row);
+                    }
+                  });
+  }
+
+  absl::Status Transpose(DeviceStream& stream, const void* x,
+                         const Shape& x_shape, const std::vector<int64_t>& perm,
+                         size_t element_bytes, void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n =
+        perm.size() != x_shape.size()
+            ? -1
+            : kc::MakeTransposeIndexer(x_shape.data(), perm.data(),
+                                       static_cast<int>(x_shape.size()), &ix);
+    if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
+    const size_t bytes = static_cast<size_t>(n) * element_bytes;
+    return Launch(stream, "transpose", {{x, bytes}}, {{y, bytes}}, [=] {
+      const char* in = static_cast<const char*>(x);
+      char* out = static_cast<char*>(y);
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * element_bytes,
+                    in + kc::TransposeSourceOffset(ix, i) * element_bytes,
+                    element_bytes);
+      }
+    });
+  }
+
+  absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
+                      const void* src, size_t src_pitch, size_t row_bytes,
+                      size_t rows) override {
+    if (rows == 0) return absl::OkStatus();
+    const Region read = {src, (rows - 1) * src_pitch + row_bytes};
+    const Region write = {dst, (rows - 1) * dst_pitch + row_bytes};
+    return Launch(stream, "copy2d", {read}, {write}, [=] {
+      for (size_t r = 0; r < rows; ++r) {
+        std::memcpy(static_cast<char*>(dst) + r * dst_pitch,
+                    static_cast<const char*>(src) + r * src_pitch, row_bytes);
+      }
+    });
+  }
+
+ private:
+  static void RunGemm(const GemmArgs& g) {
+    const kc::Activation act = ToKernel(g.activation.kind);
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const float* a = g.a + b * g.stride_a;
+      const float* w = g.b + b * g.stride_b;
+      float* c = g.c + b * g.stride_c;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            const float av = g.trans_a ? a[p * g.m + i] : a[i * g.k + p];
+            const float bv = g.trans_b ? w[j * g.k + p] : w[p * g.n + j];
+            sum += double{av} * bv;
+          }
+          float v = static_cast<float>(g.alpha * sum);
+          if (g.bias != nullptr) v += g.bias[j];
+          c[i * g.n + j] = kc::ApplyActivation(act, v, g.activation.alpha,
+                                               g.activation.beta);
+        }
+      }
+    }
+  }
+
+  template <typename Body>
+  absl::Status Launch(DeviceStream& stream, const char* name,
+                      std::vector<Region> reads, std::vector<Region> writes,
+                      Body body) {
+    SimulatedDevice::Kernel kernel;
+    kernel.name = name;
+    kernel.reads = std::move(reads);
+    kernel.writes = std::move(writes);
+    kernel.duration = duration_;
+    kernel.body = [body]() {
+      body();
+      return absl::OkStatus();
+    };
+    return device_->Launch(stream, std::move(kernel));
+  }
+
+  SimulatedDevice* const device_;
+  const std::chrono::microseconds duration_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceKernels> CreateSimulatedKernels(
+    SimulatedDevice* device, std::chrono::microseconds launch_duration) {
+  return std::make_unique<SimulatedKernels>(device, launch_duration);
+}
+
+}  // namespace coalesce
