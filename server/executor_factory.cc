@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/graph_program.h"
+#include "engine/device/pipelined_executor.h"
+#include "engine/neutral_planner.h"
 #include "server/executor_options_from_config.h"
 #include "spdlog/spdlog.h"
 
@@ -62,20 +65,56 @@ absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
   return chosen;
 }
 
-absl::Status AddGpuInstances(const Group& group,
-                             const ExecutorFactoryOptions& options) {
+// One GPU instance: a device context, its kernels, the model's program on
+// them, and the pipelined executor over it.
+absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuInstance(
+    DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
+    const PipelinedExecutorOptions& options) {
+  auto device = plugin.OpenDevice(ordinal);
+  if (!device.ok()) return device.status();
+  auto kernels = plugin.CreateKernels(*device);
+  if (!kernels.ok()) return kernels.status();
+  auto program = CreateGraphProgram(
+      *device, *std::move(kernels),
+      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
+  if (!program.ok()) return program.status();
+  auto executor =
+      CreatePipelinedExecutor(*device, *std::move(program), options);
+  if (!executor.ok()) return executor.status();
+  return std::unique_ptr<ExecutorInstance>(*std::move(executor));
+}
+
+absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
+                             const inference::ModelConfig& config,
+                             const Group& group,
+                             const ExecutorFactoryOptions& options,
+                             Instances* instances) {
   auto gpus = GroupGpus(group, options);
   if (!gpus.ok()) return gpus.status();
-  std::vector<std::string> names;
-  for (const DeviceInfo& d : *gpus) {
-    names.push_back(absl::StrCat("cuda:", d.ordinal, " ", d.name));
+  auto pipeline = PipelinedExecutorOptionsFromConfig(config);
+  if (!pipeline.ok()) return pipeline.status();
+  auto plugin = LoadDevicePlugin(options.cuda_plugin_path);
+  if (!plugin.ok()) return plugin.status();
+  Instances created;
+  for (const DeviceInfo& gpu : *gpus) {
+    for (int i = 0; i < std::max(group.count(), 1); ++i) {
+      auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, *pipeline);
+      if (!instance.ok()) {
+        return absl::Status(
+            instance.status().code(),
+            absl::StrCat("cuda:", gpu.ordinal, " (", gpu.name, "): ",
+                         instance.status().message()));
+      }
+      created.push_back(*std::move(instance));
+    }
   }
-  // The pipeline (engine/device/) is ready; the GPU operators that turn an
-  // ONNX model into a DeviceProgram are not built yet.
-  return absl::UnimplementedError(absl::StrCat(
-      "found ", absl::StrJoin(names, ", "),
-      ", but the CUDA executor has no operators yet: ONNX models run on the "
-      "CPU only (use KIND_CPU or KIND_AUTO)"));
+  spdlog::info("model '{}': {} GPU instance(s) of instance_group '{}' on {}",
+               config.name(), created.size(), group.name(),
+               absl::StrJoin(*gpus, ", ", [](std::string* out, const DeviceInfo& d) {
+                 absl::StrAppend(out, "cuda:", d.ordinal, " ", d.name);
+               }));
+  for (auto& instance : created) instances->push_back(std::move(instance));
+  return absl::OkStatus();
 }
 
 absl::Status WithGroup(const absl::Status& status, const Group& group) {
@@ -95,10 +134,11 @@ absl::StatusOr<Instances> CreateExecutorInstances(
     absl::Status status;
     switch (group.kind()) {
       case Group::KIND_GPU:
-        status = AddGpuInstances(group, options);
+        status = AddGpuInstances(model, *config, group, options, &instances);
         break;
       case Group::KIND_AUTO: {
-        absl::Status gpu = AddGpuInstances(group, options);
+        absl::Status gpu =
+            AddGpuInstances(model, *config, group, options, &instances);
         if (gpu.ok()) {
           group.set_kind(Group::KIND_GPU);
           break;

@@ -5,9 +5,14 @@
 //              instances: executor_options_from_config.h).
 //   KIND_GPU   `count` instances on each GPU listed in `gpus` (every GPU when
 //              none is listed), through the CUDA plugin, which the server
-//              loads only here. Without a usable GPU the model fails to load
-//              with FailedPrecondition and the plugin's reason (no plugin, no
-//              driver, no device).
+//              loads only here. Each instance: a device context and kernels
+//              from the plugin, the model's GraphProgram on them
+//              (engine/device/graph_program.h) and a PipelinedExecutor (two
+//              slots unless the `double_buffering` parameter is "false").
+//              Without a usable GPU the model fails to load with
+//              FailedPrecondition and the plugin's reason (no plugin, no
+//              driver, no device, no cuBLASLt); a model with nodes the GPU
+//              cannot run fails with Unimplemented naming every one.
 //   KIND_AUTO  GPU instances when that works, else CPU ones; a log line says
 //              which was chosen and why.
 // Each group's kind in `config` is set to the kind it got, so ModelConfig

@@ -9,6 +9,7 @@ namespace coalesce {
 namespace {
 
 constexpr char kFlushDenormals[] = "flush_denormals";
+constexpr char kDoubleBuffering[] = "double_buffering";
 
 absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
                       bool* value) {
@@ -41,6 +42,18 @@ absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
       !s.ok()) {
     return s;
   }
+  return options;
+}
+
+absl::StatusOr<PipelinedExecutorOptions> PipelinedExecutorOptionsFromConfig(
+    const inference::ModelConfig& config) {
+  bool double_buffering = true;
+  if (absl::Status s = ReadBool(config, kDoubleBuffering, &double_buffering);
+      !s.ok()) {
+    return s;
+  }
+  PipelinedExecutorOptions options;
+  options.num_slots = double_buffering ? 2 : 1;
   return options;
 }
 

@@ -1,4 +1,4 @@
-// Turning a ModelConfig into the options of its CPU executor instances.
+// Turning a ModelConfig into the options of its executor instances.
 //
 // Threads: the machine's cores are shared evenly by the model's instances
 // (instance_group counts), at least one intra-op thread each.
@@ -6,12 +6,16 @@
 // Config parameters read here (string values, as in Triton's `parameters`):
 //   flush_denormals  "true" (default) or "false": whether the instances
 //                    compute denormal floats as zero (kernels/cpu/denormals.h).
+//   double_buffering "true" (default) or "false": GPU instances get two
+//                    slots, so a batch copies in while the last computes
+//                    (engine/device/pipelined_executor.h), or one.
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 
 #include "absl/status/statusor.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/pipelined_executor.h"
 #include "proto/model_config.pb.h"
 
 namespace coalesce {
@@ -23,6 +27,10 @@ int InstanceCount(const inference::ModelConfig& config);
 // "false". REQUIRES: cores >= 1.
 absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
     const inference::ModelConfig& config, int cores);
+
+// The same for GPU (pipelined) instances.
+absl::StatusOr<PipelinedExecutorOptions> PipelinedExecutorOptionsFromConfig(
+    const inference::ModelConfig& config);
 
 }  // namespace coalesce
 

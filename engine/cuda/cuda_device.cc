@@ -57,6 +57,8 @@ cudaEvent_t EventOf(DeviceEvent& e) { return static_cast<CudaEvent&>(e).event; }
 
 }  // namespace
 
+CUstream_st* CudaStreamOf(DeviceStream& stream) { return StreamOf(stream); }
+
 absl::StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Open(int ordinal) {
   int count = 0;
   if (absl::Status s = CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");

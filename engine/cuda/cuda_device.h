@@ -14,7 +14,12 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
 
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
 namespace coalesce {
+
+// The cudaStream_t of a stream a CudaDevice created.
+CUstream_st* CudaStreamOf(DeviceStream& stream);
 
 class CudaDevice : public Device {
  public:
@@ -22,6 +27,7 @@ class CudaDevice : public Device {
   static absl::StatusOr<std::shared_ptr<CudaDevice>> Open(int ordinal);
 
   std::string name() const override { return name_; }
+  int ordinal() const { return ordinal_; }
   absl::StatusOr<std::unique_ptr<DeviceStream>> CreateStream() override;
   absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateDevice(

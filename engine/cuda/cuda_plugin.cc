@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_device.h"
+#include "engine/cuda/cuda_kernels.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/device/device_plugin.h"
 
@@ -53,6 +54,15 @@ class CudaPlugin : public DevicePlugin {
     auto device = CudaDevice::Open(ordinal);
     if (!device.ok()) return device.status();
     return std::shared_ptr<Device>(*std::move(device));
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
+      std::shared_ptr<Device> device) override {
+    auto cuda = std::dynamic_pointer_cast<CudaDevice>(device);
+    if (cuda == nullptr) {
+      return absl::InvalidArgumentError("not a device of this plugin");
+    }
+    return CreateCudaKernels(std::move(cuda));
   }
 };
 

@@ -20,10 +20,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
+#include "engine/device/device_kernels.h"
 
 namespace coalesce {
 
-inline constexpr int kDevicePluginAbi = 1;
+inline constexpr int kDevicePluginAbi = 2;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {
@@ -45,8 +46,14 @@ class DevicePlugin {
   // words ("no CUDA driver: cudaErrorInsufficientDriver ..."), when none.
   virtual absl::StatusOr<std::vector<DeviceInfo>> Devices() = 0;
 
-  // A context on device `ordinal` (streams, memory, later library handles).
+  // A context on device `ordinal` (streams, memory).
   virtual absl::StatusOr<std::shared_ptr<Device>> OpenDevice(int ordinal) = 0;
+
+  // The operator primitives on `device` (from OpenDevice), with their own
+  // library handles and workspaces: one per executor instance.
+  // FailedPrecondition when a library they need (cuBLASLt) is missing.
+  virtual absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
+      std::shared_ptr<Device> device) = 0;
 };
 
 extern "C" {

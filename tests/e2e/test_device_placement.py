@@ -1,12 +1,13 @@
 """instance_group.kind: KIND_GPU is refused with the CUDA plugin's own reason
-on a machine without a GPU, KIND_AUTO falls back to the CPU and says why.
+on a machine without a GPU (and serves on one), KIND_AUTO falls back to the
+CPU and says why.
 
 COALESCE_CUDA_PLUGIN (set by CMake) is the plugin's path when the build made
 it, empty when the CUDA toolkit was not found. With the plugin built, the
 refusal must come from the loaded plugin reporting what the CUDA runtime said,
 which proves on every run that the plugin is found, loads and resolves its
-symbols. On a machine with a working GPU the refusal names the GPU instead
-(the CUDA executor has no operators yet).
+symbols. On a machine with a working GPU the model loads and its outputs
+are checked instead.
 """
 
 import os
@@ -47,12 +48,16 @@ def test_kind_gpu_is_refused_with_the_plugins_reason(start_server, placement_rep
     index = {m.name: m for m in client.get_model_repository_index().models}
     assert index["on_cpu"].state == "READY", index["on_cpu"]
     gpu = index["on_gpu"]
+    if gpu.state == "READY":  # a machine with a working GPU
+        assert PLUGIN, "a GPU model is READY without the CUDA plugin"
+        x = np.arange(8, dtype=np.float32).reshape(2, 4)
+        result = client.infer("on_gpu", make_inputs(x=x), client_timeout=30)
+        np.testing.assert_allclose(result.as_numpy("y"), x * 2 + 1, rtol=1e-6)
+        return
     assert gpu.state == "UNAVAILABLE", gpu
     assert "instance_group 'on_gpu_0' (KIND_GPU)" in gpu.reason, gpu.reason
     if not PLUGIN:
         assert "no device plugin at" in gpu.reason, gpu.reason
-    elif "found cuda:" in gpu.reason:  # a machine with a working GPU
-        assert "no operators yet" in gpu.reason, gpu.reason
     else:
         # The CUDA runtime's own words, reached through the loaded plugin.
         assert re.search(r"no (usable )?CUDA device \(CUDA runtime \d+\.\d+", gpu.reason), gpu.reason

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/kernel_args.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
@@ -15,31 +16,6 @@ namespace {
 
 namespace kc = kernels::cuda;
 using Region = SimulatedDevice::MemoryRegion;
-
-kc::Activation ToKernel(DeviceActivation a) {
-  switch (a) {
-    case DeviceActivation::kIdentity: return kc::Activation::kIdentity;
-    case DeviceActivation::kRelu: return kc::Activation::kRelu;
-    case DeviceActivation::kSigmoid: return kc::Activation::kSigmoid;
-    case DeviceActivation::kTanh: return kc::Activation::kTanh;
-    case DeviceActivation::kGeluErf: return kc::Activation::kGeluErf;
-    case DeviceActivation::kGeluTanh: return kc::Activation::kGeluTanh;
-    case DeviceActivation::kLeakyRelu: return kc::Activation::kLeakyRelu;
-    case DeviceActivation::kClip: return kc::Activation::kClip;
-    case DeviceActivation::kErf: return kc::Activation::kErf;
-  }
-  return kc::Activation::kIdentity;
-}
-
-kc::BinaryOp ToKernel(DeviceBinaryOp op) {
-  switch (op) {
-    case DeviceBinaryOp::kAdd: return kc::BinaryOp::kAdd;
-    case DeviceBinaryOp::kSub: return kc::BinaryOp::kSub;
-    case DeviceBinaryOp::kMul: return kc::BinaryOp::kMul;
-    case DeviceBinaryOp::kDiv: return kc::BinaryOp::kDiv;
-  }
-  return kc::BinaryOp::kAdd;
-}
 
 Region Floats(const float* p, int64_t count) {
   return {p, static_cast<size_t>(count) * sizeof(float)};
@@ -89,9 +65,7 @@ class SimulatedKernels : public DeviceKernels {
                       const Shape& a_shape, const float* b,
                       const Shape& b_shape, float* y) override {
     kc::BroadcastIndexer ix;
-    const int64_t n = kc::MakeBroadcastIndexer(
-        a_shape.data(), static_cast<int>(a_shape.size()), b_shape.data(),
-        static_cast<int>(b_shape.size()), &ix);
+    const int64_t n = BroadcastIndexerFor(a_shape, b_shape, &ix);
     if (n < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("shapes ", ShapeToString(a_shape), " and ",
@@ -127,11 +101,7 @@ class SimulatedKernels : public DeviceKernels {
                          const Shape& x_shape, const std::vector<int64_t>& perm,
                          size_t element_bytes, void* y) override {
     kc::TransposeIndexer ix;
-    const int64_t n =
-        perm.size() != x_shape.size()
-            ? -1
-            : kc::MakeTransposeIndexer(x_shape.data(), perm.data(),
-                                       static_cast<int>(x_shape.size()), &ix);
+    const int64_t n = TransposeIndexerFor(x_shape, perm, &ix);
     if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
     const size_t bytes = static_cast<size_t>(n) * element_bytes;
     return Launch(stream, "transpose", {{x, bytes}}, {{y, bytes}}, [=] {

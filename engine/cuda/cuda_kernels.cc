@@ -1,0 +1,306 @@
+#include "engine/cuda/cuda_kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/kernel_args.h"
+#include "engine/cuda/cublaslt_library.h"
+#include "engine/cuda/cuda_status.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/softmax.h"
+#include "kernels/cuda/transpose.h"
+
+namespace coalesce {
+namespace {
+
+namespace kc = kernels::cuda;
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// The epilogue cuBLASLt applies for `act` with or without a bias; `fused`
+// is false when the activation must run as its own kernel afterwards.
+cublasLtEpilogue_t EpilogueOf(DeviceActivation act, bool bias, bool* fused) {
+  *fused = true;
+  switch (act) {
+    case DeviceActivation::kIdentity:
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case DeviceActivation::kRelu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case DeviceActivation::kGeluTanh:
+      return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default:
+      *fused = false;
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+// Everything that decides a GEMM's descriptors and algorithm.
+struct GemmKey {
+  int64_t m, n, k, batch, stride_a, stride_b, stride_c;
+  bool trans_a, trans_b;
+  cublasLtEpilogue_t epilogue;
+  auto Tie() const {
+    return std::tie(m, n, k, batch, stride_a, stride_b, stride_c, trans_a,
+                    trans_b, epilogue);
+  }
+  bool operator<(const GemmKey& o) const { return Tie() < o.Tie(); }
+};
+
+// A GEMM's cuBLASLt descriptors and chosen algorithm, destroyed with it.
+class PreparedGemm {
+ public:
+  explicit PreparedGemm(const CublasLt& lt) : lt_(lt) {}
+  ~PreparedGemm() {
+    for (cublasLtMatrixLayout_t layout : {x_, y_, d_})
+      if (layout != nullptr) lt_.MatrixLayoutDestroy(layout);
+    if (desc_ != nullptr) lt_.MatmulDescDestroy(desc_);
+  }
+  PreparedGemm(const PreparedGemm&) = delete;
+  PreparedGemm& operator=(const PreparedGemm&) = delete;
+
+  absl::Status Init(cublasLtHandle_t handle, const GemmKey& key);
+  absl::Status Run(cublasLtHandle_t handle, const GemmArgs& args,
+                   void* workspace, cudaStream_t stream) const;
+
+ private:
+  absl::Status Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
+                      uint64_t cols, int64_t ld, int64_t batch,
+                      int64_t stride);
+
+  const CublasLt& lt_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's
+  // first operand x is B's memory, the second y is A's.
+  cublasLtMatrixLayout_t x_ = nullptr, y_ = nullptr, d_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout,
+                                  uint64_t rows, uint64_t cols, int64_t ld,
+                                  int64_t batch, int64_t stride) {
+  absl::Status s = CublasStatus(
+      lt_, lt_.MatrixLayoutCreate(layout, CUDA_R_32F, rows, cols, ld),
+      "cublasLtMatrixLayoutCreate");
+  if (!s.ok() || batch == 1) return s;
+  const int32_t count = static_cast<int32_t>(batch);
+  s = CublasStatus(lt_,
+                   lt_.MatrixLayoutSetAttribute(*layout,
+                                                CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                &count, sizeof(count)),
+                   "batch count");
+  if (!s.ok()) return s;
+  return CublasStatus(
+      lt_,
+      lt_.MatrixLayoutSetAttribute(*layout,
+                                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                   &stride, sizeof(stride)),
+      "batch stride");
+}
+
+absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key) {
+  absl::Status s = CublasStatus(
+      lt_, lt_.MatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      "cublasLtMatmulDescCreate");
+  if (!s.ok()) return s;
+  const cublasOperation_t op_x = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_y = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  for (const auto& [attr, value] :
+       {std::pair{CUBLASLT_MATMUL_DESC_TRANSA, op_x},
+        std::pair{CUBLASLT_MATMUL_DESC_TRANSB, op_y}}) {
+    s = CublasStatus(lt_,
+                     lt_.MatmulDescSetAttribute(desc_, attr, &value, sizeof(value)),
+                     "cublasLtMatmulDescSetAttribute");
+    if (!s.ok()) return s;
+  }
+  s = CublasStatus(lt_,
+                   lt_.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                              &key.epilogue, sizeof(key.epilogue)),
+                   "epilogue");
+  if (!s.ok()) return s;
+  // x: op(x) is n x k; stored (column-major) n x k, or k x n when transposed.
+  s = key.trans_b ? Layout(&x_, key.k, key.n, key.k, key.batch, key.stride_b)
+                  : Layout(&x_, key.n, key.k, key.n, key.batch, key.stride_b);
+  if (!s.ok()) return s;
+  // y: op(y) is k x m.
+  s = key.trans_a ? Layout(&y_, key.m, key.k, key.m, key.batch, key.stride_a)
+                  : Layout(&y_, key.k, key.m, key.k, key.batch, key.stride_a);
+  if (!s.ok()) return s;
+  s = Layout(&d_, key.n, key.m, key.n, key.batch, key.stride_c);
+  if (!s.ok()) return s;
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  s = CublasStatus(lt_, lt_.MatmulPreferenceCreate(&pref),
+                   "cublasLtMatmulPreferenceCreate");
+  if (!s.ok()) return s;
+  const uint64_t workspace = kWorkspaceBytes;
+  s = CublasStatus(
+      lt_,
+      lt_.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace, sizeof(workspace)),
+      "workspace preference");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (s.ok()) {
+    s = CublasStatus(lt_,
+                     lt_.MatmulAlgoGetHeuristic(handle, desc_, x_, y_, d_, d_,
+                                                pref, 1, &result, &found),
+                     "cublasLtMatmulAlgoGetHeuristic");
+  }
+  lt_.MatmulPreferenceDestroy(pref);
+  if (!s.ok()) return s;
+  if (found == 0) {
+    return absl::InternalError(absl::StrCat(
+        "cuBLASLt has no algorithm for a ", key.m, "x", key.k, " by ", key.k,
+        "x", key.n, " float32 GEMM (batch ", key.batch, ")"));
+  }
+  algo_ = result.algo;
+  return absl::OkStatus();
+}
+
+absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
+                               void* workspace, cudaStream_t stream) const {
+  if (args.bias != nullptr) {
+    const void* bias = args.bias;
+    absl::Status s = CublasStatus(
+        lt_,
+        lt_.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                   &bias, sizeof(bias)),
+        "bias pointer");
+    if (!s.ok()) return s;
+  }
+  const float beta = 0.0f;
+  return CublasStatus(
+      lt_,
+      lt_.Matmul(handle, desc_, &args.alpha, args.b, x_, args.a, y_, &beta,
+                 args.c, d_, args.c, d_, &algo_, workspace, kWorkspaceBytes,
+                 stream),
+      "cublasLtMatmul");
+}
+
+class CudaKernels : public DeviceKernels {
+ public:
+  CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt)
+      : device_(std::move(device)), lt_(lt) {}
+  ~CudaKernels() override {
+    cudaSetDevice(device_->ordinal());
+    gemms_.clear();
+    if (workspace_ != nullptr) cudaFree(workspace_);
+    if (handle_ != nullptr) lt_.Destroy(handle_);
+  }
+
+  absl::Status Init() {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    absl::Status s = CublasStatus(lt_, lt_.Create(&handle_), "cublasLtCreate");
+    if (!s.ok()) return s;
+    return CudaStatus(cudaMalloc(&workspace_, kWorkspaceBytes),
+                      "cudaMalloc (cuBLASLt workspace)");
+  }
+
+  std::string description() const override {
+    return absl::StrCat("cuBLASLt ", lt_.version, " (", lt_.path, ")");
+  }
+
+  absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) override {
+    if (args.m == 0 || args.n == 0 || args.batch == 0) return absl::OkStatus();
+    if (absl::Status s = Current(); !s.ok()) return s;
+    bool fused = false;
+    const GemmKey key{args.m, args.n, args.k, args.batch, args.stride_a,
+                      args.stride_b, args.stride_c, args.trans_a, args.trans_b,
+                      EpilogueOf(args.activation.kind, args.bias != nullptr,
+                                 &fused)};
+    auto it = gemms_.find(key);
+    if (it == gemms_.end()) {
+      auto prepared = std::make_unique<PreparedGemm>(lt_);
+      if (absl::Status s = prepared->Init(handle_, key); !s.ok()) return s;
+      it = gemms_.emplace(key, std::move(prepared)).first;
+    }
+    cudaStream_t s = CudaStreamOf(stream);
+    absl::Status status = it->second->Run(handle_, args, workspace_, s);
+    if (!status.ok() || fused) return status;
+    const int64_t count =
+        ((args.batch - 1) * args.stride_c + args.m * args.n);
+    return Activation(stream, args.activation, args.c, args.c, count);
+  }
+
+  absl::Status Activation(DeviceStream& stream, ActivationSpec f,
+                          const float* x, float* y, int64_t count) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchActivation(ToKernel(f.kind), f.alpha, f.beta, x,
+                                           y, count, CudaStreamOf(stream)),
+                      "activation kernel");
+  }
+
+  absl::Status Binary(DeviceStream& stream, DeviceBinaryOp op, const float* a,
+                      const Shape& a_shape, const float* b,
+                      const Shape& b_shape, float* y) override {
+    kc::BroadcastIndexer ix;
+    const int64_t n = BroadcastIndexerFor(a_shape, b_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchBinary(ToKernel(op), ix, a, b, y, n, CudaStreamOf(stream)),
+        "binary kernel");
+  }
+
+  absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+                       int64_t rows, int64_t cols) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchSoftmax(x, y, rows, cols, CudaStreamOf(stream)),
+        "softmax kernel");
+  }
+
+  absl::Status Transpose(DeviceStream& stream, const void* x,
+                         const Shape& x_shape, const std::vector<int64_t>& perm,
+                         size_t element_bytes, void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n = TransposeIndexerFor(x_shape, perm, &ix);
+    if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchTranspose(ix, x, y, n, element_bytes,
+                                          CudaStreamOf(stream)),
+                      "transpose kernel");
+  }
+
+  absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
+                      const void* src, size_t src_pitch, size_t row_bytes,
+                      size_t rows) override {
+    if (rows == 0 || row_bytes == 0) return absl::OkStatus();
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows,
+                          cudaMemcpyDeviceToDevice, CudaStreamOf(stream)),
+        "cudaMemcpy2DAsync");
+  }
+
+ private:
+  absl::Status Current() const {
+    return CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
+  }
+
+  const std::shared_ptr<CudaDevice> device_;
+  const CublasLt& lt_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<GemmKey, std::unique_ptr<PreparedGemm>> gemms_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateCudaKernels(
+    std::shared_ptr<CudaDevice> device) {
+  auto lt = LoadCublasLt();
+  if (!lt.ok()) return lt.status();
+  auto kernels = std::make_unique<CudaKernels>(std::move(device), **lt);
+  if (absl::Status s = kernels->Init(); !s.ok()) return s;
+  return std::unique_ptr<DeviceKernels>(std::move(kernels));
+}
+
+}  // namespace coalesce

@@ -1,0 +1,30 @@
+// CudaKernels: DeviceKernels (engine/device/device_kernels.h) on one CUDA
+// GPU. GEMMs run through cuBLASLt (loaded at run time, cublaslt_library.h)
+// in exact float32 (CUBLAS_COMPUTE_32F: no TF32), with the bias and Relu
+// fused as cuBLASLt epilogues; everything else through kernels/cuda/.
+//
+// GELU is not fused: cuBLASLt's GELU epilogue is the tanh approximation,
+// and ONNX exports use the erf form, so GeluErf runs as its own kernel
+// (kGeluTanh is fused). One instance per executor instance: it owns a
+// cuBLASLt handle, a 32 MiB workspace and the prepared descriptors and
+// chosen algorithm of every GEMM shape it has run (RAII owners), and is
+// used from one thread at a time. Part of libcoalesce_cuda.so only.
+#ifndef COALESCE_ENGINE_CUDA_CUDA_KERNELS_H_
+#define COALESCE_ENGINE_CUDA_CUDA_KERNELS_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/cuda/cuda_device.h"
+#include "engine/device/device_kernels.h"
+
+namespace coalesce {
+
+// FailedPrecondition when cuBLASLt cannot be loaded; the CUDA or cuBLAS
+// error when the handle or workspace cannot be created.
+absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateCudaKernels(
+    std::shared_ptr<CudaDevice> device);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_CUDA_CUDA_KERNELS_H_

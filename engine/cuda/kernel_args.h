@@ -1,0 +1,65 @@
+// DeviceKernels' arguments (engine/device/device_kernels.h) as kernels/cuda/
+// takes them: the enums mapped, and the index descriptors of broadcasting
+// and transposition built from shapes. Header-only and free of CUDA
+// includes, so the simulated device's kernels (engine/device/testing/),
+// which run the same math on the host, build them the same way.
+#ifndef COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
+#define COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/device/device_kernels.h"
+#include "engine/shape.h"
+#include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/transpose_math.h"
+
+namespace coalesce {
+
+inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
+  using K = kernels::cuda::Activation;
+  switch (a) {
+    case DeviceActivation::kIdentity: return K::kIdentity;
+    case DeviceActivation::kRelu: return K::kRelu;
+    case DeviceActivation::kSigmoid: return K::kSigmoid;
+    case DeviceActivation::kTanh: return K::kTanh;
+    case DeviceActivation::kGeluErf: return K::kGeluErf;
+    case DeviceActivation::kGeluTanh: return K::kGeluTanh;
+    case DeviceActivation::kLeakyRelu: return K::kLeakyRelu;
+    case DeviceActivation::kClip: return K::kClip;
+    case DeviceActivation::kErf: return K::kErf;
+  }
+  return K::kIdentity;
+}
+
+inline kernels::cuda::BinaryOp ToKernel(DeviceBinaryOp op) {
+  using K = kernels::cuda::BinaryOp;
+  switch (op) {
+    case DeviceBinaryOp::kAdd: return K::kAdd;
+    case DeviceBinaryOp::kSub: return K::kSub;
+    case DeviceBinaryOp::kMul: return K::kMul;
+    case DeviceBinaryOp::kDiv: return K::kDiv;
+  }
+  return K::kAdd;
+}
+
+// The output's element count, or -1 when the shapes do not broadcast.
+inline int64_t BroadcastIndexerFor(const Shape& a, const Shape& b,
+                                   kernels::cuda::BroadcastIndexer* ix) {
+  return kernels::cuda::MakeBroadcastIndexer(
+      a.data(), static_cast<int>(a.size()), b.data(),
+      static_cast<int>(b.size()), ix);
+}
+
+// The element count, or -1 for a bad permutation or rank.
+inline int64_t TransposeIndexerFor(const Shape& x,
+                                   const std::vector<int64_t>& perm,
+                                   kernels::cuda::TransposeIndexer* ix) {
+  if (perm.size() != x.size()) return -1;
+  return kernels::cuda::MakeTransposeIndexer(
+      x.data(), perm.data(), static_cast<int>(x.size()), ix);
+}
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
