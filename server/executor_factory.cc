@@ -7,9 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/cpu_executor.h"
-#include "engine/device/graph_program.h"
-#include "engine/device/pipelined_executor.h"
-#include "engine/neutral_planner.h"
+#include "server/gpu_instance.h"
 #include "server/executor_options_from_config.h"
 #include "spdlog/spdlog.h"
 
@@ -65,25 +63,6 @@ absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
   return chosen;
 }
 
-// One GPU instance: a device context, its kernels, the model's program on
-// them, and the pipelined executor over it.
-absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuInstance(
-    DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
-    const PipelinedExecutorOptions& options) {
-  auto device = plugin.OpenDevice(ordinal);
-  if (!device.ok()) return device.status();
-  auto kernels = plugin.CreateKernels(*device);
-  if (!kernels.ok()) return kernels.status();
-  auto program = CreateGraphProgram(
-      *device, *std::move(kernels),
-      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
-  if (!program.ok()) return program.status();
-  auto executor =
-      CreatePipelinedExecutor(*device, *std::move(program), options);
-  if (!executor.ok()) return executor.status();
-  return std::unique_ptr<ExecutorInstance>(*std::move(executor));
-}
-
 absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                              const inference::ModelConfig& config,
                              const Group& group,
@@ -99,13 +78,13 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
   for (const DeviceInfo& gpu : *gpus) {
     for (int i = 0; i < std::max(group.count(), 1); ++i) {
       auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, *pipeline);
-      if (!instance.ok()) {
-        return absl::Status(
-            instance.status().code(),
-            absl::StrCat("cuda:", gpu.ordinal, " (", gpu.name, "): ",
-                         instance.status().message()));
+      if (instance.ok()) {
+        created.push_back(*std::move(instance));
+        continue;
       }
-      created.push_back(*std::move(instance));
+      return absl::Status(instance.status().code(),
+                          absl::StrCat("cuda:", gpu.ordinal, " (", gpu.name,
+                                       "): ", instance.status().message()));
     }
   }
   spdlog::info("model '{}': {} GPU instance(s) of instance_group '{}' on {}",

@@ -131,11 +131,14 @@ absl::StatusOr<std::pair<std::shared_ptr<Device>, std::string>> OpenDevice(
   const DeviceInfo& d = devices->front();
   auto device = (*plugin)->OpenDevice(d.ordinal);
   if (!device.ok()) return device.status();
+  // The operator kernels GPU models need (cuBLASLt is loaded here).
+  auto kernels = (*plugin)->CreateKernels(*device);
+  if (!kernels.ok()) return kernels.status();
   return std::make_pair(
       *std::move(device),
       absl::StrCat("cuda:", d.ordinal, " ", d.name, ", ", d.memory_bytes >> 20,
                    " MiB, sm_", d.compute_capability, " (", devices->size(),
-                   " device(s))"));
+                   " device(s)); kernels: ", (*kernels)->description()));
 }
 
 int Main(int argc, char** argv) {

@@ -1,12 +1,15 @@
 // coalesce-onnx-run: runs one ONNX model once through the engine's CPU
-// executor, exactly as the server does (Model::LoadFromFile, CreateCpuExecutor,
-// SetInputShapes / CopyIn / Run / CopyOut on one slot), and writes every output
-// as a serialized onnx.TensorProto. Optionally times repeated runs. See
+// executor or, with --device gpu, a GPU instance (through the CUDA plugin),
+// exactly as the server does (Model::LoadFromFile, CreateCpuExecutor or
+// CreateGpuInstance, SetInputShapes / CopyIn / Run / CopyOut on one slot),
+// and writes every output as a serialized onnx.TensorProto. Optionally times
+// repeated runs (on the GPU: host to host, copies included). See
 // docs/tools.md.
 //
 //   coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... --output-dir DIR
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
+//                     [--device cpu|gpu] [--plugin PATH]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -32,8 +35,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/plugin_loader.h"
 #include "engine/model.h"
 #include "engine/node_profile.h"
+#include "server/gpu_instance.h"
 #include "tests/conformance/conformance_util.h"
 #include "tools/json_string.h"
 #include "tools/profile_report.h"
@@ -48,7 +53,7 @@ constexpr char kUsage[] =
     "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
-    "[--graph-optimizations on|off]";
+    "[--graph-optimizations on|off] [--device cpu|gpu] [--plugin PATH]";
 
 struct Flags {
   std::string model;
@@ -60,6 +65,8 @@ struct Flags {
   std::string timing_json;
   std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
+  bool gpu = false;                  // --device gpu: GPU 0 through the plugin
+  std::string plugin = DefaultCudaPluginPath();
 };
 
 absl::Status UsageError(absl::string_view message) {
@@ -107,6 +114,14 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
           "--graph-optimizations needs 'on' or 'off', got '", value, "'"));
     }
     flags.graph_optimizations = value == "on";
+  } else if (flag == "--device") {
+    if (value != "cpu" && value != "gpu") {
+      return UsageError(
+          absl::StrCat("--device needs 'cpu' or 'gpu', got '", value, "'"));
+    }
+    flags.gpu = value == "gpu";
+  } else if (flag == "--plugin") {
+    flags.plugin = std::string(value);
   } else {
     return UsageError(absl::StrCat("unknown flag '", flag, "'"));
   }
@@ -122,6 +137,8 @@ absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
     return UsageError("--timing-json needs --repeat");
   if (!flags.profile_json.empty() && flags.repeat == 0)
     return UsageError("--profile needs --repeat");
+  if (!flags.profile_json.empty() && flags.gpu)
+    return UsageError("--profile is for the CPU executor");
   return absl::OkStatus();
 }
 
@@ -323,6 +340,7 @@ absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
 absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
   std::ofstream file(flags.timing_json, std::ios::trunc);
   file << "{\n  \"model\": " << JsonString(flags.model)
+       << ",\n  \"device\": \"" << (flags.gpu ? "gpu" : "cpu") << "\""
        << ",\n  \"threads\": " << flags.threads
        << ",\n  \"graph_optimizations\": "
        << (flags.graph_optimizations ? "true" : "false")
@@ -361,6 +379,21 @@ absl::Status ReportProfile(const Flags& flags, const Model& model,
   return absl::OkStatus();
 }
 
+// GPU 0's instance of `model`, one slot (runs are timed one at a time).
+absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
+    const Flags& flags, const std::shared_ptr<const Model>& model) {
+  auto plugin = LoadDevicePlugin(flags.plugin);
+  if (!plugin.ok()) return plugin.status();
+  auto devices = (*plugin)->Devices();
+  if (!devices.ok()) return devices.status();
+  const DeviceInfo& gpu = devices->front();
+  std::printf("device: cuda:%d %s\n", gpu.ordinal, gpu.name.c_str());
+  auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model,
+                                    PipelinedExecutorOptions{1});
+  if (!instance.ok()) return instance.status();
+  return std::unique_ptr<ExecutorInstance>(*std::move(instance));
+}
+
 absl::Status Run(const Flags& flags) {
   ModelOptions model_options;
   if (!flags.graph_optimizations)
@@ -380,10 +413,11 @@ absl::Status Run(const Flags& flags) {
   if (!flags.profile_json.empty()) profile.emplace((*model)->graph().nodes.size());
   NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
-      CreateCpuExecutor(*model,
-                        CpuExecutorOptions{.intra_op_threads = flags.threads,
-                                           .num_slots = 1,
-                                           .profile = profile_or_null});
+      flags.gpu ? CreateGpuExecutor(flags, *model)
+                : CreateCpuExecutor(
+                      *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
+                                                 .num_slots = 1,
+                                                 .profile = profile_or_null});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =

@@ -451,30 +451,37 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
 enum class Family { kActivation, kBinary, kGemm, kMatMul, kSoftmax, kView,
                     kConcat, kTranspose };
 
-const std::map<std::string, Family>& Registry() {
-  static const auto* registry = new std::map<std::string, Family>{
-      {"Relu", Family::kActivation},      {"Sigmoid", Family::kActivation},
-      {"Tanh", Family::kActivation},      {"LeakyRelu", Family::kActivation},
-      {"Clip", Family::kActivation},      {"Gelu", Family::kActivation},
-      {"Erf", Family::kActivation},       {"Add", Family::kBinary},
-      {"Sub", Family::kBinary},           {"Mul", Family::kBinary},
-      {"Div", Family::kBinary},           {"Gemm", Family::kGemm},
-      {"MatMul", Family::kMatMul},        {"Softmax", Family::kSoftmax},
-      {"Identity", Family::kView},        {"Reshape", Family::kView},
-      {"Flatten", Family::kView},         {"Squeeze", Family::kView},
-      {"Unsqueeze", Family::kView},       {"Dropout", Family::kView},
-      {"Concat", Family::kConcat},        {"Transpose", Family::kTranspose},
-      {"FusedGemm", Family::kGemm},       {"FusedMatMul", Family::kMatMul},
-  };
+// Keyed by (internal domain?, op type): the ONNX operators, and the fused
+// ones the graph optimizer makes (engine/optimizer/).
+using RegistryKey = std::pair<bool, std::string>;
+
+const std::map<RegistryKey, Family>& Registry() {
+  static const auto* registry = [] {
+    auto* r = new std::map<RegistryKey, Family>;
+    for (const char* op : {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip",
+                           "Gelu", "Erf"})
+      (*r)[{false, op}] = Family::kActivation;
+    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+      (*r)[{false, op}] = Family::kBinary;
+    for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze",
+                           "Unsqueeze", "Dropout"})
+      (*r)[{false, op}] = Family::kView;
+    (*r)[{false, "Gemm"}] = Family::kGemm;
+    (*r)[{false, "MatMul"}] = Family::kMatMul;
+    (*r)[{false, "Softmax"}] = Family::kSoftmax;
+    (*r)[{false, "Concat"}] = Family::kConcat;
+    (*r)[{false, "Transpose"}] = Family::kTranspose;
+    (*r)[{true, "FusedGemm"}] = Family::kGemm;
+    (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
+    (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern
+    return r;
+  }();
   return *registry;
 }
 
 absl::StatusOr<Family> FamilyOf(const PlanNode& node) {
-  auto it = Registry().find(*node.op_type);
-  const bool internal = !node.domain->empty();
-  const bool fused = it != Registry().end() &&
-                     it->first.rfind("Fused", 0) == 0;
-  if (it == Registry().end() || internal != fused) {
+  auto it = Registry().find({!node.domain->empty(), *node.op_type});
+  if (it == Registry().end()) {
     return absl::UnimplementedError("no GPU kernel for this operator");
   }
   return it->second;

@@ -12,6 +12,7 @@
 
 #include "engine/device/pipelined_executor.h"
 #include "engine/device/simulated_device.h"
+#include "engine/device/testing/device_test_cases.h"
 #include "engine/device/testing/simulated_kernels.h"
 #include "engine/model.h"
 #include "engine/neutral_planner.h"
@@ -40,19 +41,8 @@ GraphProgramSource SourceOf(const std::shared_ptr<const Model>& model) {
   return {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)};
 }
 
-// Fresh values every run (never zeros), in [-2, 2).
-std::vector<float> RandomValues(size_t count) {
-  static std::mt19937 rng(std::random_device{}());
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 HostTensor RandomTensor(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return {shape, RandomValues(n)};
+  return ::coalesce::testing::RandomInputs({shape})[0];
 }
 
 class GraphProgramTest : public ::testing::Test {
@@ -81,28 +71,10 @@ class GraphProgramTest : public ::testing::Test {
     }
   }
 
-  // One batch through slot `slot`: inputs in, outputs back.
   absl::StatusOr<std::vector<HostTensor>> Run(
       const std::vector<HostTensor>& inputs, int slot_index = 0) {
-    BatchSlot* slot = executor_->slot(slot_index);
-    std::vector<Shape> shapes;
-    for (const HostTensor& t : inputs) shapes.push_back(t.shape);
-    if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) return s;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      std::memcpy(slot->input_data(i), inputs[i].data.data(),
-                  inputs[i].data.size() * sizeof(float));
-    }
-    executor_->CopyIn(slot);
-    executor_->Run(slot);
-    if (absl::Status s = executor_->CopyOut(slot)->Wait(); !s.ok()) return s;
-    std::vector<HostTensor> outputs;
-    for (size_t i = 0; i < model_->signature().outputs.size(); ++i) {
-      HostTensor t{slot->output_shape(i),
-                   std::vector<float>(slot->output_byte_size(i) / sizeof(float))};
-      std::memcpy(t.data.data(), slot->output_data(i), slot->output_byte_size(i));
-      outputs.push_back(std::move(t));
-    }
-    return outputs;
+    return ::coalesce::testing::RunBatch(*executor_, model_->signature(),
+                                         slot_index, inputs);
   }
 
   // Runs `inputs` on the device and on the CPU engine and compares.
@@ -129,6 +101,34 @@ class GraphProgramTest : public ::testing::Test {
   std::shared_ptr<SimulatedDevice> device_;
   std::unique_ptr<PipelinedExecutor> executor_;
 };
+
+// Every device test case (one per operator variant, and whole models) on the
+// simulated device, with the CUDA kernels' per-element math.
+class DeviceCaseTest
+    : public ::testing::TestWithParam<::coalesce::testing::DeviceTestCase> {};
+
+TEST_P(DeviceCaseTest, MatchesCpu) {
+  const auto& c = GetParam();
+  auto model = ::coalesce::testing::LoadCase(c);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto device = std::make_shared<SimulatedDevice>();
+  auto program = CreateGraphProgram(device, CreateSimulatedKernels(device.get()),
+                                    SourceOf(*model));
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto executor = CreatePipelinedExecutor(device, *std::move(program),
+                                          PipelinedExecutorOptions{2});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **executor), "");
+  executor->reset();
+  EXPECT_THAT(device->problems(), ::testing::IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCases, DeviceCaseTest,
+    ::testing::ValuesIn(::coalesce::testing::DeviceTestCases()),
+    [](const ::testing::TestParamInfo<::coalesce::testing::DeviceTestCase>& info) {
+      return info.param.name;
+    });
 
 TEST_F(GraphProgramTest, MlpMatchesCpuAtEveryBatchSize) {
   OnnxModelBuilder builder;

@@ -1,0 +1,81 @@
+// The GPU tests: every device test case (device_test_cases.h: one per
+// operator variant a device lowers, and whole models) on a real GPU through
+// the CUDA plugin, exactly as the server builds a KIND_GPU instance
+// (server/gpu_instance.h), against the CPU engine on fresh random inputs
+// with each case's tolerance. Without a usable GPU every test reports
+// SKIPPED with the plugin's reason, never passed. scripts/gpu-check runs
+// this binary from the bundle.
+//
+// The plugin is $COALESCE_CUDA_PLUGIN when set, else the build's or the
+// bundle's lib/libcoalesce_cuda.so beside this binary's folder.
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "engine/device/plugin_loader.h"
+#include "engine/device/testing/device_test_cases.h"
+#include "gtest/gtest.h"
+#include "server/gpu_instance.h"
+
+namespace coalesce {
+namespace {
+
+using ::coalesce::testing::DeviceTestCase;
+
+// The plugin and the GPU to test, or why there is none.
+struct Gpu {
+  DevicePlugin* plugin = nullptr;
+  int ordinal = 0;
+  std::string why_not;
+};
+
+const Gpu& TheGpu() {
+  static const Gpu* gpu = [] {
+    auto* g = new Gpu;
+    const char* env = std::getenv("COALESCE_CUDA_PLUGIN");
+    auto plugin = LoadDevicePlugin(env != nullptr && *env != '\0'
+                                       ? std::string(env)
+                                       : DefaultCudaPluginPath());
+    if (!plugin.ok()) {
+      g->why_not = std::string(plugin.status().message());
+      return g;
+    }
+    auto devices = (*plugin)->Devices();
+    if (!devices.ok()) {
+      g->why_not = std::string(devices.status().message());
+      return g;
+    }
+    g->plugin = *plugin;
+    g->ordinal = devices->front().ordinal;
+    return g;
+  }();
+  return *gpu;
+}
+
+class GpuCaseTest : public ::testing::TestWithParam<DeviceTestCase> {};
+
+TEST_P(GpuCaseTest, MatchesCpu) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  const DeviceTestCase& c = GetParam();
+  auto model = ::coalesce::testing::LoadCase(c);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (int slots : {1, 2}) {
+    auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model,
+                                      PipelinedExecutorOptions{slots});
+    ASSERT_TRUE(instance.ok()) << instance.status();
+    EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "")
+        << slots << " slot(s)";
+    EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCases, GpuCaseTest,
+    ::testing::ValuesIn(::coalesce::testing::DeviceTestCases()),
+    [](const ::testing::TestParamInfo<DeviceTestCase>& info) {
+      return info.param.name;
+    });
+
+}  // namespace
+}  // namespace coalesce

@@ -1,0 +1,342 @@
+#include "engine/device/testing/device_test_cases.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace coalesce::testing {
+namespace {
+
+using Configure = std::function<void(onnx::NodeProto&)>;
+
+// A case of one node `op` on inputs x0..xn of the given shapes (-1: batch),
+// output y.
+DeviceTestCase OneNode(const std::string& name, const std::string& op,
+                       const std::vector<Shape>& input_dims,
+                       std::vector<std::vector<Shape>> runs,
+                       float tolerance = 1e-6f, int64_t opset = 20,
+                       const Configure& configure = nullptr) {
+  OnnxModelBuilder b(opset);
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < input_dims.size(); ++i) {
+    inputs.push_back(absl::StrCat("x", i));
+    b.Input(inputs.back(), input_dims[i]);
+  }
+  onnx::NodeProto& node = b.Node(op, inputs, {"y"}, name);
+  if (configure) configure(node);
+  b.Output("y");
+  return {name, std::move(b), true, std::move(runs), tolerance};
+}
+
+void AddActivationCases(std::vector<DeviceTestCase>& cases) {
+  const std::vector<std::vector<Shape>> runs = {{{3, 70}}, {{1, 70}}};
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf"}) {
+    cases.push_back(OneNode(op, op, {{-1, 70}}, runs, 2e-6f));
+  }
+  cases.push_back(OneNode("leaky_relu", "LeakyRelu", {{-1, 70}}, runs, 1e-6f,
+                          20, [](onnx::NodeProto& n) {
+                            SetFloatAttr(n, "alpha", 0.3f);
+                          }));
+  cases.push_back(OneNode("gelu_erf", "Gelu", {{-1, 70}}, runs, 2e-6f));
+  cases.push_back(OneNode("gelu_tanh", "Gelu", {{-1, 70}}, runs, 2e-6f, 20,
+                          [](onnx::NodeProto& n) {
+                            SetStringAttr(n, "approximate", "tanh");
+                          }));
+  cases.push_back(OneNode("clip_attrs", "Clip", {{-1, 70}}, runs, 0.0f, 6,
+                          [](onnx::NodeProto& n) {
+                            SetFloatAttr(n, "min", -0.5f);
+                            SetFloatAttr(n, "max", 1.25f);
+                          }));
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, 70});
+  b.FloatInitializer("lo", {}, {-0.75f});
+  b.FloatInitializer("hi", {}, {0.5f});
+  b.Node("Clip", {"x", "lo", "hi"}, {"y"});
+  b.Output("y");
+  cases.push_back({"clip_inputs", std::move(b), true, runs, 0.0f});
+}
+
+void AddBinaryCases(std::vector<DeviceTestCase>& cases) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    cases.push_back(OneNode(absl::StrCat(op, "_same"), op, {{-1, 3, 5}, {-1, 3, 5}},
+                            {{{2, 3, 5}, {2, 3, 5}}}, 1e-6f));
+    cases.push_back(OneNode(absl::StrCat(op, "_broadcast"), op, {{-1, 3, 1}, {5}},
+                            {{{4, 3, 1}, {5}}, {{1, 3, 1}, {5}}}, 1e-6f));
+  }
+  cases.push_back(OneNode("Add_rank_up", "Add", {{2, 1, 4, 1}, {3, 1, 6}},
+                          {{{2, 1, 4, 1}, {3, 1, 6}}}, 0.0f));
+}
+
+// Gemm with each attribute and C form; weights are model constants as
+// exporters write them.
+void AddGemmCases(std::vector<DeviceTestCase>& cases) {
+  struct Variant {
+    const char* name;
+    bool trans_a, trans_b;
+    float alpha, beta;
+    Shape c;  // empty: no C
+  };
+  const Variant variants[] = {
+      {"gemm_plain", false, false, 1.0f, 1.0f, {}},
+      {"gemm_transb_bias", false, true, 1.0f, 1.0f, {24}},
+      {"gemm_transa_alpha", true, false, 0.5f, 1.0f, {1, 24}},
+      {"gemm_full_c", false, true, -2.0f, 1.0f, {-1, 24}},
+      {"gemm_column_c", false, false, 1.0f, 1.0f, {-1, 1}},
+      {"gemm_beta0", false, false, 1.0f, 0.0f, {24}},
+  };
+  for (const Variant& v : variants) {
+    OnnxModelBuilder b(13);
+    b.Input("a", v.trans_a ? Shape{40, -1} : Shape{-1, 40});
+    const Shape w = v.trans_b ? Shape{24, 40} : Shape{40, 24};
+    b.FloatInitializer("w", w, RandomFloats(40 * 24, 11));
+    std::vector<std::string> in = {"a", "w"};
+    if (!v.c.empty()) {
+      in.push_back("c");
+      b.Input("c", v.c);
+    }
+    auto& n = b.Node("Gemm", in, {"y"});
+    SetIntAttr(n, "transA", v.trans_a);
+    SetIntAttr(n, "transB", v.trans_b);
+    SetFloatAttr(n, "alpha", v.alpha);
+    SetFloatAttr(n, "beta", v.beta);
+    b.Output("y");
+    std::vector<std::vector<Shape>> runs;
+    for (int64_t m : {1, 7, 33}) {
+      std::vector<Shape> shapes = {v.trans_a ? Shape{40, m} : Shape{m, 40}};
+      if (!v.c.empty()) {
+        Shape c = v.c;
+        for (int64_t& d : c) d = d < 0 ? m : d;
+        shapes.push_back(c);
+      }
+      runs.push_back(shapes);
+    }
+    cases.push_back({v.name, std::move(b), true, runs, 1e-5f});
+  }
+  // Gemm -> Relu, fused by the optimizer into FusedGemm (bias + Relu
+  // epilogue), and Gemm -> Sigmoid (an activation the GEMM cannot fuse).
+  for (const char* act : {"Relu", "Sigmoid"}) {
+    OnnxModelBuilder b(13);
+    b.Input("a", {-1, 64});
+    b.FloatInitializer("w", {32, 64}, RandomFloats(64 * 32, 12));
+    b.FloatInitializer("bias", {32}, RandomFloats(32, 13));
+    SetIntAttr(b.Node("Gemm", {"a", "w", "bias"}, {"g"}), "transB", 1);
+    b.Node(act, {"g"}, {"y"});
+    b.Output("y");
+    cases.push_back({absl::StrCat("gemm_bias_", act), std::move(b), true,
+                     {{{5, 64}}, {{128, 64}}}, 1e-5f});
+  }
+}
+
+void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
+  struct Variant {
+    const char* name;
+    Shape a, b;                 // -1: batch
+    std::vector<Shape> a_runs;  // the A shape of each run
+    std::vector<Shape> b_runs;
+  };
+  const Variant variants[] = {
+      {"matmul_2d", {-1, 12}, {12, 9}, {{5, 12}, {1, 12}}, {{12, 9}, {12, 9}}},
+      {"matmul_3d_by_2d", {-1, 4, 12}, {12, 9}, {{3, 4, 12}}, {{12, 9}}},
+      {"matmul_batched", {-1, 4, 12}, {-1, 12, 9}, {{3, 4, 12}}, {{3, 12, 9}}},
+      {"matmul_4d_batched", {2, -1, 4, 8}, {2, -1, 8, 4}, {{2, 3, 4, 8}},
+       {{2, 3, 8, 4}}},
+      {"matmul_left_one", {4, 12}, {-1, 12, 9}, {{4, 12}}, {{3, 12, 9}}},
+      {"matmul_vector_left", {12}, {-1, 12, 9}, {{12}}, {{2, 12, 9}}},
+      {"matmul_vector_right", {-1, 4, 12}, {12}, {{3, 4, 12}}, {{12}}},
+  };
+  for (const Variant& v : variants) {
+    std::vector<std::vector<Shape>> runs;
+    for (size_t r = 0; r < v.a_runs.size(); ++r)
+      runs.push_back({v.a_runs[r], v.b_runs[r]});
+    cases.push_back(OneNode(v.name, "MatMul", {v.a, v.b}, runs, 1e-5f));
+  }
+  // MatMul -> Add(bias) -> Relu: FusedMatMul with bias and Relu.
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 8, 16});
+  b.FloatInitializer("w", {16, 10}, RandomFloats(160, 14));
+  b.FloatInitializer("bias", {10}, RandomFloats(10, 15));
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"a"});
+  b.Node("Relu", {"a"}, {"y"});
+  b.Output("y");
+  cases.push_back({"matmul_bias_relu", std::move(b), true,
+                   {{{2, 8, 16}}, {{1, 8, 16}}}, 1e-5f});
+}
+
+void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
+  cases.push_back(OneNode("softmax_last", "Softmax", {{-1, 7, 300}},
+                          {{{2, 7, 300}}, {{1, 7, 300}}}, 1e-6f, 13));
+  cases.push_back(OneNode("softmax_opset11_flatten", "Softmax", {{-1, 3, 5}},
+                          {{{2, 3, 5}}}, 1e-6f, 11, [](onnx::NodeProto& n) {
+                            SetIntAttr(n, "axis", 1);
+                          }));
+  cases.push_back(OneNode("softmax_wide_row", "Softmax", {{-1, 5000}},
+                          {{{3, 5000}}}, 1e-6f, 13));
+}
+
+void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
+  for (const std::vector<int64_t>& perm :
+       {std::vector<int64_t>{0, 2, 1}, {2, 0, 1}, {1, 2, 0}}) {
+    cases.push_back(OneNode(absl::StrCat("transpose_", perm[0], perm[1], perm[2]),
+                            "Transpose", {{-1, 5, 7}}, {{{3, 5, 7}}}, 0.0f, 13,
+                            [perm](onnx::NodeProto& n) {
+                              SetIntsAttr(n, "perm", perm);
+                            }));
+  }
+  for (int64_t axis : {0, 1, -1}) {
+    const std::string name =
+        axis < 0 ? "concat_last_axis" : absl::StrCat("concat_axis", axis);
+    cases.push_back(OneNode(name, "Concat",
+                            {{-1, 3, 4}, {-1, 3, 4}, {-1, 3, 4}},
+                            {{{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}}, 0.0f, 13,
+                            [axis](onnx::NodeProto& n) {
+                              SetIntAttr(n, "axis", axis);
+                            }));
+  }
+  // Views in a chain, the last one a model output (a copy, not a view).
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, 2, 3, 4});
+  b.Int64Initializer("shape", {2}, {-1, 12});
+  b.Int64Initializer("axes", {1}, {1});
+  b.Node("Flatten", {"x"}, {"f"});
+  b.Node("Reshape", {"f", "shape"}, {"r"});
+  b.Node("Unsqueeze", {"r", "axes"}, {"u"});
+  b.Node("Relu", {"u"}, {"ru"});
+  b.Node("Squeeze", {"ru", "axes"}, {"s"});
+  b.Node("Identity", {"s"}, {"y"});
+  b.Output("y");
+  b.Output("ru");
+  cases.push_back({"views", std::move(b), true, {{{3, 2, 3, 4}}}, 0.0f});
+}
+
+// x * 0.5 * (1 + Erf(x / sqrt 2)) as exporters write GELU; the optimizer
+// turns it into one Gelu node.
+DeviceTestCase ErfGeluPattern() {
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, 64});
+  b.FloatInitializer("sqrt2", {}, {1.4142135f});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("half", {}, {0.5f});
+  b.Node("Div", {"x", "sqrt2"}, {"d"});
+  b.Node("Erf", {"d"}, {"e"});
+  b.Node("Add", {"e", "one"}, {"a"});
+  b.Node("Mul", {"x", "a"}, {"m"});
+  b.Node("Mul", {"m", "half"}, {"y"});
+  b.Output("y");
+  return {"erf_gelu_pattern", std::move(b), true, {{{4, 64}}}, 2e-6f};
+}
+
+DeviceTestCase Mlp() {
+  OnnxModelBuilder b;
+  b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
+  return {"mlp", std::move(b), true,
+          {{{1, 256}}, {{17, 256}}, {{256, 256}}, {{1, 256}}}, 1e-5f};
+}
+
+}  // namespace
+
+std::vector<DeviceTestCase> DeviceTestCases() {
+  std::vector<DeviceTestCase> cases;
+  AddActivationCases(cases);
+  AddBinaryCases(cases);
+  AddGemmCases(cases);
+  AddMatMulCases(cases);
+  AddSoftmaxCases(cases);
+  AddDataMovementCases(cases);
+  cases.push_back(ErfGeluPattern());
+  cases.push_back(Mlp());
+  return cases;
+}
+
+std::vector<HostTensor> RandomInputs(const std::vector<Shape>& shapes) {
+  static std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<HostTensor> tensors;
+  for (const Shape& shape : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    HostTensor t{shape, std::vector<float>(n)};
+    for (float& x : t.data) {
+      do {
+        x = dist(rng);
+      } while (x == 0.0f);
+    }
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+absl::StatusOr<std::vector<HostTensor>> RunBatch(
+    ExecutorInstance& executor, const ModelSignature& signature, int slot_index,
+    const std::vector<HostTensor>& inputs) {
+  BatchSlot* slot = executor.slot(slot_index);
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) return s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::memcpy(slot->input_data(i), inputs[i].data.data(),
+                inputs[i].data.size() * sizeof(float));
+  }
+  executor.CopyIn(slot);
+  executor.Run(slot);
+  if (absl::Status s = executor.CopyOut(slot)->Wait(); !s.ok()) return s;
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < signature.outputs.size(); ++i) {
+    HostTensor t{slot->output_shape(i),
+                 std::vector<float>(slot->output_byte_size(i) / sizeof(float))};
+    std::memcpy(t.data.data(), slot->output_data(i), slot->output_byte_size(i));
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+std::string CompareOutputs(const std::vector<HostTensor>& got,
+                           const std::vector<HostTensor>& want,
+                           float tolerance) {
+  if (got.size() != want.size()) {
+    return absl::StrCat(got.size(), " outputs, expected ", want.size());
+  }
+  for (size_t o = 0; o < want.size(); ++o) {
+    if (got[o].shape != want[o].shape) {
+      return absl::StrCat("output ", o, " has shape ",
+                          ShapeToString(got[o].shape), ", expected ",
+                          ShapeToString(want[o].shape));
+    }
+    for (size_t i = 0; i < want[o].data.size(); ++i) {
+      const float w = want[o].data[i], g = got[o].data[i];
+      if (!(std::fabs(g - w) <= tolerance * std::max(1.0f, std::fabs(w)))) {
+        return absl::StrCat("output ", o, " element ", i, ": ", g,
+                            ", expected ", w, " (tolerance ", tolerance, ")");
+      }
+    }
+  }
+  return "";
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c) {
+  ModelOptions options;
+  if (!c.optimize) options.optimizer = OptimizerOptions::None();
+  return Model::LoadFromBytes(c.model.Serialize(), options);
+}
+
+std::string CheckAgainstCpu(const DeviceTestCase& c,
+                            const std::shared_ptr<const Model>& model,
+                            ExecutorInstance& executor) {
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    const std::vector<HostTensor> inputs = RandomInputs(c.runs[r]);
+    const int slot = static_cast<int>(r % executor.num_slots());
+    auto got = RunBatch(executor, model->signature(), slot, inputs);
+    if (!got.ok()) return absl::StrCat("run ", r, ": ", got.status().ToString());
+    auto want = RunModelOnce(model, inputs);
+    if (!want.ok()) return absl::StrCat("cpu run ", r, ": ", want.status().ToString());
+    std::string diff = CompareOutputs(*got, *want, c.tolerance);
+    if (!diff.empty()) return absl::StrCat("run ", r, ": ", diff);
+  }
+  return "";
+}
+
+}  // namespace coalesce::testing

@@ -1,0 +1,63 @@
+// The models every device executor is checked with, against the CPU engine:
+// one or a few nodes per operator and attribute variant a device lowers
+// (device_ops.h), the MLP example, and a model chaining them all, each with
+// the input shapes to run and the tolerance the device must meet. The
+// simulated device's tests (graph_program_test) and the GPU tests
+// (coalesce_gpu_test) run the same list, so a case the simulated device
+// passes in CI is the case the GPU must pass.
+#ifndef COALESCE_ENGINE_DEVICE_TESTING_DEVICE_TEST_CASES_H_
+#define COALESCE_ENGINE_DEVICE_TESTING_DEVICE_TEST_CASES_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/executor.h"
+#include "engine/model.h"
+#include "engine/shape.h"
+#include "engine/testing/onnx_model_builder.h"
+
+namespace coalesce::testing {
+
+struct DeviceTestCase {
+  std::string name;
+  OnnxModelBuilder model;
+  bool optimize = true;  // the graph optimizer on, as in the server
+  // Input shapes of each run, in order (plans are built per shape set and
+  // reused, so a repeated set checks reuse).
+  std::vector<std::vector<Shape>> runs;
+  // |device - cpu| <= tolerance * max(1, |cpu|) for every output element.
+  float tolerance = 1e-5f;
+};
+
+std::vector<DeviceTestCase> DeviceTestCases();
+
+// gtest prints a case by its name.
+inline void PrintTo(const DeviceTestCase& c, std::ostream* os) { *os << c.name; }
+
+// Fresh random values in [-2, 2) on every call (never zeros), for `shapes`.
+std::vector<HostTensor> RandomInputs(const std::vector<Shape>& shapes);
+
+// One batch through `executor`'s slot `slot`: inputs in, outputs back.
+absl::StatusOr<std::vector<HostTensor>> RunBatch(
+    ExecutorInstance& executor, const ModelSignature& signature, int slot,
+    const std::vector<HostTensor>& inputs);
+
+// "" when every output matches within `tolerance`, else what differs first.
+std::string CompareOutputs(const std::vector<HostTensor>& got,
+                           const std::vector<HostTensor>& want,
+                           float tolerance);
+
+// Runs every run of `c` through `executor` (alternating its slots) and the
+// CPU engine; "" when all match, else the first difference or error.
+std::string CheckAgainstCpu(const DeviceTestCase& c,
+                            const std::shared_ptr<const Model>& model,
+                            ExecutorInstance& executor);
+
+absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c);
+
+}  // namespace coalesce::testing
+
+#endif  // COALESCE_ENGINE_DEVICE_TESTING_DEVICE_TEST_CASES_H_

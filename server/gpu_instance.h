@@ -1,0 +1,27 @@
+// CreateGpuInstance: one executor instance of an ONNX model on one GPU, the
+// way the server makes every KIND_GPU instance (executor_factory.h): a
+// device context and kernels from the device plugin, the model's
+// GraphProgram on them (engine/device/graph_program.h), and a
+// PipelinedExecutor over it. Also used by coalesce-onnx-run --device gpu and
+// the GPU tests, so they measure and check exactly what the server runs.
+#ifndef COALESCE_SERVER_GPU_INSTANCE_H_
+#define COALESCE_SERVER_GPU_INSTANCE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/device/device_plugin.h"
+#include "engine/device/pipelined_executor.h"
+#include "engine/model.h"
+
+namespace coalesce {
+
+// Errors: the plugin's (no device, no cuBLASLt, out of memory), or
+// Unimplemented naming every node the GPU cannot run.
+absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
+    DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
+    const PipelinedExecutorOptions& options);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_GPU_INSTANCE_H_
