@@ -1,5 +1,7 @@
 // coalesce-onnx-run: runs one ONNX model once through the engine's CPU
-// executor or, with --device gpu, a GPU instance (through the CUDA plugin),
+// executor or, with --device gpu, a GPU instance (through the CUDA plugin;
+// --device simulated: the same program on the simulated device, whose
+// kernels run the CUDA kernels' math on the host),
 // exactly as the server does (Model::LoadFromFile, CreateCpuExecutor or
 // CreateGpuInstance, SetInputShapes / CopyIn / Run / CopyOut on one slot),
 // and writes every output as a serialized onnx.TensorProto. Optionally times
@@ -9,7 +11,7 @@
 //   coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... --output-dir DIR
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
-//                     [--device cpu|gpu] [--plugin PATH]
+//                     [--device cpu|gpu|simulated] [--plugin PATH]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -35,7 +37,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/graph_program.h"
 #include "engine/device/plugin_loader.h"
+#include "engine/device/simulated_device.h"
+#include "engine/device/testing/simulated_kernels.h"
+#include "engine/neutral_planner.h"
 #include "engine/model.h"
 #include "engine/node_profile.h"
 #include "server/gpu_instance.h"
@@ -53,7 +59,8 @@ constexpr char kUsage[] =
     "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
-    "[--graph-optimizations on|off] [--device cpu|gpu] [--plugin PATH]";
+    "[--graph-optimizations on|off] [--device cpu|gpu|simulated] "
+    "[--plugin PATH]";
 
 struct Flags {
   std::string model;
@@ -65,7 +72,7 @@ struct Flags {
   std::string timing_json;
   std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
-  bool gpu = false;                  // --device gpu: GPU 0 through the plugin
+  std::string device = "cpu";        // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
 };
 
@@ -115,11 +122,11 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
     }
     flags.graph_optimizations = value == "on";
   } else if (flag == "--device") {
-    if (value != "cpu" && value != "gpu") {
-      return UsageError(
-          absl::StrCat("--device needs 'cpu' or 'gpu', got '", value, "'"));
+    if (value != "cpu" && value != "gpu" && value != "simulated") {
+      return UsageError(absl::StrCat(
+          "--device needs 'cpu', 'gpu' or 'simulated', got '", value, "'"));
     }
-    flags.gpu = value == "gpu";
+    flags.device = std::string(value);
   } else if (flag == "--plugin") {
     flags.plugin = std::string(value);
   } else {
@@ -137,7 +144,7 @@ absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
     return UsageError("--timing-json needs --repeat");
   if (!flags.profile_json.empty() && flags.repeat == 0)
     return UsageError("--profile needs --repeat");
-  if (!flags.profile_json.empty() && flags.gpu)
+  if (!flags.profile_json.empty() && flags.device != "cpu")
     return UsageError("--profile is for the CPU executor");
   return absl::OkStatus();
 }
@@ -340,7 +347,7 @@ absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
 absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
   std::ofstream file(flags.timing_json, std::ios::trunc);
   file << "{\n  \"model\": " << JsonString(flags.model)
-       << ",\n  \"device\": \"" << (flags.gpu ? "gpu" : "cpu") << "\""
+       << ",\n  \"device\": \"" << flags.device << "\""
        << ",\n  \"threads\": " << flags.threads
        << ",\n  \"graph_optimizations\": "
        << (flags.graph_optimizations ? "true" : "false")
@@ -394,6 +401,22 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
 }
 
+// The same program on the simulated device (8 GiB of modelled memory).
+absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
+    const std::shared_ptr<const Model>& model) {
+  SimulatedDevice::Options options;
+  options.device_memory_bytes = options.pinned_memory_bytes = size_t{8} << 30;
+  auto device = std::make_shared<SimulatedDevice>(options);
+  auto program = CreateGraphProgram(
+      device, CreateSimulatedKernels(device.get()),
+      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
+  if (!program.ok()) return program.status();
+  auto executor = CreatePipelinedExecutor(device, *std::move(program),
+                                          PipelinedExecutorOptions{1});
+  if (!executor.ok()) return executor.status();
+  return std::unique_ptr<ExecutorInstance>(*std::move(executor));
+}
+
 absl::Status Run(const Flags& flags) {
   ModelOptions model_options;
   if (!flags.graph_optimizations)
@@ -413,8 +436,9 @@ absl::Status Run(const Flags& flags) {
   if (!flags.profile_json.empty()) profile.emplace((*model)->graph().nodes.size());
   NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
-      flags.gpu ? CreateGpuExecutor(flags, *model)
-                : CreateCpuExecutor(
+      flags.device == "gpu"         ? CreateGpuExecutor(flags, *model)
+      : flags.device == "simulated" ? CreateSimulatedExecutor(*model)
+                                    : CreateCpuExecutor(
                       *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
                                                  .num_slots = 1,
                                                  .profile = profile_or_null});

@@ -14,6 +14,8 @@
 #include "engine/cuda/cublaslt_library.h"
 #include "engine/cuda/cuda_status.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gather.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
 
@@ -267,6 +269,38 @@ class CudaKernels : public DeviceKernels {
     return CudaStatus(kc::LaunchTranspose(ix, x, y, n, element_bytes,
                                           CudaStreamOf(stream)),
                       "transpose kernel");
+  }
+
+  absl::Status LayerNorm(DeviceStream& stream, const float* x,
+                         const float* scale, const float* bias, float* y,
+                         int64_t rows, int64_t cols, float epsilon) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchLayerNorm(x, scale, bias, y, rows, cols,
+                                          epsilon, CudaStreamOf(stream)),
+                      "layer norm kernel");
+  }
+
+  absl::Status Gather(DeviceStream& stream, const void* data,
+                      size_t element_bytes, int64_t outer, int64_t axis_dim,
+                      int64_t inner, const void* indices, bool indices_int64,
+                      int64_t num_indices, void* y) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchGather(data, element_bytes, outer, axis_dim, inner, indices,
+                         indices_int64, num_indices, y, CudaStreamOf(stream)),
+        "gather kernel");
+  }
+
+  absl::Status CastToFloat(DeviceStream& stream, DataType from, const void* x,
+                           float* y, int64_t count) override {
+    kc::CastSource source;
+    if (!CastSourceOf(from, &source)) {
+      return absl::InvalidArgumentError("cannot cast this type to float");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchCastToFloat(x, source, y, count, CudaStreamOf(stream)),
+        "cast kernel");
   }
 
   absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,

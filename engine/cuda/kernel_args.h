@@ -12,6 +12,7 @@
 #include "engine/device/device_kernels.h"
 #include "engine/shape.h"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/transpose_math.h"
 
 namespace coalesce {
@@ -28,6 +29,9 @@ inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
     case DeviceActivation::kLeakyRelu: return K::kLeakyRelu;
     case DeviceActivation::kClip: return K::kClip;
     case DeviceActivation::kErf: return K::kErf;
+    case DeviceActivation::kPow: return K::kPow;
+    case DeviceActivation::kSqrt: return K::kSqrt;
+    case DeviceActivation::kExp: return K::kExp;
   }
   return K::kIdentity;
 }
@@ -41,6 +45,19 @@ inline kernels::cuda::BinaryOp ToKernel(DeviceBinaryOp op) {
     case DeviceBinaryOp::kDiv: return K::kDiv;
   }
   return K::kAdd;
+}
+
+// The Cast source type of `from`; false when Cast-to-float cannot read it.
+inline bool CastSourceOf(DataType from, kernels::cuda::CastSource* source) {
+  using K = kernels::cuda::CastSource;
+  switch (from) {
+    case DataType::kFp32: *source = K::kFloat; return true;
+    case DataType::kInt64: *source = K::kInt64; return true;
+    case DataType::kInt32: *source = K::kInt32; return true;
+    case DataType::kUint8:
+    case DataType::kBool: *source = K::kUint8; return true;
+    default: return false;
+  }
 }
 
 // The output's element count, or -1 when the shapes do not broadcast.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/data_type.h"
 #include "engine/device/device.h"
 #include "engine/shape.h"
 
@@ -34,6 +35,9 @@ enum class DeviceActivation {
   kLeakyRelu,  // x >= 0 ? x : alpha x
   kClip,       // min(max(x, alpha), beta)
   kErf,
+  kPow,        // x^alpha
+  kSqrt,
+  kExp,
 };
 
 struct ActivationSpec {
@@ -96,6 +100,30 @@ class DeviceKernels {
                                  const Shape& x_shape,
                                  const std::vector<int64_t>& perm,
                                  size_t element_bytes, void* y) = 0;
+
+  // LayerNormalization of each row of a [rows, cols] matrix:
+  // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32;
+  // scale and bias have cols elements, bias may be null.
+  virtual absl::Status LayerNorm(DeviceStream& stream, const float* x,
+                                 const float* scale, const float* bias,
+                                 float* y, int64_t rows, int64_t cols,
+                                 float epsilon) = 0;
+
+  // Gather of `data`, viewed as [outer, axis_dim, inner] elements of
+  // `element_bytes` (4 or 8), by `num_indices` int64 (or int32) indices into
+  // y [outer, num_indices, inner]. Negative indices count from the end; an
+  // index out of range gives zeros (the device cannot fail one batch from
+  // inside a kernel).
+  virtual absl::Status Gather(DeviceStream& stream, const void* data,
+                              size_t element_bytes, int64_t outer,
+                              int64_t axis_dim, int64_t inner,
+                              const void* indices, bool indices_int64,
+                              int64_t num_indices, void* y) = 0;
+
+  // y = float(x) for `count` elements of type `from` (float32, int64,
+  // int32, uint8 or bool).
+  virtual absl::Status CastToFloat(DeviceStream& stream, DataType from,
+                                   const void* x, float* y, int64_t count) = 0;
 
   // Copies `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
   // apart to rows `dst_pitch` bytes apart, device to device (Concat).

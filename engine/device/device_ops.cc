@@ -89,6 +89,8 @@ absl::StatusOr<ActivationSpec> ActivationByName(const std::string& name,
       {"LeakyRelu", DeviceActivation::kLeakyRelu},
       {"Clip", DeviceActivation::kClip},
       {"Erf", DeviceActivation::kErf},
+      {"Sqrt", DeviceActivation::kSqrt},
+      {"Exp", DeviceActivation::kExp},
   };
   if (name.empty()) return ActivationSpec{};
   auto it = kinds->find(name);
@@ -127,6 +129,9 @@ absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
     }
     return ActivationSpec{DeviceActivation::kClip};  // bounds: LowerActivation
   }
+  if (op == "Pow") {  // the exponent: LowerActivation
+    return ActivationSpec{DeviceActivation::kPow};
+  }
   return ActivationByName(op, 0.0f, 0.0f);
 }
 
@@ -150,6 +155,11 @@ absl::StatusOr<LoweredNode> LowerActivation(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
   auto spec = NodeActivation(v);
   if (!spec.ok()) return spec.status();
+  if (*v.node().op_type == "Pow") {
+    auto exponent = v.ConstantScalar(1, 1.0f);
+    if (!exponent.ok()) return exponent.status();
+    spec->alpha = *exponent;
+  }
   if (*v.node().op_type == "Clip" && v.opset() >= 11) {
     auto lo = v.ConstantScalar(1, -std::numeric_limits<float>::infinity());
     auto hi = v.ConstantScalar(2, std::numeric_limits<float>::infinity());
@@ -371,6 +381,110 @@ absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
   return lowered;
 }
 
+// -- LayerNormalization ---------------------------------------------------
+
+absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  for (size_t o = 1; o < v.node().outputs.size(); ++o) {
+    if (v.node().outputs[o] >= 0) {
+      return absl::UnimplementedError(
+          "the Mean and InvStdDev outputs are not supported on the GPU");
+    }
+  }
+  const Shape& shape = v.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto axis_attr = v.attrs().GetInt("axis", -1);
+  auto epsilon = v.attrs().GetFloat("epsilon", 1e-5f);
+  if (!axis_attr.ok()) return axis_attr.status();
+  if (!epsilon.ok()) return epsilon.status();
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  if (axis < 0 || axis >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis ", *axis_attr, " is out of range"));
+  }
+  const int64_t rows = Product(shape, 0, axis);
+  const int64_t cols = Product(shape, axis, shape.size());
+  for (int i : {1, 2}) {
+    if (v.has_input(i) && Count(v.in_shape(i)) != cols) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input ", i, " of shape ", ShapeToString(v.in_shape(i)),
+          " is broadcast; the GPU takes one value per normalized element"));
+    }
+  }
+  const int x = v.in_id(0), scale = v.in_id(1), y = v.out_id(0);
+  const int bias = v.has_input(2) ? v.in_id(2) : -1;
+  LoweredNode lowered;
+  lowered.reads = {x, scale};
+  if (bias >= 0) lowered.reads.push_back(bias);
+  if (rows * cols == 0) return lowered;
+  lowered.steps.push_back([=, eps = *epsilon](const StepContext& c) {
+    return c.kernels.LayerNorm(c.stream, F(c, x), F(c, scale),
+                               bias >= 0 ? F(c, bias) : nullptr, F(c, y), rows,
+                               cols, eps);
+  });
+  return lowered;
+}
+
+// -- Gather and Cast ------------------------------------------------------
+
+absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
+  const Shape& data = v.in_shape(0);
+  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  const DataType index_type = v.in(1).info.dtype;
+  if (elem != 4 && elem != 8) {
+    return absl::UnimplementedError(
+        absl::StrCat("data of type ", std::string(DataTypeName(v.in(0).info.dtype))));
+  }
+  if (index_type != DataType::kInt64 && index_type != DataType::kInt32) {
+    return absl::UnimplementedError("indices that are not int64 or int32");
+  }
+  const int64_t rank = static_cast<int64_t>(data.size());
+  auto axis_attr = v.attrs().GetInt("axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  if (axis < 0 || axis >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis ", *axis_attr, " is out of range"));
+  }
+  const int64_t outer = Product(data, 0, axis), axis_dim = data[axis];
+  const int64_t inner = Product(data, axis + 1, data.size());
+  const int64_t num_indices = Count(v.in_shape(1));
+  const bool int64_indices = index_type == DataType::kInt64;
+  const int d = v.in_id(0), ix = v.in_id(1), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {d, ix};
+  if (outer * num_indices * inner == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.Gather(c.stream, c.addresses[d], elem, outer, axis_dim,
+                            inner, c.addresses[ix], int64_indices, num_indices,
+                            c.addresses[y]);
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
+  if (v.out(0).info.dtype != DataType::kFp32) {
+    return absl::UnimplementedError(absl::StrCat(
+        "Cast to ", std::string(DataTypeName(v.out(0).info.dtype)),
+        "; the GPU casts to float32 only"));
+  }
+  const DataType from = v.in(0).info.dtype;
+  if (from != DataType::kFp32 && from != DataType::kInt64 &&
+      from != DataType::kInt32 && from != DataType::kUint8 &&
+      from != DataType::kBool) {
+    return absl::UnimplementedError(
+        absl::StrCat("Cast from ", std::string(DataTypeName(from))));
+  }
+  const int x = v.in_id(0), y = v.out_id(0);
+  const int64_t n = Count(v.out_shape(0));
+  LoweredNode lowered;
+  lowered.reads = {x};
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.CastToFloat(c.stream, from, c.addresses[x], F(c, y), n);
+  });
+  return lowered;
+}
+
 // -- data movement ------------------------------------------------------
 
 absl::StatusOr<LoweredNode> LowerView(const NodeView& v, bool allow_view) {
@@ -449,7 +563,7 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
 // -- the registry ---------------------------------------------------------
 
 enum class Family { kActivation, kBinary, kGemm, kMatMul, kSoftmax, kView,
-                    kConcat, kTranspose };
+                    kConcat, kTranspose, kLayerNorm, kGather, kCast };
 
 // Keyed by (internal domain?, op type): the ONNX operators, and the fused
 // ones the graph optimizer makes (engine/optimizer/).
@@ -459,7 +573,7 @@ const std::map<RegistryKey, Family>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::map<RegistryKey, Family>;
     for (const char* op : {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip",
-                           "Gelu", "Erf"})
+                           "Gelu", "Erf", "Sqrt", "Exp", "Pow"})
       (*r)[{false, op}] = Family::kActivation;
     for (const char* op : {"Add", "Sub", "Mul", "Div"})
       (*r)[{false, op}] = Family::kBinary;
@@ -471,6 +585,9 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "Softmax"}] = Family::kSoftmax;
     (*r)[{false, "Concat"}] = Family::kConcat;
     (*r)[{false, "Transpose"}] = Family::kTranspose;
+    (*r)[{false, "LayerNormalization"}] = Family::kLayerNorm;
+    (*r)[{false, "Gather"}] = Family::kGather;
+    (*r)[{false, "Cast"}] = Family::kCast;
     (*r)[{true, "FusedGemm"}] = Family::kGemm;
     (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
     (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern
@@ -526,6 +643,12 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return LowerConcat(v);
     case Family::kTranspose:
       return LowerTranspose(v);
+    case Family::kLayerNorm:
+      return LowerLayerNorm(v);
+    case Family::kGather:
+      return LowerGather(v);
+    case Family::kCast:
+      return LowerCast(v);
   }
   return absl::InternalError("unknown operator family");
 }

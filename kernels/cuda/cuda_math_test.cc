@@ -7,6 +7,8 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 
@@ -24,6 +26,12 @@ double Reference(Activation act, double x) {
       return std::min<double>(std::max<double>(x, kAlpha), kBeta);
     case Activation::kErf:
       return std::erf(x);
+    case Activation::kPow:
+      return std::pow(x, double{kAlpha});
+    case Activation::kSqrt:
+      return std::sqrt(x);
+    case Activation::kExp:
+      return std::exp(x);
     case Activation::kIdentity:
       return x;
     case Activation::kRelu:
@@ -46,7 +54,7 @@ TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
                          Activation::kSigmoid, Activation::kTanh,
                          Activation::kGeluErf, Activation::kGeluTanh,
                          Activation::kLeakyRelu, Activation::kClip,
-                         Activation::kErf}) {
+                         Activation::kErf, Activation::kExp}) {
     for (int k = -1024; k <= 1024; ++k) {
       const float x = k / 64.0f;  // [-16, 16]
       const double want = Reference(act, x);
@@ -187,6 +195,89 @@ TEST(CudaMathTest, TransposeRejectsBadPermutations) {
   const int64_t repeated[] = {0, 0}, out_of_range[] = {0, 2};
   EXPECT_EQ(MakeTransposeIndexer(in, repeated, 2, &ix), -1);
   EXPECT_EQ(MakeTransposeIndexer(in, out_of_range, 2, &ix), -1);
+}
+
+// A row's statistics combined in the kernel's order (threads striding, then
+// a pairwise tree), against a two-pass double computation, on a row whose
+// mean is 1000 times its spread (where float E[x^2] - E[x]^2 loses about
+// 6% of the variance).
+TEST(CudaMathTest, LayerNormStatisticsMatchTwoPassDouble) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> row(3001);
+  for (float& x : row) x = 1000.0f + noise(rng);
+  double mean = 0, m2 = 0;
+  for (float x : row) mean += x;
+  mean /= row.size();
+  for (float x : row) m2 += (x - mean) * (x - mean);
+  for (int parts : {1, 5, 256}) {
+    std::vector<MeanM2> partial(parts, EmptyMeanM2());
+    for (size_t j = 0; j < row.size(); ++j) {
+      partial[j % parts] = AddValue(partial[j % parts], row[j]);
+    }
+    while (partial.size() > 1) {
+      std::vector<MeanM2> next;
+      for (size_t i = 0; i + 1 < partial.size(); i += 2) {
+        next.push_back(Combine(partial[i], partial[i + 1]));
+      }
+      if (partial.size() % 2 == 1) next.push_back(Combine(partial.back(), EmptyMeanM2()));
+      partial = next;
+    }
+    EXPECT_EQ(partial[0].count, row.size()) << parts << " parts";
+    EXPECT_NEAR(partial[0].mean, mean, 1e-5 * mean) << parts << " parts";
+    EXPECT_NEAR(partial[0].m2, m2, 1e-4 * m2) << parts << " parts";
+    const float eps = 1e-5f;
+    EXPECT_NEAR(InvStdDev(partial[0], eps), 1 / std::sqrt(m2 / row.size() + eps),
+                1e-4 / std::sqrt(m2 / row.size() + eps));
+  }
+  EXPECT_FLOAT_EQ(LayerNormValue(3.0f, 1.0f, 0.5f, 2.0f, 0.25f), 2.25f);
+}
+
+TEST(CudaMathTest, GatherOffsetsMatchCoordinates) {
+  // data [2, 5, 3] gathered on axis 1 by 4 indices: output [2, 4, 3].
+  const int64_t axis_dim = 5, inner = 3, num = 4;
+  const int64_t indices[num] = {4, 0, -1, 2};
+  for (int64_t i = 0; i < 2 * num * inner; ++i) {
+    const int64_t o = i / (num * inner), k = (i / inner) % num, j = i % inner;
+    const int64_t index = indices[GatherIndexPosition(i, num, inner)];
+    ASSERT_EQ(index, indices[k]);
+    const int64_t want = (o * axis_dim + (index + axis_dim) % axis_dim) * inner + j;
+    EXPECT_EQ(GatherSourceOffset(i, index, axis_dim, num, inner), want) << i;
+  }
+  EXPECT_EQ(GatherSourceOffset(0, 5, axis_dim, num, inner), -1);
+  EXPECT_EQ(GatherSourceOffset(0, -6, axis_dim, num, inner), -1);
+}
+
+TEST(CudaMathTest, CastReadsEachSourceType) {
+  const int64_t i64[] = {-3, 1LL << 40};
+  const int32_t i32[] = {7, -9};
+  const uint8_t u8[] = {0, 1};
+  const float f[] = {0.5f, -2.0f};
+  EXPECT_EQ(ReadAsFloat(i64, 1, CastSource::kInt64), static_cast<float>(1LL << 40));
+  EXPECT_EQ(ReadAsFloat(i64, 0, CastSource::kInt64), -3.0f);
+  EXPECT_EQ(ReadAsFloat(i32, 1, CastSource::kInt32), -9.0f);
+  EXPECT_EQ(ReadAsFloat(u8, 1, CastSource::kUint8), 1.0f);
+  EXPECT_EQ(ReadAsFloat(f, 1, CastSource::kFloat), -2.0f);
+}
+
+// Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3
+// in tanh GELU, x^0.5) and Sqrt, on their domains.
+TEST(CudaMathTest, PowAndSqrt) {
+  for (float exponent : {2.0f, 3.0f, 0.5f, -1.0f}) {
+    for (int k = -64; k <= 64; ++k) {
+      const float x = exponent == 0.5f ? std::fabs(k / 8.0f) : k / 8.0f;
+      if (x == 0.0f && exponent < 0) continue;
+      const double want = std::pow(double{x}, double{exponent});
+      EXPECT_NEAR(ApplyActivation(Activation::kPow, x, exponent), want,
+                  2e-6 * std::max(1.0, std::fabs(want)))
+          << x << "^" << exponent;
+    }
+  }
+  for (int k = 0; k <= 256; ++k) {
+    const float x = k / 4.0f;
+    EXPECT_NEAR(ApplyActivation(Activation::kSqrt, x), std::sqrt(double{x}),
+                1e-6 * std::max(1.0, std::sqrt(double{x})));
+  }
 }
 
 }  // namespace

@@ -1,14 +1,13 @@
 #include "kernels/cuda/elementwise.h"
 
+#include "kernels/cuda/launch_util.cuh"
+
 namespace coalesce::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kLoopThreads;
 
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 32 ? blocks : 65535 * 32);
-}
+int Blocks(int64_t n) { return LoopBlocks(n); }
 
 __global__ void ActivationKernel(Activation act, float alpha, float beta,
                                  const float* x, float* y, int64_t n) {

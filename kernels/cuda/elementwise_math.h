@@ -22,11 +22,15 @@ enum class Activation {
   kLeakyRelu,
   kClip,
   kErf,
+  kPow,   // x^alpha (Pow by a constant scalar exponent)
+  kSqrt,
+  kExp,
 };
 
 // ONNX semantics: Gelu (approximate="none") is 0.5 x (1 + erf(x / sqrt 2)),
 // the form ONNX exports use; kGeluTanh is approximate="tanh". LeakyRelu's
-// slope is `alpha`; Clip's bounds are [alpha, beta] (NaN stays NaN).
+// slope is `alpha`; Clip's bounds are [alpha, beta] (NaN stays NaN); Pow's
+// exponent is `alpha`.
 COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
                                   float beta = 0.0f) {
   switch (act) {
@@ -36,6 +40,12 @@ COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
       return x < alpha ? alpha : (x > beta ? beta : x);
     case Activation::kErf:
       return erff(x);
+    case Activation::kPow:
+      return alpha == 2.0f ? x * x : powf(x, alpha);
+    case Activation::kSqrt:
+      return sqrtf(x);
+    case Activation::kExp:
+      return expf(x);
     case Activation::kRelu:
       return x > 0.0f ? x : 0.0f;
     case Activation::kSigmoid:

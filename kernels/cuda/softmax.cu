@@ -1,5 +1,6 @@
 #include "kernels/cuda/softmax.h"
 
+#include "kernels/cuda/launch_util.cuh"
 #include "kernels/cuda/softmax_math.h"
 
 namespace coalesce::kernels::cuda {
@@ -15,16 +16,8 @@ __global__ void SoftmaxKernel(const float* __restrict__ x, float* y,
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     part = AddElement(part, row_in[j]);
   }
-  __shared__ MaxSum parts[kThreads];
-  parts[threadIdx.x] = part;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      parts[threadIdx.x] = Combine(parts[threadIdx.x], parts[threadIdx.x + width]);
-    }
-    __syncthreads();
-  }
-  const MaxSum row = parts[0];
+  const MaxSum row = BlockReduce<kThreads>(
+      part, [](MaxSum a, MaxSum b) { return Combine(a, b); });
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     row_out[j] = SoftmaxValue(row_in[j], row);
   }

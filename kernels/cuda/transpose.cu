@@ -1,9 +1,11 @@
 #include "kernels/cuda/transpose.h"
 
+#include "kernels/cuda/launch_util.cuh"
+
 namespace coalesce::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kLoopThreads;
 
 // One thread per output element: consecutive threads write consecutive
 // output elements (coalesced stores); the reads gather.
@@ -19,10 +21,8 @@ __global__ void TransposeKernel(TransposeIndexer ix, const T* __restrict__ x,
 template <typename T>
 cudaError_t Launch(const TransposeIndexer& ix, const void* x, void* y,
                    int64_t n, cudaStream_t stream) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  TransposeKernel<T><<<static_cast<int>(blocks < 65535 * 32 ? blocks : 65535 * 32),
-                       kThreads, 0, stream>>>(ix, static_cast<const T*>(x),
-                                              static_cast<T*>(y), n);
+  TransposeKernel<T><<<LoopBlocks(n), kThreads, 0, stream>>>(
+      ix, static_cast<const T*>(x), static_cast<T*>(y), n);
   return cudaGetLastError();
 }
 

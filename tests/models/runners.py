@@ -85,18 +85,22 @@ def _read_outputs(directory: Path) -> dict:
 
 def run_coalesce(model_path: Path, feeds: dict, workdir: Path, threads: int = 1,
                  warmup: int = 0, repeat: int = 0, binary: Path | None = None,
-                 graph_optimizations: bool = True, profile: bool = False) -> CoalesceRun:
+                 graph_optimizations: bool = True, profile: bool = False,
+                 device: str = "cpu") -> CoalesceRun:
     """Runs coalesce-onnx-run on `model_path` with `feeds` (name -> array),
     files under `workdir`; graph_optimizations=False loads the graph exactly
     as written; profile=True (needs repeat) also profiles the timed runs per
-    node. Raises CoalesceRunError when it fails."""
+    node; device "gpu" or "simulated" runs the model as a GPU instance (on
+    the simulated device: the CUDA kernels' math on the host). Raises
+    CoalesceRunError when it fails."""
     workdir = Path(workdir)
     out_dir = workdir / "outputs"
     shutil.rmtree(out_dir, ignore_errors=True)
     cmd = [str(binary or onnx_run_binary()), "--model", str(model_path),
            *_write_inputs(feeds, workdir / "inputs"), "--output-dir", str(out_dir),
            "--threads", str(threads),
-           "--graph-optimizations", "on" if graph_optimizations else "off"]
+           "--graph-optimizations", "on" if graph_optimizations else "off",
+           "--device", device]
     timing_path = workdir / "timing.json"
     if repeat:
         cmd += ["--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing_path)]

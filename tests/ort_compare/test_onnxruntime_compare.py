@@ -96,6 +96,32 @@ def test_tiny_encoder(layer_norm, gelu, token_type_ids, pooler, onnx_run, tmp_pa
     _compare(model, single, tmp_path / "single", onnx_run, f"{what} batch 1 seq 7")
 
 
+@pytest.mark.parametrize("layer_norm,gelu,token_type_ids,pooler", ENCODER_VARIANTS)
+def test_tiny_encoder_as_a_gpu_instance_on_the_simulated_device(
+        layer_norm, gelu, token_type_ids, pooler, onnx_run, tmp_path):
+    """The same encoders through `--device simulated`: the GPU path (neutral
+    plan, the device registry's lowering, device arena and views, the
+    pipelined executor) with the CUDA kernels' math run on the host, against
+    ONNX Runtime, with the graph optimizations the server applies. So every
+    node of these encoders is one the GPU can run, on every CI run."""
+    cfg = make_encoder.preset("tiny", layer_norm=layer_norm, gelu=gelu,
+                              token_type_ids=token_type_ids, pooler=pooler, seed=SEED)
+    model = make_encoder.make_encoder(cfg)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    for name, feeds in (
+            ("padded batch 3", make_encoder.encoder_inputs(cfg, batch=3, seq=32, seed=SEED, padded=True)),
+            ("batch 1 seq 7", make_encoder.encoder_inputs(cfg, batch=1, seq=7, seed=SEED + 1, padded=False))):
+        expected = runners.run_onnxruntime(path, feeds, threads=THREADS)
+        try:
+            run = runners.run_coalesce(path, feeds, tmp_path / name.replace(" ", "_"),
+                                       binary=onnx_run, device="simulated")
+        except runners.CoalesceRunError as err:
+            pytest.fail(f"{name}: {err}", pytrace=False)
+        problems = runners.compare_outputs(run.outputs, expected)
+        assert not problems, f"{name}: " + "\n".join(problems)
+
+
 def test_profile_accounts_for_every_node_that_ran(onnx_run, tmp_path):
     """--profile on the tiny encoder as written: each op type's time is the
     sum of its nodes', the shares add up to 100%, and every node of the graph

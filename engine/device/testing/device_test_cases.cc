@@ -34,8 +34,25 @@ DeviceTestCase OneNode(const std::string& name, const std::string& op,
 
 void AddActivationCases(std::vector<DeviceTestCase>& cases) {
   const std::vector<std::vector<Shape>> runs = {{{3, 70}}, {{1, 70}}};
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf"}) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp"}) {
     cases.push_back(OneNode(op, op, {{-1, 70}}, runs, 2e-6f));
+  }
+  for (float exponent : {2.0f, 3.0f}) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 70});
+    b.FloatInitializer("e", {}, {exponent});
+    b.Node("Pow", {"x", "e"}, {"y"});
+    b.Output("y");
+    cases.push_back({absl::StrCat("pow", static_cast<int>(exponent)),
+                     std::move(b), true, runs, 2e-6f});
+  }
+  {
+    OnnxModelBuilder b(13);  // Sqrt of a square: a non-negative input
+    b.Input("x", {-1, 70});
+    b.Node("Mul", {"x", "x"}, {"sq"});
+    b.Node("Sqrt", {"sq"}, {"y"});
+    b.Output("y");
+    cases.push_back({"sqrt", std::move(b), true, runs, 2e-6f});
   }
   cases.push_back(OneNode("leaky_relu", "LeakyRelu", {{-1, 70}}, runs, 1e-6f,
                           20, [](onnx::NodeProto& n) {
@@ -213,6 +230,51 @@ void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
   cases.push_back({"views", std::move(b), true, {{{3, 2, 3, 4}}}, 0.0f});
 }
 
+void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
+  for (bool bias : {true, false}) {
+    OnnxModelBuilder b(17);
+    b.Input("x", {-1, 5, 300});
+    b.FloatInitializer("scale", {300}, RandomFloats(300, 21));
+    b.FloatInitializer("bias", {300}, RandomFloats(300, 22));
+    std::vector<std::string> in = {"x", "scale"};
+    if (bias) in.push_back("bias");
+    SetFloatAttr(b.Node("LayerNormalization", in, {"y"}), "epsilon", 1e-5f);
+    b.Output("y");
+    cases.push_back({bias ? "layer_norm_bias" : "layer_norm", std::move(b), true,
+                     {{{2, 5, 300}}, {{1, 5, 300}}}, 1e-5f});
+  }
+  {
+    // An embedding lookup: a constant table by int64 token ids.
+    OnnxModelBuilder b(13);
+    b.FloatInitializer("table", {50, 16}, RandomFloats(800, 23));
+    b.Input("ids", {-1, 7}, onnx::TensorProto::INT64);
+    b.Node("Gather", {"table", "ids"}, {"y"});
+    b.Output("y");
+    DeviceTestCase c{"gather_embedding", std::move(b), true,
+                     {{{3, 7}}, {{1, 7}}}, 0.0f};
+    c.index_bound = 50;
+    cases.push_back(std::move(c));
+  }
+  {
+    // Gather on axis 1 of a float input by int32 indices, negative included.
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 6, 4});
+    const int32_t idx[] = {5, -1, 0, 2};
+    b.RawInitializer("idx", onnx::TensorProto::INT32, {4}, idx, sizeof(idx));
+    SetIntAttr(b.Node("Gather", {"x", "idx"}, {"y"}), "axis", 1);
+    b.Output("y");
+    cases.push_back({"gather_axis1", std::move(b), true, {{{3, 6, 4}}}, 0.0f});
+  }
+  for (auto [name, type] : {std::pair{"cast_int64", onnx::TensorProto::INT64},
+                            std::pair{"cast_bool", onnx::TensorProto::BOOL}}) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 9}, type);
+    SetIntAttr(b.Node("Cast", {"x"}, {"y"}), "to", onnx::TensorProto::FLOAT);
+    b.Output("y");
+    cases.push_back({name, std::move(b), true, {{{4, 9}}}, 0.0f});
+  }
+}
+
 // x * 0.5 * (1 + Erf(x / sqrt 2)) as exporters write GELU; the optimizer
 // turns it into one Gelu node.
 DeviceTestCase ErfGeluPattern() {
@@ -247,70 +309,96 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   AddMatMulCases(cases);
   AddSoftmaxCases(cases);
   AddDataMovementCases(cases);
+  AddNormalizationAndIndexingCases(cases);
   cases.push_back(ErfGeluPattern());
   cases.push_back(Mlp());
   return cases;
 }
 
-std::vector<HostTensor> RandomInputs(const std::vector<Shape>& shapes) {
+std::vector<TypedTensor> RandomInputs(const ModelSignature& signature,
+                                      const std::vector<Shape>& shapes,
+                                      int64_t index_bound) {
   static std::mt19937 rng(std::random_device{}());
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<HostTensor> tensors;
-  for (const Shape& shape : shapes) {
+  std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+  std::uniform_int_distribution<int64_t> index(0, index_bound - 1);
+  std::vector<TypedTensor> tensors;
+  for (size_t i = 0; i < shapes.size(); ++i) {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    HostTensor t{shape, std::vector<float>(n)};
-    for (float& x : t.data) {
-      do {
-        x = dist(rng);
-      } while (x == 0.0f);
+    for (int64_t d : shapes[i]) n *= d;
+    const DataType dtype = signature.inputs[i].dtype;
+    if (dtype == DataType::kInt64 || dtype == DataType::kInt32) {
+      std::vector<int64_t> v(n);
+      for (int64_t& x : v) x = index(rng);
+      if (dtype == DataType::kInt64) {
+        tensors.push_back(MakeTyped(dtype, shapes[i], v));
+      } else {
+        tensors.push_back(MakeTyped(dtype, shapes[i], std::vector<int32_t>(v.begin(), v.end())));
+      }
+    } else if (dtype == DataType::kBool) {
+      std::vector<uint8_t> v(n);
+      for (uint8_t& x : v) x = index(rng) % 2;
+      tensors.push_back(MakeBool(shapes[i], v));
+    } else {
+      std::vector<float> v(n);
+      for (float& x : v) {
+        do {
+          x = real(rng);
+        } while (x == 0.0f);
+      }
+      tensors.push_back(MakeTyped(DataType::kFp32, shapes[i], v));
     }
-    tensors.push_back(std::move(t));
   }
   return tensors;
 }
 
-absl::StatusOr<std::vector<HostTensor>> RunBatch(
+absl::StatusOr<std::vector<TypedTensor>> RunBatch(
     ExecutorInstance& executor, const ModelSignature& signature, int slot_index,
-    const std::vector<HostTensor>& inputs) {
+    const std::vector<TypedTensor>& inputs) {
   BatchSlot* slot = executor.slot(slot_index);
   std::vector<Shape> shapes;
-  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  for (const TypedTensor& t : inputs) shapes.push_back(t.shape);
   if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) return s;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(slot->input_data(i), inputs[i].data.data(),
-                inputs[i].data.size() * sizeof(float));
+    std::memcpy(slot->input_data(i), inputs[i].bytes.data(),
+                inputs[i].bytes.size());
   }
   executor.CopyIn(slot);
   executor.Run(slot);
   if (absl::Status s = executor.CopyOut(slot)->Wait(); !s.ok()) return s;
-  std::vector<HostTensor> outputs;
+  std::vector<TypedTensor> outputs;
   for (size_t i = 0; i < signature.outputs.size(); ++i) {
-    HostTensor t{slot->output_shape(i),
-                 std::vector<float>(slot->output_byte_size(i) / sizeof(float))};
-    std::memcpy(t.data.data(), slot->output_data(i), slot->output_byte_size(i));
-    outputs.push_back(std::move(t));
+    const char* data = slot->output_data(i);
+    outputs.push_back({signature.outputs[i].dtype, slot->output_shape(i),
+                       std::vector<char>(data, data + slot->output_byte_size(i))});
   }
   return outputs;
 }
 
-std::string CompareOutputs(const std::vector<HostTensor>& got,
-                           const std::vector<HostTensor>& want,
+std::string CompareOutputs(const std::vector<TypedTensor>& got,
+                           const std::vector<TypedTensor>& want,
                            float tolerance) {
   if (got.size() != want.size()) {
     return absl::StrCat(got.size(), " outputs, expected ", want.size());
   }
   for (size_t o = 0; o < want.size(); ++o) {
-    if (got[o].shape != want[o].shape) {
-      return absl::StrCat("output ", o, " has shape ",
+    if (got[o].shape != want[o].shape || got[o].dtype != want[o].dtype) {
+      return absl::StrCat("output ", o, " is ",
+                          std::string(DataTypeName(got[o].dtype)), " ",
                           ShapeToString(got[o].shape), ", expected ",
+                          std::string(DataTypeName(want[o].dtype)), " ",
                           ShapeToString(want[o].shape));
     }
-    for (size_t i = 0; i < want[o].data.size(); ++i) {
-      const float w = want[o].data[i], g = got[o].data[i];
-      if (!(std::fabs(g - w) <= tolerance * std::max(1.0f, std::fabs(w)))) {
-        return absl::StrCat("output ", o, " element ", i, ": ", g,
-                            ", expected ", w, " (tolerance ", tolerance, ")");
+    if (want[o].dtype != DataType::kFp32) {
+      if (got[o].bytes != want[o].bytes) {
+        return absl::StrCat("output ", o, " differs (not float: exact)");
+      }
+      continue;
+    }
+    const std::vector<float> g = got[o].values<float>(), w = want[o].values<float>();
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!(std::fabs(g[i] - w[i]) <= tolerance * std::max(1.0f, std::fabs(w[i])))) {
+        return absl::StrCat("output ", o, " element ", i, ": ", g[i],
+                            ", expected ", w[i], " (tolerance ", tolerance, ")");
       }
     }
   }
@@ -327,11 +415,12 @@ std::string CheckAgainstCpu(const DeviceTestCase& c,
                             const std::shared_ptr<const Model>& model,
                             ExecutorInstance& executor) {
   for (size_t r = 0; r < c.runs.size(); ++r) {
-    const std::vector<HostTensor> inputs = RandomInputs(c.runs[r]);
+    const std::vector<TypedTensor> inputs =
+        RandomInputs(model->signature(), c.runs[r], c.index_bound);
     const int slot = static_cast<int>(r % executor.num_slots());
     auto got = RunBatch(executor, model->signature(), slot, inputs);
     if (!got.ok()) return absl::StrCat("run ", r, ": ", got.status().ToString());
-    auto want = RunModelOnce(model, inputs);
+    auto want = RunModelTyped(model, inputs);
     if (!want.ok()) return absl::StrCat("cpu run ", r, ": ", want.status().ToString());
     std::string diff = CompareOutputs(*got, *want, c.tolerance);
     if (!diff.empty()) return absl::StrCat("run ", r, ": ", diff);

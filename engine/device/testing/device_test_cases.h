@@ -28,8 +28,11 @@ struct DeviceTestCase {
   // Input shapes of each run, in order (plans are built per shape set and
   // reused, so a repeated set checks reuse).
   std::vector<std::vector<Shape>> runs;
-  // |device - cpu| <= tolerance * max(1, |cpu|) for every output element.
+  // |device - cpu| <= tolerance * max(1, |cpu|) for every float output
+  // element; other outputs must be equal.
   float tolerance = 1e-5f;
+  // Integer inputs (indices, token ids) take values in [0, index_bound).
+  int64_t index_bound = 10;
 };
 
 std::vector<DeviceTestCase> DeviceTestCases();
@@ -37,17 +40,21 @@ std::vector<DeviceTestCase> DeviceTestCases();
 // gtest prints a case by its name.
 inline void PrintTo(const DeviceTestCase& c, std::ostream* os) { *os << c.name; }
 
-// Fresh random values in [-2, 2) on every call (never zeros), for `shapes`.
-std::vector<HostTensor> RandomInputs(const std::vector<Shape>& shapes);
+// Fresh random inputs of `signature`'s types and `shapes` on every call:
+// floats in [-2, 2) (never zero), integers in [0, index_bound), booleans.
+std::vector<TypedTensor> RandomInputs(const ModelSignature& signature,
+                                      const std::vector<Shape>& shapes,
+                                      int64_t index_bound = 10);
 
 // One batch through `executor`'s slot `slot`: inputs in, outputs back.
-absl::StatusOr<std::vector<HostTensor>> RunBatch(
+absl::StatusOr<std::vector<TypedTensor>> RunBatch(
     ExecutorInstance& executor, const ModelSignature& signature, int slot,
-    const std::vector<HostTensor>& inputs);
+    const std::vector<TypedTensor>& inputs);
 
-// "" when every output matches within `tolerance`, else what differs first.
-std::string CompareOutputs(const std::vector<HostTensor>& got,
-                           const std::vector<HostTensor>& want,
+// "" when every output matches (floats within `tolerance`), else what
+// differs first.
+std::string CompareOutputs(const std::vector<TypedTensor>& got,
+                           const std::vector<TypedTensor>& want,
                            float tolerance);
 
 // Runs every run of `c` through `executor` (alternating its slots) and the

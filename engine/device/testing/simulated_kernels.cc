@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/kernel_args.h"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 
@@ -112,6 +114,68 @@ class SimulatedKernels : public DeviceKernels {
                     in + kc::TransposeSourceOffset(ix, i) * element_bytes,
                     element_bytes);
       }
+    });
+  }
+
+  absl::Status LayerNorm(DeviceStream& stream, const float* x,
+                         const float* scale, const float* bias, float* y,
+                         int64_t rows, int64_t cols, float epsilon) override {
+    std::vector<Region> reads = {Floats(x, rows * cols), Floats(scale, cols)};
+    if (bias != nullptr) reads.push_back(Floats(bias, cols));
+    return Launch(stream, "layer_norm", std::move(reads),
+                  {Floats(y, rows * cols)}, [=] {
+                    for (int64_t r = 0; r < rows; ++r) {
+                      const float* in = x + r * cols;
+                      kc::MeanM2 row = kc::EmptyMeanM2();
+                      for (int64_t c = 0; c < cols; ++c) row = kc::AddValue(row, in[c]);
+                      const float inv = kc::InvStdDev(row, epsilon);
+                      for (int64_t c = 0; c < cols; ++c) {
+                        y[r * cols + c] = kc::LayerNormValue(
+                            in[c], row.mean, inv, scale[c],
+                            bias != nullptr ? bias[c] : 0.0f);
+                      }
+                    }
+                  });
+  }
+
+  absl::Status Gather(DeviceStream& stream, const void* data,
+                      size_t element_bytes, int64_t outer, int64_t axis_dim,
+                      int64_t inner, const void* indices, bool indices_int64,
+                      int64_t num_indices, void* y) override {
+    const int64_t n = outer * num_indices * inner;
+    const size_t index_bytes = indices_int64 ? 8 : 4;
+    return Launch(
+        stream, "gather",
+        {{data, static_cast<size_t>(outer * axis_dim * inner) * element_bytes},
+         {indices, static_cast<size_t>(num_indices) * index_bytes}},
+        {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t pos = kc::GatherIndexPosition(i, num_indices, inner);
+            const int64_t index =
+                indices_int64 ? static_cast<const int64_t*>(indices)[pos]
+                              : static_cast<const int32_t*>(indices)[pos];
+            const int64_t src =
+                kc::GatherSourceOffset(i, index, axis_dim, num_indices, inner);
+            char* out = static_cast<char*>(y) + i * element_bytes;
+            if (src < 0) {
+              std::memset(out, 0, element_bytes);
+            } else {
+              std::memcpy(out, static_cast<const char*>(data) + src * element_bytes,
+                          element_bytes);
+            }
+          }
+        });
+  }
+
+  absl::Status CastToFloat(DeviceStream& stream, DataType from, const void* x,
+                           float* y, int64_t count) override {
+    kc::CastSource source;
+    if (!CastSourceOf(from, &source)) {
+      return absl::InvalidArgumentError("cannot cast this type to float");
+    }
+    const size_t bytes = static_cast<size_t>(count) * ElementByteSize(from);
+    return Launch(stream, "cast", {{x, bytes}}, {Floats(y, count)}, [=] {
+      for (int64_t i = 0; i < count; ++i) y[i] = kc::ReadAsFloat(x, i, source);
     });
   }
 
