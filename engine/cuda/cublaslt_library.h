@@ -2,13 +2,8 @@
 // instance needs it, so libcoalesce_cuda.so itself loads where cuBLAS is not
 // installed (CI, a machine with only the driver) and can say so.
 //
-// Where it looks, first hit wins (libcublasLt.so.<major of the headers we
-// built against>):
-//   1. every folder in $COALESCE_CUDA_LIBRARY_PATH (colon-separated): how
-//      scripts/gpu-check points at the nvidia-cublas Python wheel, which is
-//      where a typical PyTorch machine has cuBLAS;
-//   2. the dynamic loader's own search (LD_LIBRARY_PATH, ldconfig);
-//   3. $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64.
+// It looks for libcublasLt.so.<major of the headers we built against> where
+// library_search.h says.
 // Thread-safe; the library stays loaded for the life of the process.
 #ifndef COALESCE_ENGINE_CUDA_CUBLASLT_LIBRARY_H_
 #define COALESCE_ENGINE_CUDA_CUBLASLT_LIBRARY_H_

@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/kernel_args.h"
 #include "engine/cuda/cublaslt_library.h"
+#include "engine/cuda/cudnn_library.h"
 #include "engine/cuda/cuda_status.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gather.h"
 #include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
 
@@ -186,6 +188,97 @@ absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
       "cublasLtMatmul");
 }
 
+// Everything that decides a convolution's descriptors and algorithm.
+struct ConvKey {
+  int64_t n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w, stride_h,
+      stride_w, pad_top, pad_left, dilation_h, dilation_w, groups;
+  auto Tie() const {
+    return std::tie(n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w,
+                    stride_h, stride_w, pad_top, pad_left, dilation_h,
+                    dilation_w, groups);
+  }
+  bool operator<(const ConvKey& o) const { return Tie() < o.Tie(); }
+  static ConvKey Of(const ConvArgs& a) {
+    return {a.n,        a.c,        a.in_h,    a.in_w,       a.m,
+            a.kernel_h, a.kernel_w, a.out_h,   a.out_w,      a.stride_h,
+            a.stride_w, a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w,
+            a.groups};
+  }
+};
+
+// A convolution's cuDNN descriptors and chosen algorithm (FP32 with FMA
+// math: no TF32), destroyed with it.
+class PreparedConv {
+ public:
+  explicit PreparedConv(const Cudnn& dnn) : dnn_(dnn) {}
+  ~PreparedConv() {
+    for (cudnnTensorDescriptor_t t : {x_, y_})
+      if (t != nullptr) dnn_.DestroyTensorDescriptor(t);
+    if (w_ != nullptr) dnn_.DestroyFilterDescriptor(w_);
+    if (conv_ != nullptr) dnn_.DestroyConvolutionDescriptor(conv_);
+  }
+  PreparedConv(const PreparedConv&) = delete;
+  PreparedConv& operator=(const PreparedConv&) = delete;
+
+  absl::Status Init(cudnnHandle_t handle, const ConvKey& k, size_t workspace) {
+    auto check = [&](cudnnStatus_t status, const char* call) {
+      return CudnnStatus(dnn_, status, call);
+    };
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
+    absl::Status s = check(dnn_.CreateTensorDescriptor(&x_), "tensor descriptor");
+    if (s.ok()) s = check(dnn_.SetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                     i(k.n), i(k.c), i(k.in_h), i(k.in_w)), "input");
+    if (s.ok()) s = check(dnn_.CreateTensorDescriptor(&y_), "tensor descriptor");
+    if (s.ok()) s = check(dnn_.SetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                     i(k.n), i(k.m), i(k.out_h), i(k.out_w)), "output");
+    if (s.ok()) s = check(dnn_.CreateFilterDescriptor(&w_), "filter descriptor");
+    if (s.ok()) s = check(dnn_.SetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                     i(k.m), i(k.c / k.groups), i(k.kernel_h),
+                                                     i(k.kernel_w)), "filter");
+    if (s.ok()) s = check(dnn_.CreateConvolutionDescriptor(&conv_), "convolution descriptor");
+    if (s.ok()) s = check(dnn_.SetConvolution2dDescriptor(conv_, i(k.pad_top), i(k.pad_left),
+                                                          i(k.stride_h), i(k.stride_w),
+                                                          i(k.dilation_h), i(k.dilation_w),
+                                                          CUDNN_CROSS_CORRELATION,
+                                                          CUDNN_DATA_FLOAT), "convolution");
+    if (s.ok()) s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
+    if (s.ok()) s = check(dnn_.SetConvolutionMathType(conv_, CUDNN_FMA_MATH), "math type");
+    if (!s.ok()) return s;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int found = 0;
+    s = check(dnn_.GetConvolutionForwardAlgorithm(handle, x_, w_, conv_, y_,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                  &found, perf),
+              "cudnnGetConvolutionForwardAlgorithm_v7");
+    if (!s.ok()) return s;
+    for (int a = 0; a < found; ++a) {  // best first; the first that fits
+      if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= workspace) {
+        algo_ = perf[a].algo;
+        return absl::OkStatus();
+      }
+    }
+    return absl::InternalError(
+        "cuDNN has no float32 algorithm for this convolution within the workspace");
+  }
+
+  absl::Status Run(cudnnHandle_t handle, const ConvArgs& a, void* workspace,
+                   size_t workspace_bytes) const {
+    const float one = 1.0f, zero = 0.0f;
+    return CudnnStatus(dnn_,
+                       dnn_.ConvolutionForward(handle, &one, x_, a.x, w_, a.w, conv_,
+                                               algo_, workspace, workspace_bytes,
+                                               &zero, y_, a.y),
+                       "cudnnConvolutionForward");
+  }
+
+ private:
+  const Cudnn& dnn_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+};
+
 class CudaKernels : public DeviceKernels {
  public:
   CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt)
@@ -193,6 +286,8 @@ class CudaKernels : public DeviceKernels {
   ~CudaKernels() override {
     cudaSetDevice(device_->ordinal());
     gemms_.clear();
+    convs_.clear();
+    if (dnn_handle_ != nullptr) dnn_->Destroy(dnn_handle_);
     if (workspace_ != nullptr) cudaFree(workspace_);
     if (handle_ != nullptr) lt_.Destroy(handle_);
   }
@@ -303,6 +398,64 @@ class CudaKernels : public DeviceKernels {
         "cast kernel");
   }
 
+  absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    if (dnn_handle_ == nullptr) {  // cuDNN is loaded by the first convolution
+      auto dnn = LoadCudnn();
+      if (!dnn.ok()) return dnn.status();
+      dnn_ = *dnn;
+      absl::Status s = CudnnStatus(*dnn_, dnn_->Create(&dnn_handle_), "cudnnCreate");
+      if (!s.ok()) return s;
+    }
+    absl::Status s = CudnnStatus(
+        *dnn_, dnn_->SetStream(dnn_handle_, CudaStreamOf(stream)), "cudnnSetStream");
+    if (!s.ok()) return s;
+    const ConvKey key = ConvKey::Of(args);
+    auto it = convs_.find(key);
+    if (it == convs_.end()) {
+      auto prepared = std::make_unique<PreparedConv>(*dnn_);
+      if (s = prepared->Init(dnn_handle_, key, kWorkspaceBytes); !s.ok()) return s;
+      it = convs_.emplace(key, std::move(prepared)).first;
+    }
+    if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes); !s.ok())
+      return s;
+    if (args.bias == nullptr &&
+        args.activation.kind == DeviceActivation::kIdentity) {
+      return absl::OkStatus();
+    }
+    return ChannelAffine(stream, args.y, nullptr, args.bias, args.y, args.n,
+                         args.m, args.out_h * args.out_w, args.activation);
+  }
+
+  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
+                      const float* x, float* y) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchPool2D(ToGeometry(args), x, y, args.planes,
+                                       CudaStreamOf(stream)),
+                      "pooling kernel");
+  }
+
+  absl::Status Lrn(DeviceStream& stream, const float* x, float* y,
+                   int64_t batch, int64_t channels, int64_t spatial,
+                   int64_t size, float alpha, float beta, float bias) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchLrn(x, y, batch, channels, spatial, size, alpha,
+                                    beta, bias, CudaStreamOf(stream)),
+                      "LRN kernel");
+  }
+
+  absl::Status ChannelAffine(DeviceStream& stream, const float* x,
+                             const float* scale, const float* shift, float* y,
+                             int64_t batch, int64_t channels, int64_t spatial,
+                             ActivationSpec act) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchChannelAffine(x, scale, shift, y, batch, channels,
+                                              spatial, ToKernel(act.kind),
+                                              act.alpha, act.beta,
+                                              CudaStreamOf(stream)),
+                      "per-channel kernel");
+  }
+
   absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
                       const void* src, size_t src_pitch, size_t row_bytes,
                       size_t rows) override {
@@ -324,6 +477,9 @@ class CudaKernels : public DeviceKernels {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<GemmKey, std::unique_ptr<PreparedGemm>> gemms_;
+  const Cudnn* dnn_ = nullptr;  // loaded by the first convolution
+  cudnnHandle_t dnn_handle_ = nullptr;
+  std::map<ConvKey, std::unique_ptr<PreparedConv>> convs_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "engine/shape.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/transpose_math.h"
 
 namespace coalesce {
@@ -58,6 +59,27 @@ inline bool CastSourceOf(DataType from, kernels::cuda::CastSource* source) {
     case DataType::kBool: *source = K::kUint8; return true;
     default: return false;
   }
+}
+
+inline kernels::cuda::Pool2DGeometry ToGeometry(const Pool2DArgs& a) {
+  kernels::cuda::Pool2DGeometry g;
+  g.in_h = a.in_h;
+  g.in_w = a.in_w;
+  g.out_h = a.out_h;
+  g.out_w = a.out_w;
+  g.kernel_h = a.kernel_h;
+  g.kernel_w = a.kernel_w;
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.dilation_h = a.dilation_h;
+  g.dilation_w = a.dilation_w;
+  g.pad_top = a.pad_top;
+  g.pad_left = a.pad_left;
+  g.pad_bottom = a.pad_bottom;
+  g.pad_right = a.pad_right;
+  g.max = a.max;
+  g.count_include_pad = a.count_include_pad;
+  return g;
 }
 
 // The output's element count, or -1 when the shapes do not broadcast.

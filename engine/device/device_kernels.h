@@ -69,6 +69,35 @@ struct GemmArgs {
   ActivationSpec activation;
 };
 
+// A 2-D convolution, NCHW: x [n, c, in_h, in_w], w [m, c / groups,
+// kernel_h, kernel_w], y [n, m, out_h, out_w]; symmetric padding (pad_top
+// rows above and below, pad_left columns left and right). Then, per output
+// channel, y = act(y + bias[m]) (bias may be null). float32 throughout.
+struct ConvArgs {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  int64_t n = 0, c = 0, in_h = 0, in_w = 0;
+  int64_t m = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+  int64_t dilation_h = 1, dilation_w = 1, groups = 1;
+  ActivationSpec activation;
+};
+
+// 2-D max or average pooling of `planes` planes [in_h, in_w] into
+// [out_h, out_w]; pads may differ at each end (the output size already
+// accounts for ceil_mode). Average divides by the positions inside the
+// input, or inside the padded input with count_include_pad.
+struct Pool2DArgs {
+  int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  bool max = true;
+  bool count_include_pad = false;
+};
+
 class DeviceKernels {
  public:
   virtual ~DeviceKernels() = default;
@@ -124,6 +153,25 @@ class DeviceKernels {
   // int32, uint8 or bool).
   virtual absl::Status CastToFloat(DeviceStream& stream, DataType from,
                                    const void* x, float* y, int64_t count) = 0;
+
+  virtual absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) = 0;
+
+  virtual absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
+                              const float* x, float* y) = 0;
+
+  // LRN across channels of [batch, channels, spatial]: x / (bias + alpha /
+  // size * sum of x^2 over the `size` channels around) ^ beta.
+  virtual absl::Status Lrn(DeviceStream& stream, const float* x, float* y,
+                           int64_t batch, int64_t channels, int64_t spatial,
+                           int64_t size, float alpha, float beta,
+                           float bias) = 0;
+
+  // y = act(x * scale[c] + shift[c]) over [batch, channels, spatial];
+  // scale/shift may be null (1/0); y may equal x.
+  virtual absl::Status ChannelAffine(DeviceStream& stream, const float* x,
+                                     const float* scale, const float* shift,
+                                     float* y, int64_t batch, int64_t channels,
+                                     int64_t spatial, ActivationSpec act) = 0;
 
   // Copies `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
   // apart to rows `dst_pitch` bytes apart, device to device (Concat).

@@ -1,6 +1,9 @@
 #include "engine/device/device_ops.h"
 
+#include "engine/device/device_ops_internal.h"
+
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -12,71 +15,11 @@
 namespace coalesce {
 namespace {
 
-// One node being lowered: its plan, shapes and attributes.
-class NodeView {
- public:
-  NodeView(const NeutralPlan& plan, const PlanNode& node)
-      : plan_(plan), node_(node) {}
-
-  const PlanNode& node() const { return node_; }
-  const NodeAttributes& attrs() const { return *node_.attributes; }
-  int64_t opset() const { return plan_.opset; }
-  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
-  bool has_input(int i) const {
-    return i < num_inputs() && node_.inputs[i] >= 0;
-  }
-  int in_id(int i) const { return node_.inputs[i]; }
-  int out_id(int i) const { return node_.outputs[i]; }
-  const PlannedValue& in(int i) const { return plan_.values[in_id(i)]; }
-  const PlannedValue& out(int i) const { return plan_.values[out_id(i)]; }
-  const Shape& in_shape(int i) const { return in(i).info.shape; }
-  const Shape& out_shape(int i) const { return out(i).info.shape; }
-
-  // Unimplemented unless the listed inputs and output 0 are float32.
-  absl::Status RequireFloat(std::initializer_list<int> inputs) const {
-    for (int i : inputs) {
-      if (has_input(i) && in(i).info.dtype != DataType::kFp32) {
-        return absl::UnimplementedError(absl::StrCat(
-            "input ", i, " is ", std::string(DataTypeName(in(i).info.dtype)),
-            "; the GPU computes float32 only"));
-      }
-    }
-    if (out(0).info.dtype != DataType::kFp32) {
-      return absl::UnimplementedError(
-          absl::StrCat("output is ", std::string(DataTypeName(out(0).info.dtype)),
-                       "; the GPU computes float32 only"));
-    }
-    return absl::OkStatus();
-  }
-
-  // A scalar float input known at plan time (Clip's bounds).
-  absl::StatusOr<float> ConstantScalar(int i, float default_value) const {
-    if (!has_input(i)) return default_value;
-    const TensorInfo& info = in(i).info;
-    if (info.constant_data == nullptr || info.dtype != DataType::kFp32 ||
-        in(i).byte_size != sizeof(float)) {
-      return absl::UnimplementedError(absl::StrCat(
-          "input ", i, " must be a float32 scalar known at load time"));
-    }
-    return *reinterpret_cast<const float*>(info.constant_data);
-  }
-
- private:
-  const NeutralPlan& plan_;
-  const PlanNode& node_;
-};
-
-float* F(const StepContext& c, int id) {
-  return static_cast<float*>(c.addresses[id]);
-}
-
-int64_t Product(const Shape& shape, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= shape[i];
-  return p;
-}
-
-int64_t Count(const Shape& shape) { return Product(shape, 0, shape.size()); }
+using device_ops::Count;
+using device_ops::F;
+using device_ops::FusedActivation;
+using device_ops::NodeView;
+using device_ops::Product;
 
 // -- activations --------------------------------------------------------
 
@@ -135,16 +78,6 @@ absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
   return ActivationByName(op, 0.0f, 0.0f);
 }
 
-// The optimizer's fused activation attributes (FusedGemm, FusedMatMul).
-absl::StatusOr<ActivationSpec> FusedActivation(const NodeAttributes& attrs) {
-  auto name = attrs.GetString("activation", "");
-  auto alpha = attrs.GetFloat("activation_alpha", 0.0f);
-  auto beta = attrs.GetFloat("activation_beta", 0.0f);
-  for (const absl::Status& s : {name.status(), alpha.status(), beta.status()})
-    if (!s.ok()) return s;
-  return ActivationByName(*name, *alpha, *beta);
-}
-
 absl::Status CheckActivation(const PlanNode& node, int64_t opset) {
   NeutralPlan plan;
   plan.opset = opset;
@@ -201,6 +134,40 @@ absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
     return c.kernels.Binary(c.stream, op, F(c, a), a_shape, F(c, b), b_shape,
                             F(c, y));
   });
+  return lowered;
+}
+
+// Sum of inputs of the output's shape (ResNet's residual adds): pairwise
+// adds into the output.
+absl::StatusOr<LoweredNode> LowerSum(const NodeView& v) {
+  std::vector<int> inputs;
+  for (int i = 0; i < v.num_inputs(); ++i) {
+    if (absl::Status s = v.RequireFloat({i}); !s.ok()) return s;
+    if (v.in_shape(i) != v.out_shape(0)) {
+      return absl::UnimplementedError(
+          "Sum with broadcasting; the GPU adds inputs of the output's shape");
+    }
+    inputs.push_back(v.in_id(i));
+  }
+  const int y = v.out_id(0);
+  const Shape shape = v.out_shape(0);
+  LoweredNode lowered;
+  lowered.reads = inputs;
+  if (inputs.size() == 1) {
+    const size_t bytes = v.out(0).byte_size;
+    lowered.steps.push_back([=](const StepContext& c) {
+      return c.device.CopyOnDevice(c.stream, c.addresses[y],
+                                   c.addresses[inputs[0]], bytes);
+    });
+    return lowered;
+  }
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const int a = i == 1 ? inputs[0] : y, b = inputs[i];
+    lowered.steps.push_back([=](const StepContext& c) {
+      return c.kernels.Binary(c.stream, DeviceBinaryOp::kAdd, F(c, a), shape,
+                              F(c, b), shape, F(c, y));
+    });
+  }
   return lowered;
 }
 
@@ -488,13 +455,25 @@ absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
 // -- data movement ------------------------------------------------------
 
 absl::StatusOr<LoweredNode> LowerView(const NodeView& v, bool allow_view) {
-  if (*v.node().op_type == "Dropout" && v.node().outputs.size() > 1 &&
-      v.node().outputs[1] >= 0) {
-    return absl::UnimplementedError("Dropout's mask output is not supported");
-  }
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};
+  if (*v.node().op_type == "Dropout" && v.node().outputs.size() > 1 &&
+      v.node().outputs[1] >= 0) {
+    // At inference the mask is all true: copied from a derived constant of
+    // 1 bytes (the mask is bool).
+    const int mask = v.out_id(1);
+    const size_t bytes = v.out(1).byte_size;
+    float ones;
+    std::memset(&ones, 1, sizeof(ones));
+    lowered.derived.push_back(std::vector<float>((bytes + 3) / 4, ones));
+    if (bytes > 0) {
+      lowered.steps.push_back([=](const StepContext& c) {
+        return c.device.CopyOnDevice(c.stream, c.addresses[mask], c.derived[0],
+                                     bytes);
+      });
+    }
+  }
   if (allow_view) {
     lowered.view_of = x;
     return lowered;
@@ -563,7 +542,8 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
 // -- the registry ---------------------------------------------------------
 
 enum class Family { kActivation, kBinary, kGemm, kMatMul, kSoftmax, kView,
-                    kConcat, kTranspose, kLayerNorm, kGather, kCast };
+                    kConcat, kTranspose, kLayerNorm, kGather, kCast, kSum,
+                    kConv, kPool, kLrn, kBatchNorm };
 
 // Keyed by (internal domain?, op type): the ONNX operators, and the fused
 // ones the graph optimizer makes (engine/optimizer/).
@@ -588,6 +568,14 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "LayerNormalization"}] = Family::kLayerNorm;
     (*r)[{false, "Gather"}] = Family::kGather;
     (*r)[{false, "Cast"}] = Family::kCast;
+    (*r)[{false, "Sum"}] = Family::kSum;
+    (*r)[{false, "Conv"}] = Family::kConv;
+    (*r)[{true, "FusedConv"}] = Family::kConv;
+    for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool",
+                           "GlobalMaxPool"})
+      (*r)[{false, op}] = Family::kPool;
+    (*r)[{false, "LRN"}] = Family::kLrn;
+    (*r)[{false, "BatchNormalization"}] = Family::kBatchNorm;
     (*r)[{true, "FusedGemm"}] = Family::kGemm;
     (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
     (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern
@@ -606,6 +594,16 @@ absl::StatusOr<Family> FamilyOf(const PlanNode& node) {
 
 }  // namespace
 
+absl::StatusOr<ActivationSpec> device_ops::FusedActivation(
+    const NodeAttributes& attrs) {
+  auto name = attrs.GetString("activation", "");
+  auto alpha = attrs.GetFloat("activation_alpha", 0.0f);
+  auto beta = attrs.GetFloat("activation_beta", 0.0f);
+  for (const absl::Status& s : {name.status(), alpha.status(), beta.status()})
+    if (!s.ok()) return s;
+  return ActivationByName(*name, *alpha, *beta);
+}
+
 absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   auto family = FamilyOf(node);
   if (!family.ok()) return family.status();
@@ -614,6 +612,7 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
       return CheckActivation(node, opset);
     case Family::kGemm:
     case Family::kMatMul:
+    case Family::kConv:
       return FusedActivation(*node.attributes).status();
     default:
       return absl::OkStatus();
@@ -649,6 +648,16 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return LowerGather(v);
     case Family::kCast:
       return LowerCast(v);
+    case Family::kSum:
+      return LowerSum(v);
+    case Family::kConv:
+      return device_ops::LowerConv(v);
+    case Family::kPool:
+      return device_ops::LowerPool(v);
+    case Family::kLrn:
+      return device_ops::LowerLrn(v);
+    case Family::kBatchNorm:
+      return device_ops::LowerBatchNorm(v);
   }
   return absl::InternalError("unknown operator family");
 }

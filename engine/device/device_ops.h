@@ -31,6 +31,8 @@ struct StepContext {
   DeviceKernels& kernels;
   DeviceStream& stream;
   void* const* addresses;  // by value id: where each value lives this batch
+  // The node's derived constants on the device (LoweredNode::derived).
+  const float* const* derived;
 };
 
 using DeviceStep = std::function<absl::Status(const StepContext&)>;
@@ -41,6 +43,10 @@ struct LoweredNode {
   std::vector<int> reads;
   // >= 0: the node's one output is a view of this value and no step runs.
   int view_of = -1;
+  // Constants the lowering computed from the node's constant inputs
+  // (BatchNormalization's per-channel scale and shift), uploaded with the
+  // plan; steps read them as StepContext::derived[i].
+  std::vector<std::vector<float>> derived;
 };
 
 // OK when the device can run `node` for some shapes.

@@ -29,12 +29,14 @@ struct BoundPlan {
   struct Step {
     int node = 0;  // index in plan->nodes, for errors
     DeviceStep run;
+    std::shared_ptr<const std::vector<const float*>> derived;
   };
   std::vector<Step> steps;
   std::vector<std::pair<int, int>> views;  // (value, its source), node order
   std::vector<size_t> arena_offsets;       // by value id (intermediates)
   size_t arena_bytes = 0;
   std::vector<void*> constants;            // by value id: device address
+  std::vector<std::unique_ptr<DeviceBuffer>> derived;  // LoweredNode::derived
   std::vector<Shape> output_shapes;
   // Model outputs not written in place: (output index, value id).
   std::vector<std::pair<int, int>> output_copies;
@@ -80,6 +82,10 @@ class GraphProgram : public DeviceProgram {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlanArena(BoundPlan& bound, const std::vector<int>& reads_end) const;
   absl::StatusOr<void*> UploadConstant(const PlannedValue& value) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `bytes` (> 0) of host memory in new device memory, through staging.
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Upload(const char* host,
+                                                       size_t bytes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EnsureArena(DeviceStream& stream, size_t bytes);
   void FillAddresses(BoundPlan& bound, const std::vector<const void*>& inputs,
@@ -202,8 +208,16 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
       root[node.outputs[0]] = root[lowered->view_of];
       bound->views.emplace_back(node.outputs[0], lowered->view_of);
     }
+    auto derived = std::make_shared<std::vector<const float*>>();
+    for (const std::vector<float>& values : lowered->derived) {
+      auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
+                           std::max<size_t>(values.size() * sizeof(float), 1));
+      if (!buffer.ok()) return WithContext(buffer.status(), NodeLabel(node));
+      derived->push_back(static_cast<const float*>((*buffer)->data()));
+      bound->derived.push_back(*std::move(buffer));
+    }
     for (DeviceStep& step : lowered->steps) {
-      bound->steps.push_back({static_cast<int>(n), std::move(step)});
+      bound->steps.push_back({static_cast<int>(n), std::move(step), derived});
     }
   }
   for (size_t i = 0; i < plan->outputs.size(); ++i) {
@@ -267,26 +281,33 @@ absl::StatusOr<void*> GraphProgram::UploadConstant(
   auto it = constants_.find(host);
   if (it != constants_.end()) return it->second->data();
   if (value.byte_size == 0) return nullptr;
-  auto buffer = device_->AllocateDevice(value.byte_size);
+  auto buffer = Upload(host, value.byte_size);
+  if (!buffer.ok()) return buffer.status();
+  void* address = (*buffer)->data();
+  constants_[host] = *std::move(buffer);
+  return address;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> GraphProgram::Upload(
+    const char* host, size_t bytes) const {
+  auto buffer = device_->AllocateDevice(bytes);
   if (!buffer.ok()) return buffer.status();
   if (staging_ == nullptr) {
     auto staging = device_->AllocatePinnedHost(kStagingBytes);
     if (!staging.ok()) return staging.status();
     staging_ = *std::move(staging);
   }
-  for (size_t done = 0; done < value.byte_size; done += kStagingBytes) {
-    const size_t bytes = std::min(kStagingBytes, value.byte_size - done);
-    std::memcpy(staging_->data(), host + done, bytes);
+  for (size_t done = 0; done < bytes; done += kStagingBytes) {
+    const size_t chunk = std::min(kStagingBytes, bytes - done);
+    std::memcpy(staging_->data(), host + done, chunk);
     char* dst = static_cast<char*>((*buffer)->data()) + done;
     absl::Status s = device_->CopyToDevice(*upload_stream_, dst,
-                                           staging_->data(), bytes);
+                                           staging_->data(), chunk);
     if (s.ok()) s = device_->RecordEvent(*upload_done_, *upload_stream_);
     if (s.ok()) s = device_->SynchronizeEvent(*upload_done_);
     if (!s.ok()) return WithContext(s, "uploading a constant");
   }
-  void* address = (*buffer)->data();
-  constants_[host] = *std::move(buffer);
-  return address;
+  return buffer;
 }
 
 absl::Status GraphProgram::EnsureArena(DeviceStream& stream, size_t bytes) {
@@ -344,8 +365,9 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
   BoundPlan& plan = **bound;
   if (absl::Status s = EnsureArena(stream, plan.arena_bytes); !s.ok()) return s;
   FillAddresses(plan, inputs, outputs);
-  const StepContext context{*device_, *kernels_, stream, plan.addresses.data()};
   for (const BoundPlan::Step& step : plan.steps) {
+    const StepContext context{*device_, *kernels_, stream, plan.addresses.data(),
+                              step.derived->data()};
     absl::Status s = step.run(context);
     if (!s.ok()) {
       return WithContext(s, NodeLabel(plan.plan->nodes[step.node]));

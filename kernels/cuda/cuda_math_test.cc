@@ -9,6 +9,7 @@
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/layer_norm_math.h"
+#include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 
@@ -278,6 +279,77 @@ TEST(CudaMathTest, PowAndSqrt) {
     EXPECT_NEAR(ApplyActivation(Activation::kSqrt, x), std::sqrt(double{x}),
                 1e-6 * std::max(1.0, std::sqrt(double{x})));
   }
+}
+
+// Pooling against a direct computation on an explicitly padded plane
+// (NaN marks padding): max, and average with and without the padding
+// counted, asymmetric pads, a window past the end padding (ceil mode).
+TEST(CudaMathTest, PoolValueMatchesAnExplicitlyPaddedPlane) {
+  const int64_t in_h = 5, in_w = 6;
+  std::vector<float> plane(in_h * in_w);
+  for (size_t i = 0; i < plane.size(); ++i) plane[i] = std::sin(1.7 * i) * 3;
+  for (bool max : {true, false}) {
+    for (bool include_pad : {false, true}) {
+      Pool2DGeometry g;
+      g.in_h = in_h;
+      g.in_w = in_w;
+      g.kernel_h = 3;
+      g.kernel_w = 2;
+      g.stride_h = 2;
+      g.stride_w = 2;
+      g.pad_top = 1, g.pad_left = 0, g.pad_bottom = 0, g.pad_right = 1;
+      g.out_h = 3;  // ceil((5 + 1 - 3) / 2) + 1: the last window passes the end
+      g.out_w = 3;  // (6 + 1 - 2) / 2 + 1
+      g.max = max;
+      g.count_include_pad = include_pad;
+      const int64_t ph = in_h + g.pad_top + g.pad_bottom;
+      const int64_t pw = in_w + g.pad_left + g.pad_right;
+      auto padded = [&](int64_t h, int64_t w) {  // NaN: padding
+        const int64_t r = h - g.pad_top, c = w - g.pad_left;
+        return r < 0 || c < 0 || r >= in_h || c >= in_w ? NAN : plane[r * in_w + c];
+      };
+      for (int64_t p = 0; p < g.out_h; ++p) {
+        for (int64_t q = 0; q < g.out_w; ++q) {
+          double acc = max ? -INFINITY : 0;
+          int count = 0;
+          for (int64_t i = 0; i < g.kernel_h; ++i) {
+            for (int64_t j = 0; j < g.kernel_w; ++j) {
+              const int64_t h = p * g.stride_h + i, w = q * g.stride_w + j;
+              if (h >= ph || w >= pw) continue;  // past the end padding
+              const float v = padded(h, w);
+              if (std::isnan(v)) {
+                count += include_pad;
+                continue;
+              }
+              acc = max ? std::max<double>(acc, v) : acc + v;
+              ++count;
+            }
+          }
+          const double want = max ? acc : acc / count;
+          EXPECT_NEAR(PoolValue(g, plane.data(), p, q), want, 1e-6)
+              << (max ? "max" : "avg") << " include_pad " << include_pad << " at "
+              << p << "," << q;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaMathTest, LrnMatchesDoublePrecision) {
+  const int64_t channels = 6, spatial = 4, size = 3;
+  std::vector<float> image(channels * spatial);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = std::cos(0.9 * i) * 2;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t s = 0; s < spatial; ++s) {
+      double sum = 0;
+      for (int64_t k = std::max<int64_t>(0, c - 1); k <= std::min<int64_t>(channels - 1, c + 1); ++k)
+        sum += double{image[k * spatial + s]} * image[k * spatial + s];
+      const double want = image[c * spatial + s] * std::pow(1.5 + 0.02 / size * sum, -0.75);
+      EXPECT_NEAR(LrnValue(image.data(), channels, spatial, c, s, size, 0.02f, 0.75f, 1.5f),
+                  want, 1e-6 * std::max(1.0, std::fabs(want)));
+    }
+  }
+  EXPECT_EQ(ChannelOf(2 * 6 * 4 + 3 * 4 + 1, 6, 4), 3);
 }
 
 }  // namespace

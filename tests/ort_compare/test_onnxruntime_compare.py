@@ -13,7 +13,10 @@ atol 1e-4 x the output's largest magnitude (runners.py).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -24,6 +27,7 @@ import randomize_light
 import runners
 
 SEED = 0
+ROOT = Path(__file__).resolve().parents[2]
 THREADS = 2  # the reference machine's cores
 ENGINE_MODES = {"optimized": True, "as-written": False}  # name -> graph_optimizations
 
@@ -68,6 +72,52 @@ def test_light_net_with_random_weights(net, light_dir, onnx_run, tmp_path):
     model = randomize_light.randomize_light(original, SEED, expose_logits=True)
     feeds = randomize_light.random_inputs(model, batch=1, seed=SEED)
     _compare(model, feeds, tmp_path, onnx_run, net)
+
+
+# VGG-19 is left out: its operators (Conv, Relu, MaxPool, Gemm, Dropout,
+# Softmax) are AlexNet's, and the simulated device's direct convolution
+# takes a minute on it.
+SIMULATED_LIGHT_NETS = [n for n in randomize_light.LIGHT_NETS if n != "light_vgg19"]
+
+
+@pytest.mark.parametrize("net", SIMULATED_LIGHT_NETS)
+def test_light_net_as_a_gpu_instance_on_the_simulated_device(net, light_dir, onnx_run, tmp_path):
+    """Each light network through `--device simulated` (the GPU path with
+    the CUDA kernels' math on the host; convolutions as a direct loop, where
+    the GPU runs cuDNN) against ONNX Runtime, batch 1, logits exposed: every
+    node of these networks is one the GPU can run."""
+    original = onnx.load(str(light_dir / f"{net}.onnx"))
+    model = randomize_light.randomize_light(original, SEED, expose_logits=True)
+    feeds = randomize_light.random_inputs(model, batch=1, seed=SEED)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    expected = runners.run_onnxruntime(path, feeds, threads=THREADS)
+    try:
+        run = runners.run_coalesce(path, feeds, tmp_path, binary=onnx_run, device="simulated")
+    except runners.CoalesceRunError as err:
+        pytest.fail(str(err), pytrace=False)
+    problems = runners.compare_outputs(run.outputs, expected)
+    assert not problems, "\n".join(problems)
+
+
+def test_example_models_as_gpu_instances_on_the_simulated_device(onnx_run, tmp_path):
+    """The example repository's models (examples/generate_models.py) through
+    `--device simulated` against ONNX Runtime, variable dims as 3."""
+    repo = tmp_path / "models"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "generate_models.py"), "--out", str(repo)],
+                   check=True, capture_output=True)
+    rng = np.random.default_rng(SEED)
+    models = sorted(repo.glob("*/1/model.onnx"))
+    assert len(models) >= 3, models
+    for path in models:
+        graph = onnx.load(str(path)).graph
+        feeds = {i.name: rng.standard_normal([d.dim_value or 3 for d in i.type.tensor_type.shape.dim])
+                 .astype(np.float32) for i in graph.input}
+        expected = runners.run_onnxruntime(path, feeds, threads=THREADS)
+        run = runners.run_coalesce(path, feeds, tmp_path / path.parts[-3], binary=onnx_run,
+                                   device="simulated")
+        problems = runners.compare_outputs(run.outputs, expected)
+        assert not problems, f"{path.parts[-3]}: " + "\n".join(problems)
 
 
 # (layer_norm, gelu, token_type_ids, pooler): both LayerNorm forms and both

@@ -228,6 +228,13 @@ void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
   b.Output("y");
   b.Output("ru");
   cases.push_back({"views", std::move(b), true, {{{3, 2, 3, 4}}}, 0.0f});
+  OnnxModelBuilder d(13);  // Dropout at inference: a view, and an all-true mask
+  d.Input("x", {-1, 6});
+  d.Node("Dropout", {"x"}, {"d", "mask"});
+  d.Node("Relu", {"d"}, {"y"});
+  d.Output("y");
+  d.Output("mask", {}, onnx::TensorProto::BOOL);
+  cases.push_back({"dropout_mask", std::move(d), true, {{{3, 6}}}, 0.0f});
 }
 
 void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
@@ -275,6 +282,107 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
   }
 }
 
+void AddCnnCases(std::vector<DeviceTestCase>& cases) {
+  struct ConvVariant {
+    const char* name;
+    int64_t c, m, k, stride, pad, dilation, group;
+    bool bias;
+    const char* activation;  // "" or a following op the optimizer fuses
+  };
+  const ConvVariant convs[] = {
+      {"conv3x3_pad1_bias_relu", 3, 8, 3, 1, 1, 1, 1, true, "Relu"},
+      {"conv1x1", 8, 4, 1, 1, 0, 1, 1, false, ""},
+      {"conv5x5_stride2", 4, 6, 5, 2, 2, 1, 1, true, ""},
+      {"conv3x3_dilation2", 4, 4, 3, 1, 2, 2, 1, true, "Sigmoid"},
+      {"conv3x3_groups", 8, 8, 3, 1, 1, 1, 4, true, "Relu"},
+  };
+  for (const ConvVariant& v : convs) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, v.c, 11, 13});
+    b.FloatInitializer("w", {v.m, v.c / v.group, v.k, v.k},
+                       RandomFloats(v.m * v.c / v.group * v.k * v.k, 31));
+    std::vector<std::string> in = {"x", "w"};
+    if (v.bias) {
+      b.FloatInitializer("b", {v.m}, RandomFloats(v.m, 32));
+      in.push_back("b");
+    }
+    const std::string conv_out = *v.activation ? "c" : "y";
+    auto& n = b.Node("Conv", in, {conv_out});
+    SetIntsAttr(n, "kernel_shape", {v.k, v.k});
+    SetIntsAttr(n, "strides", {v.stride, v.stride});
+    SetIntsAttr(n, "pads", {v.pad, v.pad, v.pad, v.pad});
+    SetIntsAttr(n, "dilations", {v.dilation, v.dilation});
+    SetIntAttr(n, "group", v.group);
+    if (*v.activation) b.Node(v.activation, {"c"}, {"y"});
+    b.Output("y");
+    cases.push_back({v.name, std::move(b), true, {{{2, v.c, 11, 13}}}, 1e-5f});
+  }
+  {
+    OnnxModelBuilder b(13);  // SAME_UPPER on an odd input: pads (1, 1)
+    b.Input("x", {-1, 3, 9, 9});
+    b.FloatInitializer("w", {4, 3, 3, 3}, RandomFloats(108, 33));
+    SetStringAttr(b.Node("Conv", {"x", "w"}, {"y"}), "auto_pad", "SAME_UPPER");
+    b.Output("y");
+    cases.push_back({"conv_same_upper", std::move(b), true, {{{1, 3, 9, 9}}}, 1e-5f});
+  }
+  struct PoolVariant {
+    const char* name;
+    const char* op;
+    int64_t k, stride;
+    std::vector<int64_t> pads;
+    int64_t ceil, include_pad;
+  };
+  const PoolVariant pools[] = {
+      {"maxpool3_s2", "MaxPool", 3, 2, {}, 0, 0},
+      {"maxpool3_s2_ceil_asym", "MaxPool", 3, 2, {0, 0, 1, 1}, 1, 0},
+      {"avgpool3_s1_pad", "AveragePool", 3, 1, {1, 1, 1, 1}, 0, 0},
+      {"avgpool3_s2_include_pad", "AveragePool", 3, 2, {1, 1, 1, 1}, 1, 1},
+  };
+  for (const PoolVariant& v : pools) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 3, 12, 11});
+    auto& n = b.Node(v.op, {"x"}, {"y"});
+    SetIntsAttr(n, "kernel_shape", {v.k, v.k});
+    SetIntsAttr(n, "strides", {v.stride, v.stride});
+    if (!v.pads.empty()) SetIntsAttr(n, "pads", v.pads);
+    SetIntAttr(n, "ceil_mode", v.ceil);
+    if (std::string(v.op) == "AveragePool") SetIntAttr(n, "count_include_pad", v.include_pad);
+    b.Output("y");
+    cases.push_back({v.name, std::move(b), true, {{{2, 3, 12, 11}}}, 1e-6f});
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    cases.push_back(OneNode(op, op, {{-1, 5, 7, 6}}, {{{2, 5, 7, 6}}}, 1e-6f, 13));
+  }
+  cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}}, 1e-5f,
+                          13, [](onnx::NodeProto& n) {
+                            SetIntAttr(n, "size", 5);
+                            SetFloatAttr(n, "alpha", 0.01f);
+                            SetFloatAttr(n, "beta", 0.75f);
+                            SetFloatAttr(n, "bias", 2.0f);
+                          }));
+  {
+    // A BatchNormalization the optimizer cannot fold (it follows a Concat,
+    // as in DenseNet).
+    OnnxModelBuilder b(15);
+    b.Input("a", {-1, 2, 5, 5});
+    b.Input("c", {-1, 3, 5, 5});
+    SetIntAttr(b.Node("Concat", {"a", "c"}, {"cat"}), "axis", 1);
+    std::vector<float> var = RandomFloats(5, 34);
+    for (float& x : var) x = std::fabs(x) + 0.1f;
+    b.FloatInitializer("scale", {5}, RandomFloats(5, 35));
+    b.FloatInitializer("bias", {5}, RandomFloats(5, 36));
+    b.FloatInitializer("mean", {5}, RandomFloats(5, 37));
+    b.FloatInitializer("var", {5}, var);
+    b.Node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"}, {"bn"});
+    b.Node("Relu", {"bn"}, {"y"});
+    b.Output("y");
+    cases.push_back({"batch_norm_after_concat", std::move(b), true,
+                     {{{2, 2, 5, 5}, {2, 3, 5, 5}}}, 1e-5f});
+  }
+  cases.push_back(OneNode("sum3", "Sum", {{-1, 4, 3}, {-1, 4, 3}, {-1, 4, 3}},
+                          {{{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}}, 1e-6f, 13));
+}
+
 // x * 0.5 * (1 + Erf(x / sqrt 2)) as exporters write GELU; the optimizer
 // turns it into one Gelu node.
 DeviceTestCase ErfGeluPattern() {
@@ -310,6 +418,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   AddSoftmaxCases(cases);
   AddDataMovementCases(cases);
   AddNormalizationAndIndexingCases(cases);
+  AddCnnCases(cases);
   cases.push_back(ErfGeluPattern());
   cases.push_back(Mlp());
   return cases;

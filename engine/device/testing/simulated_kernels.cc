@@ -10,6 +10,7 @@
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/layer_norm_math.h"
+#include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 
@@ -179,6 +180,67 @@ class SimulatedKernels : public DeviceKernels {
     });
   }
 
+  absl::Status Conv2D(DeviceStream& stream, const ConvArgs& a) override {
+    const int64_t cg = a.c / a.groups;
+    std::vector<Region> reads = {
+        Floats(a.x, a.n * a.c * a.in_h * a.in_w),
+        Floats(a.w, a.m * cg * a.kernel_h * a.kernel_w)};
+    if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
+    return Launch(stream, "conv2d", std::move(reads),
+                  {Floats(a.y, a.n * a.m * a.out_h * a.out_w)},
+                  [a] { RunConv(a); });
+  }
+
+  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
+                      const float* x, float* y) override {
+    const kc::Pool2DGeometry g = ToGeometry(args);
+    const int64_t planes = args.planes;
+    return Launch(stream, "pool2d", {Floats(x, planes * g.in_h * g.in_w)},
+                  {Floats(y, planes * g.out_h * g.out_w)}, [=] {
+                    for (int64_t p = 0; p < planes; ++p) {
+                      const float* plane = x + p * g.in_h * g.in_w;
+                      float* out = y + p * g.out_h * g.out_w;
+                      for (int64_t i = 0; i < g.out_h; ++i)
+                        for (int64_t j = 0; j < g.out_w; ++j)
+                          out[i * g.out_w + j] = kc::PoolValue(g, plane, i, j);
+                    }
+                  });
+  }
+
+  absl::Status Lrn(DeviceStream& stream, const float* x, float* y,
+                   int64_t batch, int64_t channels, int64_t spatial,
+                   int64_t size, float alpha, float beta, float bias) override {
+    const int64_t n = batch * channels * spatial;
+    return Launch(stream, "lrn", {Floats(x, n)}, {Floats(y, n)}, [=] {
+      const int64_t image = channels * spatial;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t b = i / image, r = i % image;
+        y[i] = kc::LrnValue(x + b * image, channels, spatial, r / spatial,
+                            r % spatial, size, alpha, beta, bias);
+      }
+    });
+  }
+
+  absl::Status ChannelAffine(DeviceStream& stream, const float* x,
+                             const float* scale, const float* shift, float* y,
+                             int64_t batch, int64_t channels, int64_t spatial,
+                             ActivationSpec act) override {
+    const int64_t n = batch * channels * spatial;
+    std::vector<Region> reads = {Floats(x, n)};
+    if (scale != nullptr) reads.push_back(Floats(scale, channels));
+    if (shift != nullptr) reads.push_back(Floats(shift, channels));
+    return Launch(stream, "channel_affine", std::move(reads), {Floats(y, n)},
+                  [=] {
+                    const kc::Activation f = ToKernel(act.kind);
+                    for (int64_t i = 0; i < n; ++i) {
+                      const int64_t c = kc::ChannelOf(i, channels, spatial);
+                      const float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) +
+                                      (shift != nullptr ? shift[c] : 0.0f);
+                      y[i] = kc::ApplyActivation(f, v, act.alpha, act.beta);
+                    }
+                  });
+  }
+
   absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
                       const void* src, size_t src_pitch, size_t row_bytes,
                       size_t rows) override {
@@ -212,6 +274,39 @@ class SimulatedKernels : public DeviceKernels {
           if (g.bias != nullptr) v += g.bias[j];
           c[i * g.n + j] = kc::ApplyActivation(act, v, g.activation.alpha,
                                                g.activation.beta);
+        }
+      }
+    }
+  }
+
+  // Direct convolution, accumulating in double, then bias and activation.
+  static void RunConv(const ConvArgs& a) {
+    const int64_t cg = a.c / a.groups, mg = a.m / a.groups;
+    const kc::Activation act = ToKernel(a.activation.kind);
+    for (int64_t n = 0; n < a.n; ++n) {
+      for (int64_t m = 0; m < a.m; ++m) {
+        const int64_t g = m / mg;
+        for (int64_t p = 0; p < a.out_h; ++p) {
+          for (int64_t q = 0; q < a.out_w; ++q) {
+            double sum = 0;
+            for (int64_t c = 0; c < cg; ++c) {
+              const float* plane = a.x + ((n * a.c) + g * cg + c) * a.in_h * a.in_w;
+              const float* filter = a.w + (m * cg + c) * a.kernel_h * a.kernel_w;
+              for (int64_t r = 0; r < a.kernel_h; ++r) {
+                const int64_t h = p * a.stride_h - a.pad_top + r * a.dilation_h;
+                if (h < 0 || h >= a.in_h) continue;
+                for (int64_t s = 0; s < a.kernel_w; ++s) {
+                  const int64_t w = q * a.stride_w - a.pad_left + s * a.dilation_w;
+                  if (w < 0 || w >= a.in_w) continue;
+                  sum += double{plane[h * a.in_w + w]} * filter[r * a.kernel_w + s];
+                }
+              }
+            }
+            float v = static_cast<float>(sum);
+            if (a.bias != nullptr) v += a.bias[m];
+            a.y[((n * a.m + m) * a.out_h + p) * a.out_w + q] =
+                kc::ApplyActivation(act, v, a.activation.alpha, a.activation.beta);
+          }
         }
       }
     }

@@ -1,0 +1,253 @@
+// The CNN family of the device registry (device_ops.h): 2-D Conv and
+// FusedConv, max/average/global pooling, LRN and BatchNormalization at
+// inference (as a per-channel affine map with constants computed here).
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/device/device_ops_internal.h"
+
+namespace coalesce::device_ops {
+namespace {
+
+// Pads of one spatial axis: ONNX's explicit pads, or auto_pad resolved
+// from the input, output, stride and window span as ONNX defines SAME_*.
+struct AxisPads {
+  int64_t begin = 0, end = 0;
+};
+
+absl::StatusOr<std::vector<AxisPads>> ResolvePads(
+    const NodeAttributes& attrs, const Shape& in, const Shape& out,
+    const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+    const std::vector<int64_t>& dilations) {
+  auto auto_pad = attrs.GetString("auto_pad", "NOTSET");
+  auto pads = attrs.GetInts("pads");
+  if (!auto_pad.ok()) return auto_pad.status();
+  if (!pads.ok()) return pads.status();
+  const size_t rank = kernel.size();
+  std::vector<AxisPads> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
+      const int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+      const int64_t total =
+          std::max<int64_t>(0, (out[2 + i] - 1) * strides[i] + span - in[2 + i]);
+      const int64_t small = total / 2;
+      result[i] = *auto_pad == "SAME_UPPER" ? AxisPads{small, total - small}
+                                            : AxisPads{total - small, small};
+    } else if (*auto_pad == "NOTSET" && !pads->empty()) {
+      if (pads->size() != 2 * rank) {
+        return absl::InvalidArgumentError("pads has the wrong length");
+      }
+      result[i] = {(*pads)[i], (*pads)[i + rank]};
+    }
+  }
+  return result;
+}
+
+// An attribute of one value per spatial axis, or `fallback` when absent.
+absl::StatusOr<std::vector<int64_t>> PerAxis(const NodeAttributes& attrs,
+                                             const std::string& name,
+                                             size_t rank, int64_t fallback) {
+  auto values = attrs.GetInts(name);
+  if (!values.ok()) return values.status();
+  if (values->empty()) return std::vector<int64_t>(rank, fallback);
+  if (values->size() != rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " needs ", rank, " values"));
+  }
+  return *values;
+}
+
+absl::Status Require2D(const NodeView& v) {
+  if (v.in_shape(0).size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(
+        "input of rank ", v.in_shape(0).size(),
+        "; the GPU runs 2-D (NCHW) convolutions and pooling only"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  if (absl::Status s = Require2D(v); !s.ok()) return s;
+  const Shape& x = v.in_shape(0);
+  const Shape& w = v.in_shape(1);
+  const Shape& y = v.out_shape(0);
+  const std::vector<int64_t> kernel = {w[2], w[3]};
+  auto strides = PerAxis(v.attrs(), "strides", 2, 1);
+  auto dilations = PerAxis(v.attrs(), "dilations", 2, 1);
+  auto group = v.attrs().GetInt("group", 1);
+  auto act = FusedActivation(v.attrs());
+  for (const absl::Status& s : {strides.status(), dilations.status(),
+                                group.status(), act.status()})
+    if (!s.ok()) return s;
+  auto pads = ResolvePads(v.attrs(), x, y, kernel, *strides, *dilations);
+  if (!pads.ok()) return pads.status();
+  for (const AxisPads& p : *pads) {
+    if (p.begin != p.end) {
+      return absl::UnimplementedError(
+          "asymmetric padding; the GPU's convolutions pad both ends alike");
+    }
+  }
+  ConvArgs args;
+  args.n = x[0];
+  args.c = x[1];
+  args.in_h = x[2];
+  args.in_w = x[3];
+  args.m = w[0];
+  args.kernel_h = kernel[0];
+  args.kernel_w = kernel[1];
+  args.out_h = y[2];
+  args.out_w = y[3];
+  args.stride_h = (*strides)[0];
+  args.stride_w = (*strides)[1];
+  args.pad_top = (*pads)[0].begin;
+  args.pad_left = (*pads)[1].begin;
+  args.dilation_h = (*dilations)[0];
+  args.dilation_w = (*dilations)[1];
+  args.groups = *group;
+  args.activation = *act;
+  const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
+  const int ib = v.has_input(2) ? v.in_id(2) : -1;
+  LoweredNode lowered;
+  lowered.reads = {ix, iw};
+  if (ib >= 0) lowered.reads.push_back(ib);
+  if (Count(y) == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    ConvArgs a = args;
+    a.x = F(c, ix);
+    a.w = F(c, iw);
+    a.bias = ib >= 0 ? F(c, ib) : nullptr;
+    a.y = F(c, iy);
+    return c.kernels.Conv2D(c.stream, a);
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerPool(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
+  if (absl::Status s = Require2D(v); !s.ok()) return s;
+  if (v.node().outputs.size() > 1 && v.node().outputs[1] >= 0) {
+    return absl::UnimplementedError("MaxPool's Indices output");
+  }
+  const std::string& op = *v.node().op_type;
+  const Shape& x = v.in_shape(0);
+  const Shape& y = v.out_shape(0);
+  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  Pool2DArgs args;
+  args.planes = x[0] * x[1];
+  args.in_h = x[2];
+  args.in_w = x[3];
+  args.out_h = y[2];
+  args.out_w = y[3];
+  args.max = op == "MaxPool" || op == "GlobalMaxPool";
+  if (global) {
+    args.kernel_h = x[2];
+    args.kernel_w = x[3];
+  } else {
+    auto kernel = v.attrs().GetInts("kernel_shape");
+    if (!kernel.ok()) return kernel.status();
+    if (kernel->size() != 2) {
+      return absl::InvalidArgumentError("kernel_shape needs 2 values");
+    }
+    auto strides = PerAxis(v.attrs(), "strides", 2, 1);
+    auto dilations = PerAxis(v.attrs(), "dilations", 2, 1);
+    auto include_pad = v.attrs().GetInt("count_include_pad", 0);
+    for (const absl::Status& s :
+         {strides.status(), dilations.status(), include_pad.status()})
+      if (!s.ok()) return s;
+    auto pads = ResolvePads(v.attrs(), x, y, *kernel, *strides, *dilations);
+    if (!pads.ok()) return pads.status();
+    args.kernel_h = (*kernel)[0];
+    args.kernel_w = (*kernel)[1];
+    args.stride_h = (*strides)[0];
+    args.stride_w = (*strides)[1];
+    args.dilation_h = (*dilations)[0];
+    args.dilation_w = (*dilations)[1];
+    args.pad_top = (*pads)[0].begin;
+    args.pad_bottom = (*pads)[0].end;
+    args.pad_left = (*pads)[1].begin;
+    args.pad_right = (*pads)[1].end;
+    args.count_include_pad = !args.max && *include_pad != 0;
+  }
+  const int ix = v.in_id(0), iy = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {ix};
+  if (Count(y) == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.Pool2D(c.stream, args, F(c, ix), F(c, iy));
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
+  const Shape& x = v.in_shape(0);
+  if (x.size() < 2) return absl::InvalidArgumentError("LRN needs [N, C, ...]");
+  auto size = v.attrs().GetInt("size", 1);
+  auto alpha = v.attrs().GetFloat("alpha", 1e-4f);
+  auto beta = v.attrs().GetFloat("beta", 0.75f);
+  auto bias = v.attrs().GetFloat("bias", 1.0f);
+  for (const absl::Status& s :
+       {size.status(), alpha.status(), beta.status(), bias.status()})
+    if (!s.ok()) return s;
+  const int64_t n = x[0], channels = x[1], spatial = Product(x, 2, x.size());
+  const int ix = v.in_id(0), iy = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {ix};
+  if (n * channels * spatial == 0) return lowered;
+  lowered.steps.push_back([=, size = *size, alpha = *alpha, beta = *beta,
+                           bias = *bias](const StepContext& c) {
+    return c.kernels.Lrn(c.stream, F(c, ix), F(c, iy), n, channels, spatial,
+                         size, alpha, beta, bias);
+  });
+  return lowered;
+}
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + b, as x * a[c] + s[c]
+// with a = scale / sqrt(var + epsilon), s = b - mean * a computed here
+// (in double) from the node's constant inputs.
+absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2, 3, 4}); !s.ok()) return s;
+  auto training = v.attrs().GetInt("training_mode", 0);
+  auto epsilon = v.attrs().GetFloat("epsilon", 1e-5f);
+  if (!training.ok()) return training.status();
+  if (!epsilon.ok()) return epsilon.status();
+  if (*training != 0) return absl::UnimplementedError("training_mode");
+  const Shape& x = v.in_shape(0);
+  const int64_t channels = x.size() > 1 ? x[1] : 1;
+  const float* params[4];
+  for (int i = 1; i <= 4; ++i) {
+    const TensorInfo& info = v.in(i).info;
+    if (info.constant_data == nullptr || Count(info.shape) != channels) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input ", i, " must be a constant of one value per channel"));
+    }
+    params[i - 1] = reinterpret_cast<const float*>(info.constant_data);
+  }
+  std::vector<float> a(channels), shift(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv = 1.0 / std::sqrt(double{params[3][c]} + *epsilon);
+    a[c] = static_cast<float>(params[0][c] * inv);
+    shift[c] = static_cast<float>(params[1][c] - params[2][c] * params[0][c] * inv);
+  }
+  const int64_t n = x.empty() ? 1 : x[0];
+  const int64_t spatial = x.size() > 2 ? Product(x, 2, x.size()) : 1;
+  const int ix = v.in_id(0), iy = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {ix};
+  lowered.derived = {std::move(a), std::move(shift)};
+  if (n * channels * spatial == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.ChannelAffine(c.stream, F(c, ix), c.derived[0],
+                                   c.derived[1], F(c, iy), n, channels,
+                                   spatial, ActivationSpec{});
+  });
+  return lowered;
+}
+
+}  // namespace coalesce::device_ops

@@ -1,0 +1,101 @@
+// Shared by the device registry's files (device_ops.cc and its operator
+// families): a node being lowered, with its plan, shapes and attributes,
+// and small helpers. Internal to engine/device/.
+#ifndef COALESCE_ENGINE_DEVICE_DEVICE_OPS_INTERNAL_H_
+#define COALESCE_ENGINE_DEVICE_DEVICE_OPS_INTERNAL_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "engine/device/device_kernels.h"
+#include "engine/device/device_ops.h"
+#include "engine/neutral_plan.h"
+
+namespace coalesce {
+namespace device_ops {
+
+// One node being lowered: its plan, shapes and attributes.
+class NodeView {
+ public:
+  NodeView(const NeutralPlan& plan, const PlanNode& node)
+      : plan_(plan), node_(node) {}
+
+  const PlanNode& node() const { return node_; }
+  const NodeAttributes& attrs() const { return *node_.attributes; }
+  int64_t opset() const { return plan_.opset; }
+  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
+  bool has_input(int i) const {
+    return i < num_inputs() && node_.inputs[i] >= 0;
+  }
+  int in_id(int i) const { return node_.inputs[i]; }
+  int out_id(int i) const { return node_.outputs[i]; }
+  const PlannedValue& in(int i) const { return plan_.values[in_id(i)]; }
+  const PlannedValue& out(int i) const { return plan_.values[out_id(i)]; }
+  const Shape& in_shape(int i) const { return in(i).info.shape; }
+  const Shape& out_shape(int i) const { return out(i).info.shape; }
+
+  // Unimplemented unless the listed inputs and output 0 are float32.
+  absl::Status RequireFloat(std::initializer_list<int> inputs) const {
+    for (int i : inputs) {
+      if (has_input(i) && in(i).info.dtype != DataType::kFp32) {
+        return absl::UnimplementedError(absl::StrCat(
+            "input ", i, " is ", std::string(DataTypeName(in(i).info.dtype)),
+            "; the GPU computes float32 only"));
+      }
+    }
+    if (out(0).info.dtype != DataType::kFp32) {
+      return absl::UnimplementedError(
+          absl::StrCat("output is ", std::string(DataTypeName(out(0).info.dtype)),
+                       "; the GPU computes float32 only"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A scalar float input known at plan time (Clip's bounds).
+  absl::StatusOr<float> ConstantScalar(int i, float default_value) const {
+    if (!has_input(i)) return default_value;
+    const TensorInfo& info = in(i).info;
+    if (info.constant_data == nullptr || info.dtype != DataType::kFp32 ||
+        in(i).byte_size != sizeof(float)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input ", i, " must be a float32 scalar known at load time"));
+    }
+    return *reinterpret_cast<const float*>(info.constant_data);
+  }
+
+ private:
+  const NeutralPlan& plan_;
+  const PlanNode& node_;
+};
+
+inline float* F(const StepContext& c, int id) {
+  return static_cast<float*>(c.addresses[id]);
+}
+
+inline int64_t Product(const Shape& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
+
+inline int64_t Count(const Shape& shape) { return Product(shape, 0, shape.size()); }
+
+// The optimizer's fused activation attributes (FusedConv, FusedGemm,
+// FusedMatMul: "activation", "activation_alpha", "activation_beta").
+absl::StatusOr<ActivationSpec> FusedActivation(const NodeAttributes& attrs);
+
+// The CNN family (device_ops_cnn.cc): Conv, FusedConv, MaxPool,
+// AveragePool, GlobalAveragePool, GlobalMaxPool, LRN, BatchNormalization.
+absl::StatusOr<LoweredNode> LowerConv(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerPool(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v);
+
+}  // namespace device_ops
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_DEVICE_OPS_INTERNAL_H_
