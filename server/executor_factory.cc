@@ -70,14 +70,15 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                              Instances* instances) {
   auto gpus = GroupGpus(group, options);
   if (!gpus.ok()) return gpus.status();
-  auto pipeline = PipelinedExecutorOptionsFromConfig(config);
-  if (!pipeline.ok()) return pipeline.status();
+  auto instance_options = GpuInstanceOptionsFromConfig(config);
+  if (!instance_options.ok()) return instance_options.status();
   auto plugin = LoadDevicePlugin(options.cuda_plugin_path);
   if (!plugin.ok()) return plugin.status();
   Instances created;
   for (const DeviceInfo& gpu : *gpus) {
     for (int i = 0; i < std::max(group.count(), 1); ++i) {
-      auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, *pipeline);
+      auto instance =
+          CreateGpuInstance(**plugin, gpu.ordinal, model, *instance_options);
       if (instance.ok()) {
         created.push_back(*std::move(instance));
         continue;

@@ -10,6 +10,7 @@ namespace {
 
 constexpr char kFlushDenormals[] = "flush_denormals";
 constexpr char kDoubleBuffering[] = "double_buffering";
+constexpr char kGpuPrecision[] = "gpu_precision";
 
 absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
                       bool* value) {
@@ -45,15 +46,29 @@ absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
   return options;
 }
 
-absl::StatusOr<PipelinedExecutorOptions> PipelinedExecutorOptionsFromConfig(
+absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
     const inference::ModelConfig& config) {
   bool double_buffering = true;
   if (absl::Status s = ReadBool(config, kDoubleBuffering, &double_buffering);
       !s.ok()) {
     return s;
   }
-  PipelinedExecutorOptions options;
-  options.num_slots = double_buffering ? 2 : 1;
+  GpuInstanceOptions options;
+  options.pipeline.num_slots = double_buffering ? 2 : 1;
+  auto it = config.parameters().find(kGpuPrecision);
+  if (it == config.parameters().end()) return options;
+  const std::string& precision = it->second.string_value();
+  if (precision == "tf32") {
+    options.kernels.precision = DevicePrecision::kTf32;
+  } else if (precision == "fp16") {
+    return absl::UnimplementedError(absl::StrCat(
+        "model '", config.name(), "': parameter 'gpu_precision' \"fp16\" is "
+        "not implemented yet (\"fp32\" or \"tf32\")"));
+  } else if (precision != "fp32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.name(), "': parameter 'gpu_precision' must be "
+        "\"fp32\" or \"tf32\", got \"", precision, "\""));
+  }
   return options;
 }
 

@@ -9,6 +9,10 @@
 //   double_buffering "true" (default) or "false": GPU instances get two
 //                    slots, so a batch copies in while the last computes
 //                    (engine/device/pipelined_executor.h), or one.
+//   gpu_precision    "fp32" (default: exact float32) or "tf32": GPU GEMMs
+//                    and convolutions may use TF32 tensor cores (about 3
+//                    decimal digits per input, float32 accumulation).
+//                    "fp16" is refused: not implemented yet.
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
@@ -16,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "engine/cpu_executor.h"
 #include "engine/device/pipelined_executor.h"
+#include "server/gpu_instance.h"
 #include "proto/model_config.pb.h"
 
 namespace coalesce {
@@ -28,8 +33,9 @@ int InstanceCount(const inference::ModelConfig& config);
 absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
     const inference::ModelConfig& config, int cores);
 
-// The same for GPU (pipelined) instances.
-absl::StatusOr<PipelinedExecutorOptions> PipelinedExecutorOptionsFromConfig(
+// The same for GPU instances. InvalidArgument naming the parameter for a
+// bad value; Unimplemented for gpu_precision "fp16".
+absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
     const inference::ModelConfig& config);
 
 }  // namespace coalesce

@@ -61,5 +61,40 @@ TEST(ExecutorOptionsFromConfigTest, BadValueNamesTheParameter) {
               ::testing::HasSubstr("\"yes\""));
 }
 
+TEST(ExecutorOptionsFromConfigTest, GpuDefaultsAreDoubleBufferedExactFp32) {
+  auto options = GpuInstanceOptionsFromConfig(Parse(R"(name: "m")"));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pipeline.num_slots, 2);
+  EXPECT_EQ(options->kernels.precision, DevicePrecision::kFp32);
+}
+
+TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
+  auto options = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "double_buffering" value { string_value: "false" } }
+      parameters { key: "gpu_precision" value { string_value: "tf32" } })"));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pipeline.num_slots, 1);
+  EXPECT_EQ(options->kernels.precision, DevicePrecision::kTf32);
+  auto fp32 = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "fp32" } })"));
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(fp32->kernels.precision, DevicePrecision::kFp32);
+}
+
+TEST(ExecutorOptionsFromConfigTest, BadGpuParametersAreRefusedByName) {
+  auto fp16 = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
+  EXPECT_EQ(fp16.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(fp16.status().message()), ::testing::HasSubstr("'gpu_precision'"));
+  auto bad = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "half" } })"));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  auto db = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "double_buffering" value { string_value: "no" } })"));
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(db.status().message()), ::testing::HasSubstr("'double_buffering'"));
+}
+
 }  // namespace
 }  // namespace coalesce

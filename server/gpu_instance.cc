@@ -9,16 +9,16 @@ namespace coalesce {
 
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
     DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
-    const PipelinedExecutorOptions& options) {
+    const GpuInstanceOptions& options) {
   auto device = plugin.OpenDevice(ordinal);
   if (!device.ok()) return device.status();
-  auto kernels = plugin.CreateKernels(*device);
+  auto kernels = plugin.CreateKernels(*device, options.kernels);
   if (!kernels.ok()) return kernels.status();
   auto program = CreateGraphProgram(
       *device, *std::move(kernels),
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
   if (!program.ok()) return program.status();
-  return CreatePipelinedExecutor(*device, *std::move(program), options);
+  return CreatePipelinedExecutor(*device, *std::move(program), options.pipeline);
 }
 
 }  // namespace coalesce

@@ -18,9 +18,14 @@ namespace coalesce {
 
 // Errors: the plugin's (no device, no cuBLASLt, out of memory), or
 // Unimplemented naming every node the GPU cannot run.
+struct GpuInstanceOptions {
+  PipelinedExecutorOptions pipeline;
+  DeviceKernelOptions kernels;
+};
+
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
     DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
-    const PipelinedExecutorOptions& options);
+    const GpuInstanceOptions& options);
 
 }  // namespace coalesce
 

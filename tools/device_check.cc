@@ -132,7 +132,7 @@ absl::StatusOr<std::pair<std::shared_ptr<Device>, std::string>> OpenDevice(
   auto device = (*plugin)->OpenDevice(d.ordinal);
   if (!device.ok()) return device.status();
   // The operator kernels GPU models need (cuBLASLt is loaded here).
-  auto kernels = (*plugin)->CreateKernels(*device);
+  auto kernels = (*plugin)->CreateKernels(*device, DeviceKernelOptions{});
   if (!kernels.ok()) return kernels.status();
   return std::make_pair(
       *std::move(device),

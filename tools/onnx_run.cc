@@ -396,7 +396,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   const DeviceInfo& gpu = devices->front();
   std::printf("device: cuda:%d %s\n", gpu.ordinal, gpu.name.c_str());
   auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model,
-                                    PipelinedExecutorOptions{1});
+                                    GpuInstanceOptions{{1}, {}});
   if (!instance.ok()) return instance.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
 }

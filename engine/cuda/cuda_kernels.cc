@@ -69,7 +69,7 @@ class PreparedGemm {
   PreparedGemm(const PreparedGemm&) = delete;
   PreparedGemm& operator=(const PreparedGemm&) = delete;
 
-  absl::Status Init(cublasLtHandle_t handle, const GemmKey& key);
+  absl::Status Init(cublasLtHandle_t handle, const GemmKey& key, bool tf32);
   absl::Status Run(cublasLtHandle_t handle, const GemmArgs& args,
                    void* workspace, cudaStream_t stream) const;
 
@@ -108,9 +108,13 @@ absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout,
       "batch stride");
 }
 
-absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key) {
+absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
+                                bool tf32) {
   absl::Status s = CublasStatus(
-      lt_, lt_.MatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      lt_,
+      lt_.MatmulDescCreate(&desc_,
+                           tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                           CUDA_R_32F),
       "cublasLtMatmulDescCreate");
   if (!s.ok()) return s;
   const cublasOperation_t op_x = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -220,7 +224,8 @@ class PreparedConv {
   PreparedConv(const PreparedConv&) = delete;
   PreparedConv& operator=(const PreparedConv&) = delete;
 
-  absl::Status Init(cudnnHandle_t handle, const ConvKey& k, size_t workspace) {
+  absl::Status Init(cudnnHandle_t handle, const ConvKey& k, size_t workspace,
+                    bool tf32) {
     auto check = [&](cudnnStatus_t status, const char* call) {
       return CudnnStatus(dnn_, status, call);
     };
@@ -242,7 +247,9 @@ class PreparedConv {
                                                           CUDNN_CROSS_CORRELATION,
                                                           CUDNN_DATA_FLOAT), "convolution");
     if (s.ok()) s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
-    if (s.ok()) s = check(dnn_.SetConvolutionMathType(conv_, CUDNN_FMA_MATH), "math type");
+    if (s.ok()) s = check(dnn_.SetConvolutionMathType(
+                              conv_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+                          "math type");
     if (!s.ok()) return s;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
@@ -281,8 +288,11 @@ class PreparedConv {
 
 class CudaKernels : public DeviceKernels {
  public:
-  CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt)
-      : device_(std::move(device)), lt_(lt) {}
+  CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt,
+              const DeviceKernelOptions& options)
+      : device_(std::move(device)),
+        lt_(lt),
+        tf32_(options.precision == DevicePrecision::kTf32) {}
   ~CudaKernels() override {
     cudaSetDevice(device_->ordinal());
     gemms_.clear();
@@ -301,7 +311,8 @@ class CudaKernels : public DeviceKernels {
   }
 
   std::string description() const override {
-    return absl::StrCat("cuBLASLt ", lt_.version, " (", lt_.path, ")");
+    return absl::StrCat("cuBLASLt ", lt_.version, " (", lt_.path, "), ",
+                        tf32_ ? "TF32 allowed" : "exact FP32");
   }
 
   absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) override {
@@ -315,7 +326,7 @@ class CudaKernels : public DeviceKernels {
     auto it = gemms_.find(key);
     if (it == gemms_.end()) {
       auto prepared = std::make_unique<PreparedGemm>(lt_);
-      if (absl::Status s = prepared->Init(handle_, key); !s.ok()) return s;
+      if (absl::Status s = prepared->Init(handle_, key, tf32_); !s.ok()) return s;
       it = gemms_.emplace(key, std::move(prepared)).first;
     }
     cudaStream_t s = CudaStreamOf(stream);
@@ -414,7 +425,8 @@ class CudaKernels : public DeviceKernels {
     auto it = convs_.find(key);
     if (it == convs_.end()) {
       auto prepared = std::make_unique<PreparedConv>(*dnn_);
-      if (s = prepared->Init(dnn_handle_, key, kWorkspaceBytes); !s.ok()) return s;
+      if (s = prepared->Init(dnn_handle_, key, kWorkspaceBytes, tf32_); !s.ok())
+        return s;
       it = convs_.emplace(key, std::move(prepared)).first;
     }
     if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes); !s.ok())
@@ -474,6 +486,7 @@ class CudaKernels : public DeviceKernels {
 
   const std::shared_ptr<CudaDevice> device_;
   const CublasLt& lt_;
+  const bool tf32_;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<GemmKey, std::unique_ptr<PreparedGemm>> gemms_;
@@ -485,10 +498,10 @@ class CudaKernels : public DeviceKernels {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateCudaKernels(
-    std::shared_ptr<CudaDevice> device) {
+    std::shared_ptr<CudaDevice> device, const DeviceKernelOptions& options) {
   auto lt = LoadCublasLt();
   if (!lt.ok()) return lt.status();
-  auto kernels = std::make_unique<CudaKernels>(std::move(device), **lt);
+  auto kernels = std::make_unique<CudaKernels>(std::move(device), **lt, options);
   if (absl::Status s = kernels->Init(); !s.ok()) return s;
   return std::unique_ptr<DeviceKernels>(std::move(kernels));
 }

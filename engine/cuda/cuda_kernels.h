@@ -1,6 +1,7 @@
 // CudaKernels: DeviceKernels (engine/device/device_kernels.h) on one CUDA
 // GPU. GEMMs run through cuBLASLt (loaded at run time, cublaslt_library.h)
-// in exact float32 (CUBLAS_COMPUTE_32F: no TF32), with the bias and Relu
+// in exact float32 (CUBLAS_COMPUTE_32F: no TF32; TF32 only when the options
+// ask for it, per model), with the bias and Relu
 // fused as cuBLASLt epilogues; everything else through kernels/cuda/.
 //
 // GELU is not fused: cuBLASLt's GELU epilogue is the tanh approximation,
@@ -23,7 +24,7 @@ namespace coalesce {
 // FailedPrecondition when cuBLASLt cannot be loaded; the CUDA or cuBLAS
 // error when the handle or workspace cannot be created.
 absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateCudaKernels(
-    std::shared_ptr<CudaDevice> device);
+    std::shared_ptr<CudaDevice> device, const DeviceKernelOptions& options);
 
 }  // namespace coalesce
 

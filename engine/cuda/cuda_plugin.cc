@@ -57,12 +57,13 @@ class CudaPlugin : public DevicePlugin {
   }
 
   absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
-      std::shared_ptr<Device> device) override {
+      std::shared_ptr<Device> device,
+      const DeviceKernelOptions& options) override {
     auto cuda = std::dynamic_pointer_cast<CudaDevice>(device);
     if (cuda == nullptr) {
       return absl::InvalidArgumentError("not a device of this plugin");
     }
-    return CreateCudaKernels(std::move(cuda));
+    return CreateCudaKernels(std::move(cuda), options);
   }
 };
 

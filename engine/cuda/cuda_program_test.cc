@@ -8,6 +8,7 @@
 //
 // The plugin is $COALESCE_CUDA_PLUGIN when set, else the build's or the
 // bundle's lib/libcoalesce_cuda.so beside this binary's folder.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -62,12 +63,31 @@ TEST_P(GpuCaseTest, MatchesCpu) {
   ASSERT_TRUE(model.ok()) << model.status();
   for (int slots : {1, 2}) {
     auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model,
-                                      PipelinedExecutorOptions{slots});
+                                      GpuInstanceOptions{{slots}, {}});
     ASSERT_TRUE(instance.ok()) << instance.status();
     EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "")
         << slots << " slot(s)";
     EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
   }
+}
+
+// The TF32 opt-in (gpu_precision "tf32"): GEMM and convolution inputs keep
+// 10 mantissa bits, so outputs may differ from FP32 by about 1e-3 relative
+// per product; the tolerance here is 2e-2 of max(1, |cpu|).
+constexpr float kTf32Tolerance = 2e-2f;
+
+TEST_P(GpuCaseTest, MatchesCpuWithTf32) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kTf32Tolerance);
+  auto model = ::coalesce::testing::LoadCase(c);
+  ASSERT_TRUE(model.ok()) << model.status();
+  GpuInstanceOptions options;
+  options.kernels.precision = DevicePrecision::kTf32;
+  auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -98,6 +98,15 @@ struct Pool2DArgs {
   bool count_include_pad = false;
 };
 
+// How a device may compute float32 math. kFp32 (the default): exact float32
+// (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores (10-bit
+// mantissa inputs, float32 accumulation), a per-model opt-in.
+enum class DevicePrecision { kFp32, kTf32 };
+
+struct DeviceKernelOptions {
+  DevicePrecision precision = DevicePrecision::kFp32;
+};
+
 class DeviceKernels {
  public:
   virtual ~DeviceKernels() = default;

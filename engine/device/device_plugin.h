@@ -24,7 +24,7 @@
 
 namespace coalesce {
 
-inline constexpr int kDevicePluginAbi = 2;
+inline constexpr int kDevicePluginAbi = 3;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {
@@ -53,7 +53,7 @@ class DevicePlugin {
   // library handles and workspaces: one per executor instance.
   // FailedPrecondition when a library they need (cuBLASLt) is missing.
   virtual absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
-      std::shared_ptr<Device> device) = 0;
+      std::shared_ptr<Device> device, const DeviceKernelOptions& options) = 0;
 };
 
 extern "C" {

@@ -181,6 +181,26 @@ OnnxModelBuilder OperatorModel() {
   return b;
 }
 
+// After warm-up (each shape set once on each slot), batches allocate no
+// device or pinned memory: plans, the arena, staging buffers and constants
+// are all reused.
+TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
+  OnnxModelBuilder builder;
+  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  ASSERT_OK_AND_LOADED(builder);
+  const int64_t batches[] = {8, 3, 8, 1};
+  for (int slot : {0, 1}) {
+    for (int64_t batch : batches) ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
+  }
+  const int64_t warm = device_->allocation_count();
+  for (int round = 0; round < 5; ++round) {
+    for (int64_t batch : batches) {
+      ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, round % 2);
+    }
+  }
+  EXPECT_EQ(device_->allocation_count(), warm);
+}
+
 TEST_F(GraphProgramTest, OperatorsMatchCpuWithOptimizerOn) {
   ASSERT_OK_AND_LOADED(OperatorModel());
   for (int64_t batch : {1, 3}) {

@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimulatedDevice::Allocate(
     size_t bytes, bool pinned) {
   absl::MutexLock lock(&mu_);
   if (!sticky_.ok()) return sticky_;
+  ++allocations_;
   size_t& in_use = pinned ? pinned_in_use_ : device_in_use_;
   const size_t capacity =
       pinned ? options_.pinned_memory_bytes : options_.device_memory_bytes;
@@ -413,6 +414,11 @@ std::vector<SimulatedDevice::OpRecord> SimulatedDevice::timeline() const {
 std::vector<std::string> SimulatedDevice::problems() const {
   absl::MutexLock lock(&mu_);
   return problems_;
+}
+
+int64_t SimulatedDevice::allocation_count() const {
+  absl::MutexLock lock(&mu_);
+  return allocations_;
 }
 
 size_t SimulatedDevice::device_bytes_in_use() const {

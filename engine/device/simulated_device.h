@@ -122,6 +122,8 @@ class SimulatedDevice : public Device {
   std::vector<OpRecord> timeline() const;  // in end order
   std::vector<std::string> problems() const;
   size_t device_bytes_in_use() const;
+  // AllocateDevice and AllocatePinnedHost calls so far.
+  int64_t allocation_count() const;
 
  private:
   class SimStream;
@@ -160,6 +162,7 @@ class SimulatedDevice : public Device {
   std::vector<OpRecord> timeline_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> problems_ ABSL_GUARDED_BY(mu_);
   size_t device_in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t allocations_ ABSL_GUARDED_BY(mu_) = 0;
   size_t pinned_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<const char*, size_t> pinned_ ABSL_GUARDED_BY(mu_);  // begin->size
 };
