@@ -3,14 +3,17 @@
 
 1. Engine only: the MLP example (1024-2048-2048-1000) and a dense model with
    4096-wide layers (4096-4096-4096-4096-1000, Relu, Softmax) at batch
-   1..512 through `coalesce-onnx-run --device gpu` (one GPU instance built as
-   the server builds it; each run host to host: inputs copied in, computed,
-   outputs copied out, timed with steady_clock, median of --repeat runs after
-   --warmup). The first run's outputs are checked against onnxruntime (CPU)
-   when it is installed. Beside it, when PyTorch with CUDA is installed, the
-   same model in PyTorch on the same GPU, FP32 with TF32 off, also host to
-   host (pinned input copied in, forward, output copied back, synchronized):
-   eager, and replaying a CUDA graph captured per batch size.
+   1..512, ResNet-50 (torchvision's, random weights, exported here; when
+   torchvision is installed) and the bert-base encoder (sequence 128) at
+   batch 1..256, through `coalesce-onnx-run --device gpu` (one GPU instance
+   built as the server builds it; each run host to host: inputs copied in,
+   computed, outputs copied out, timed with steady_clock, median of the
+   timed runs after warm-up), in FP32 and TF32. Outputs are checked against
+   onnxruntime (CPU) when it is installed. Beside it, when PyTorch with CUDA
+   is installed, the same model in PyTorch on the same GPU (the dense models
+   rebuilt from their weights, torchvision's ResNet-50), FP32 with TF32 off,
+   also host to host: eager, and replaying a CUDA graph captured per batch
+   size.
 2. Server end to end: coalesce-server with mlp_classifier on KIND_GPU in four
    configurations (dynamic batching on/off x double buffering on/off),
    coalesce-bench closed loop at concurrency 1, 16, 64 and 256 each, with
@@ -27,6 +30,7 @@ Usage: python3 gpu_bench.py [--bundle DIR] [--out FILE] [--quick]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -39,12 +43,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-BATCHES = [1, 8, 32, 128, 512]
+DENSE_BATCHES = [1, 8, 32, 128, 512]
+NET_BATCHES = [1, 8, 32, 128, 256]
 CONCURRENCY = [1, 16, 64, 256]
 
 
@@ -79,151 +85,213 @@ def cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "/")[-300:]
 
 
-def run_coalesce(bundle: Path, model: Path, x: np.ndarray, work: Path, repeat: int,
-                 warmup: int) -> tuple[float, np.ndarray]:
-    (work / "x.pb").write_bytes(numpy_helper.from_array(x, "input").SerializeToString())
+@dataclasses.dataclass
+class ModelCase:
+    name: str
+    path: Path
+    batches: list
+    feeds: Callable  # batch -> {input name: array}
+    torch_module: Callable | None = None  # () -> (module, feeds -> torch args)
+    why_no_torch: str = ""
+
+
+def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
+                 warmup: int, precision: str) -> tuple[float, list]:
+    inputs = []
+    for i, (name, x) in enumerate(feeds.items()):
+        f = work / f"in{i}.pb"
+        f.write_bytes(numpy_helper.from_array(x, name).SerializeToString())
+        inputs += ["--input", f"{name}={f}"]
     out = work / "out"
+    shutil.rmtree(out, ignore_errors=True)
     timing = work / "timing.json"
-    cmd = [str(bundle / "bin" / "coalesce-onnx-run"), "--device", "gpu", "--model", str(model),
-           "--input", f"input={work / 'x.pb'}", "--output-dir", str(out),
+    cmd = [str(bundle / "bin" / "coalesce-onnx-run"), "--device", "gpu", "--gpu-precision",
+           precision, "--model", str(model), *inputs, "--output-dir", str(out),
            "--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    y = numpy_helper.to_array(onnx.load_tensor(str(out / "probabilities.pb")))
-    return json.loads(timing.read_text())["median_ms"], y
+        raise RuntimeError(f"coalesce-onnx-run exited {proc.returncode}: {proc.stderr[-2000:]}")
+    names = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
+    outputs = [numpy_helper.to_array(onnx.load_tensor(str(out / f"{re.sub(r'[^A-Za-z0-9._-]', '_', n)}.pb")))
+               for n in names]
+    return json.loads(timing.read_text())["median_ms"], outputs
 
 
-def onnxruntime_reference(model: Path, x: np.ndarray):
+def onnxruntime_outputs(model: Path, feeds: dict):
     try:
         import onnxruntime as ort
     except ImportError:
         return None
     sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-    return sess.run(None, {"input": x})[0]
+    return sess.run(None, feeds)
 
 
-class TorchModel:
-    """The dense ONNX model's Gemm/Relu/Softmax chain in PyTorch on the GPU."""
+class DenseTorch:
+    """A dense ONNX model's Gemm/Relu/Softmax chain as a PyTorch module."""
 
     def __init__(self, model: onnx.ModelProto):
         import torch
         self.torch = torch
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        inits = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()).cuda()
-                 for t in model.graph.initializer}
-        self.steps = []
-        for node in model.graph.node:
-            if node.op_type == "Gemm":
-                self.steps.append(("gemm", inits[node.input[1]], inits[node.input[2]]))
-            elif node.op_type == "Relu":
-                self.steps.append(("relu",))
-            elif node.op_type == "Softmax":
-                self.steps.append(("softmax",))
-            else:
-                raise ValueError(f"no PyTorch mapping for {node.op_type}")
+        self.params = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()).cuda()
+                       for t in model.graph.initializer}
+        self.nodes = [(n.op_type, list(n.input)) for n in model.graph.node]
 
-    def forward(self, x):
+    def __call__(self, x):
         F = self.torch.nn.functional
-        for step in self.steps:
-            if step[0] == "gemm":
-                x = F.linear(x, step[1], step[2])
-            elif step[0] == "relu":
+        for op, inputs in self.nodes:
+            if op == "Gemm":
+                x = F.linear(x, self.params[inputs[1]], self.params[inputs[2]])
+            elif op == "Relu":
                 x = F.relu(x)
-            else:
+            elif op == "Softmax":
                 x = F.softmax(x, dim=-1)
+            else:
+                raise ValueError(f"no PyTorch mapping for {op}")
         return x
 
-    def time_ms(self, x_host: np.ndarray, repeat: int, warmup: int, graph: bool) -> float:
-        torch = self.torch
-        pinned_in = torch.from_numpy(x_host).pin_memory()
-        with torch.inference_mode():
-            static_in = torch.empty(x_host.shape, device="cuda")
-            out_shape = self.forward(static_in).shape
-            pinned_out = torch.empty(out_shape).pin_memory()
-            g = None
-            if graph:
-                stream = torch.cuda.Stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    for _ in range(3):
-                        self.forward(static_in)
-                torch.cuda.current_stream().wait_stream(stream)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    static_out = self.forward(static_in)
 
-            def once():
-                static_in.copy_(pinned_in, non_blocking=True)
-                if g is not None:
-                    g.replay()
-                    out = static_out
-                else:
-                    out = self.forward(static_in)
-                pinned_out.copy_(out, non_blocking=True)
-                torch.cuda.synchronize()
+def torch_time_ms(module, args_host: list, repeat: int, warmup: int, graph: bool) -> float:
+    """Host to host, as coalesce-onnx-run: pinned inputs copied in, forward,
+    the output copied back to pinned memory, synchronized."""
+    import torch
+    pinned = [torch.from_numpy(a).pin_memory() for a in args_host]
+    with torch.inference_mode():
+        static = [p.cuda() for p in pinned]
+        out0 = module(*static)
+        pinned_out = torch.empty(out0.shape, dtype=out0.dtype).pin_memory()
+        g = None
+        if graph:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    module(*static)
+            torch.cuda.current_stream().wait_stream(stream)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                static_out = module(*static)
 
-            for _ in range(warmup):
-                once()
-            times = []
-            for _ in range(repeat):
-                start = time.perf_counter()
-                once()
-                times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times)
+        def once():
+            for s, p in zip(static, pinned):
+                s.copy_(p, non_blocking=True)
+            if g is not None:
+                g.replay()
+                out = static_out
+            else:
+                out = module(*static)
+            pinned_out.copy_(out, non_blocking=True)
+            torch.cuda.synchronize()
+
+        for _ in range(warmup):
+            once()
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            once()
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
 
 
-def torch_available() -> str:
+def torch_status() -> str:
     try:
         import torch
     except ImportError:
         return "PyTorch is not installed"
     if not torch.cuda.is_available():
         return "PyTorch has no CUDA device"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     return ""
 
 
-def engine_section(bundle: Path, models: dict[str, Path], work: Path, quick: bool) -> tuple[str, bool]:
-    repeat, warmup = (20, 5) if quick else (100, 20)
-    why_no_torch = torch_available()
-    lines = [f"Median of {repeat} host-to-host runs after {warmup} warm-up runs, FP32 "
-             "(TF32 off on both sides). Ratio: PyTorch ms / Coalesce ms (above 1: Coalesce is faster).",
-             ""]
+def dense_case(name: str, path: Path, batches: list) -> ModelCase:
+    proto = onnx.load(str(path))
+    width = proto.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    rng = np.random.default_rng(1)
+    return ModelCase(name, path, batches,
+                     lambda b: {"input": rng.standard_normal((b, width)).astype(np.float32)},
+                     lambda: DenseTorch(proto))
+
+
+def resnet50_case(work: Path, batches: list) -> ModelCase | None:
+    """torchvision's ResNet-50, random weights, exported at opset 17 with a
+    dynamic batch; None without torchvision."""
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(weights=None).eval()
+    path = work / "resnet50.onnx"
+    torch.onnx.export(model, torch.randn(1, 3, 224, 224), str(path), opset_version=17,
+                      input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
+    rng = np.random.default_rng(2)
+    return ModelCase("resnet50", path, batches,
+                     lambda b: {"input": rng.standard_normal((b, 3, 224, 224)).astype(np.float32)},
+                     lambda: model.cuda())
+
+
+def bert_case(bundle: Path, work: Path, batches: list) -> ModelCase:
+    """The bert-base encoder of tests/models/make_encoder.py (12 layers,
+    hidden 768), sequence 128; no PyTorch twin of it exists here."""
+    sys.path.insert(0, str(bundle / "share"))
+    import make_encoder
+    cfg = make_encoder.preset("bert-base", seed=0)
+    path = work / "bert-base.onnx"
+    onnx.save(make_encoder.make_encoder(cfg), str(path))
+    return ModelCase("bert-base-s128", path, batches,
+                     lambda b: make_encoder.encoder_inputs(cfg, batch=b, seq=128, seed=b, padded=True),
+                     None, "no PyTorch version of this encoder here")
+
+
+def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[str, bool]:
+    repeat, warmup = (10, 3) if quick else (50, 10)
+    why_no_torch = torch_status()
+    lines = [f"Median of {repeat} host-to-host runs after {warmup} warm-up runs (copies in and "
+             "out included on both sides). FP32 with TF32 off on both sides; the TF32 column is "
+             "Coalesce with `gpu_precision: tf32`. Ratio: PyTorch ms / Coalesce FP32 ms (above 1: "
+             "Coalesce is faster). Outputs checked against onnxruntime on the CPU (max |diff|, "
+             "FP32 run).", ""]
     if why_no_torch:
         lines += [f"PyTorch columns empty: {why_no_torch}.", ""]
-    lines += ["| model | batch | Coalesce ms | PyTorch eager ms | ratio | PyTorch CUDA graph ms | ratio | max abs diff vs onnxruntime |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["| model | batch | Coalesce FP32 ms | Coalesce TF32 ms | PyTorch eager ms | ratio | "
+              "PyTorch CUDA graph ms | ratio | max abs diff vs onnxruntime |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ok = True
-    rng = np.random.default_rng(1)
-    for name, path in models.items():
-        proto = onnx.load(str(path))
-        torch_model = None if why_no_torch else TorchModel(proto)
-        width = proto.graph.input[0].type.tensor_type.shape.dim[1].dim_value
-        for batch in BATCHES:
-            x = rng.standard_normal((batch, width)).astype(np.float32)
+    for case in cases:
+        module = None
+        if not why_no_torch and case.torch_module is not None:
+            module = case.torch_module()
+        for batch in case.batches:
+            feeds = case.feeds(batch)
+            row = [case.name, str(batch)]
             try:
-                ours, y = run_coalesce(bundle, path, x, work, repeat, warmup)
+                fp32, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32")
+                tf32, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "tf32")
             except Exception as e:  # noqa: BLE001 - reported in the table
-                lines.append(f"| {name} | {batch} | FAILED: {cell(str(e))} | | | | | |")
+                lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | |")
                 ok = False
                 continue
-            ref = onnxruntime_reference(path, x)
-            diff = "onnxruntime not installed"
-            if ref is not None:
-                d = float(np.max(np.abs(y - ref)))
-                diff = f"{d:.2e}"
-                if not d <= 1e-4:
-                    ok = False
-                    diff += " (FAILED: above 1e-4)"
-            eager = graph = ""
-            r_eager = r_graph = ""
-            if torch_model is not None:
-                e = torch_model.time_ms(x, repeat, warmup, graph=False)
-                g = torch_model.time_ms(x, repeat, warmup, graph=True)
-                eager, graph = f"{e:.3f}", f"{g:.3f}"
-                r_eager, r_graph = f"{e / ours:.2f}x", f"{g / ours:.2f}x"
-            lines.append(f"| {name} | {batch} | {ours:.3f} | {eager} | {r_eager} | {graph} | {r_graph} | {diff} |")
+            row += [f"{fp32:.3f}", f"{tf32:.3f}"]
+            if module is not None:
+                args = list(feeds.values())
+                e = torch_time_ms(module, args, repeat, warmup, graph=False)
+                g = torch_time_ms(module, args, repeat, warmup, graph=True)
+                row += [f"{e:.3f}", f"{e / fp32:.2f}x", f"{g:.3f}", f"{g / fp32:.2f}x"]
+            else:
+                row += ["", "", "", ""] if not case.why_no_torch else [case.why_no_torch, "", "", ""]
+            ref = onnxruntime_outputs(case.path, feeds)
+            if ref is None:
+                row.append("onnxruntime not installed")
+            else:
+                d = max(float(np.max(np.abs(a - r))) if a.size else 0.0
+                        for a, r in zip(outputs, ref))
+                bound = 1e-3 * max(1.0, max(float(np.max(np.abs(r))) for r in ref))
+                row.append(f"{d:.2e}" + ("" if d <= bound else f" (FAILED: above {bound:.1e})"))
+                ok = ok and d <= bound
+            lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), ok
 
 
@@ -351,8 +419,14 @@ def main() -> int:
         mlp_dir = work / "models" / "mlp_classifier"
         dense = work / "dense4096.onnx"
         onnx.save(dense_model([4096, 4096, 4096, 4096, 1000]), str(dense))
-        models = {"mlp_classifier": mlp_dir / "1" / "model.onnx", "dense4096": dense}
-        engine, ok = engine_section(args.bundle, models, work, args.quick)
+        cases = [dense_case("mlp_classifier", mlp_dir / "1" / "model.onnx", DENSE_BATCHES),
+                 dense_case("dense4096", dense, DENSE_BATCHES)]
+        resnet = resnet50_case(work, NET_BATCHES)
+        cases += [resnet] if resnet is not None else []
+        cases.append(bert_case(args.bundle, work, NET_BATCHES))
+        engine, ok = engine_section(args.bundle, cases, work, args.quick)
+        if resnet is None:
+            engine += "\n\nResNet-50 not measured: torchvision is not installed."
         report = ["### Engine only: Coalesce against PyTorch on the same GPU", "", engine, ""]
         if not args.skip_server:
             server, server_ok = server_section(args.bundle, mlp_dir, work, args.quick)

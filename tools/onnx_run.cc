@@ -12,6 +12,7 @@
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
+//                     [--gpu-precision fp32|tf32]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -60,7 +61,7 @@ constexpr char kUsage[] =
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
     "[--graph-optimizations on|off] [--device cpu|gpu|simulated] "
-    "[--plugin PATH]";
+    "[--plugin PATH] [--gpu-precision fp32|tf32]";
 
 struct Flags {
   std::string model;
@@ -74,6 +75,7 @@ struct Flags {
   bool graph_optimizations = true;  // the engine's load-time rewrites
   std::string device = "cpu";        // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
+  bool tf32 = false;  // --gpu-precision tf32
 };
 
 absl::Status UsageError(absl::string_view message) {
@@ -129,6 +131,12 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
     flags.device = std::string(value);
   } else if (flag == "--plugin") {
     flags.plugin = std::string(value);
+  } else if (flag == "--gpu-precision") {
+    if (value != "fp32" && value != "tf32") {
+      return UsageError(absl::StrCat(
+          "--gpu-precision needs 'fp32' or 'tf32', got '", value, "'"));
+    }
+    flags.tf32 = value == "tf32";
   } else {
     return UsageError(absl::StrCat("unknown flag '", flag, "'"));
   }
@@ -395,8 +403,10 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   if (!devices.ok()) return devices.status();
   const DeviceInfo& gpu = devices->front();
   std::printf("device: cuda:%d %s\n", gpu.ordinal, gpu.name.c_str());
-  auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model,
-                                    GpuInstanceOptions{{1}, {}});
+  GpuInstanceOptions options;
+  options.pipeline.num_slots = 1;
+  if (flags.tf32) options.kernels.precision = DevicePrecision::kTf32;
+  auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, options);
   if (!instance.ok()) return instance.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
 }
