@@ -2,7 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <tuple>
@@ -45,14 +47,28 @@ cublasLtEpilogue_t EpilogueOf(DeviceActivation act, bool bias, bool* fused) {
   }
 }
 
+// The largest power of two up to 256 dividing every address in `ptrs`
+// and every byte stride in `strides` (0 strides ignored): the alignment
+// cuBLASLt may assume for every matrix of a batch. Without telling it, its
+// heuristic assumes 256-byte alignment and may pick a kernel that fails on
+// less (a view or a batch matrix at an odd offset).
+uint32_t Alignment(std::initializer_list<const void*> ptrs,
+                   std::initializer_list<int64_t> strides) {
+  uint64_t bits = 256;
+  for (const void* p : ptrs) bits |= reinterpret_cast<uintptr_t>(p);
+  for (int64_t s : strides) bits |= static_cast<uint64_t>(s);
+  return static_cast<uint32_t>(bits & (~bits + 1));  // lowest set bit
+}
+
 // Everything that decides a GEMM's descriptors and algorithm.
 struct GemmKey {
   int64_t m, n, k, batch, stride_a, stride_b, stride_c;
   bool trans_a, trans_b;
   cublasLtEpilogue_t epilogue;
+  uint32_t alignment;  // bytes, of every matrix (Alignment)
   auto Tie() const {
     return std::tie(m, n, k, batch, stride_a, stride_b, stride_c, trans_a,
-                    trans_b, epilogue);
+                    trans_b, epilogue, alignment);
   }
   bool operator<(const GemmKey& o) const { return Tie() < o.Tie(); }
 };
@@ -153,6 +169,16 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
       lt_.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &workspace, sizeof(workspace)),
       "workspace preference");
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    if (!s.ok()) break;
+    s = CublasStatus(lt_,
+                     lt_.MatmulPreferenceSetAttribute(pref, attr, &key.alignment,
+                                                      sizeof(key.alignment)),
+                     "alignment preference");
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (s.ok()) {
@@ -319,10 +345,13 @@ class CudaKernels : public DeviceKernels {
     if (args.m == 0 || args.n == 0 || args.batch == 0) return absl::OkStatus();
     if (absl::Status s = Current(); !s.ok()) return s;
     bool fused = false;
-    const GemmKey key{args.m, args.n, args.k, args.batch, args.stride_a,
-                      args.stride_b, args.stride_c, args.trans_a, args.trans_b,
-                      EpilogueOf(args.activation.kind, args.bias != nullptr,
-                                 &fused)};
+    const int64_t f = sizeof(float);
+    const GemmKey key{
+        args.m, args.n, args.k, args.batch, args.stride_a, args.stride_b,
+        args.stride_c, args.trans_a, args.trans_b,
+        EpilogueOf(args.activation.kind, args.bias != nullptr, &fused),
+        Alignment({args.a, args.b, args.c},
+                  {args.stride_a * f, args.stride_b * f, args.stride_c * f})};
     auto it = gemms_.find(key);
     if (it == gemms_.end()) {
       auto prepared = std::make_unique<PreparedGemm>(lt_);
