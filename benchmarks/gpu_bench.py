@@ -96,7 +96,7 @@ class ModelCase:
 
 
 def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
-                 warmup: int, precision: str) -> tuple[float, list]:
+                 warmup: int, precision: str, graphs: bool = True) -> tuple[float, list]:
     inputs = []
     for i, (name, x) in enumerate(feeds.items()):
         f = work / f"in{i}.pb"
@@ -106,7 +106,8 @@ def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int
     shutil.rmtree(out, ignore_errors=True)
     timing = work / "timing.json"
     cmd = [str(bundle / "bin" / "coalesce-onnx-run"), "--device", "gpu", "--gpu-precision",
-           precision, "--model", str(model), *inputs, "--output-dir", str(out),
+           precision, "--device-graphs", "on" if graphs else "off",
+           "--model", str(model), *inputs, "--output-dir", str(out),
            "--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
@@ -251,14 +252,17 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[
     why_no_torch = torch_status()
     lines = [f"Median of {repeat} host-to-host runs after {warmup} warm-up runs (copies in and "
              "out included on both sides). FP32 with TF32 off on both sides; the TF32 column is "
-             "Coalesce with `gpu_precision: tf32`. Ratio: PyTorch ms / Coalesce FP32 ms (above 1: "
+             "Coalesce with `gpu_precision: tf32`; \"no graphs\" is Coalesce FP32 with "
+             "`cuda_graphs: false` (the launch overhead graphs remove). Ratio: PyTorch ms / "
+             "Coalesce FP32 ms (above 1: "
              "Coalesce is faster). Outputs checked against onnxruntime on the CPU (max |diff|, "
              "FP32 run).", ""]
     if why_no_torch:
         lines += [f"PyTorch columns empty: {why_no_torch}.", ""]
-    lines += ["| model | batch | Coalesce FP32 ms | Coalesce TF32 ms | PyTorch eager ms | ratio | "
-              "PyTorch CUDA graph ms | ratio | max abs diff vs onnxruntime |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["| model | batch | Coalesce FP32 ms | no graphs ms | Coalesce TF32 ms | "
+              "PyTorch eager ms | ratio | PyTorch CUDA graph ms | ratio | "
+              "max abs diff vs onnxruntime |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ok = True
     for case in cases:
         module = None
@@ -269,12 +273,14 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[
             row = [case.name, str(batch)]
             try:
                 fp32, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32")
+                plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
+                                        graphs=False)
                 tf32, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "tf32")
             except Exception as e:  # noqa: BLE001 - reported in the table
-                lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | |")
+                lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | | |")
                 ok = False
                 continue
-            row += [f"{fp32:.3f}", f"{tf32:.3f}"]
+            row += [f"{fp32:.3f}", f"{plain:.3f}", f"{tf32:.3f}"]
             if module is not None:
                 args = list(feeds.values())
                 e = torch_time_ms(module, args, repeat, warmup, graph=False)

@@ -11,6 +11,7 @@ namespace {
 constexpr char kFlushDenormals[] = "flush_denormals";
 constexpr char kDoubleBuffering[] = "double_buffering";
 constexpr char kGpuPrecision[] = "gpu_precision";
+constexpr char kCudaGraphs[] = "cuda_graphs";
 
 absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
                       bool* value) {
@@ -55,6 +56,11 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
   }
   GpuInstanceOptions options;
   options.pipeline.num_slots = double_buffering ? 2 : 1;
+  if (absl::Status s =
+          ReadBool(config, kCudaGraphs, &options.program.device_graphs);
+      !s.ok()) {
+    return s;
+  }
   auto it = config.parameters().find(kGpuPrecision);
   if (it == config.parameters().end()) return options;
   const std::string& precision = it->second.string_value();

@@ -13,6 +13,10 @@
 //                    and convolutions may use TF32 tensor cores (about 3
 //                    decimal digits per input, float32 accumulation).
 //                    "fp16" is refused: not implemented yet.
+//   cuda_graphs      "true" (default) or "false": GPU instances capture a
+//                    batch's kernels as a CUDA graph per shape set and
+//                    buffers after one warm-up batch, and replay it
+//                    (engine/device/graph_program.h).
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_

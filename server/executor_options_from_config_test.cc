@@ -66,14 +66,17 @@ TEST(ExecutorOptionsFromConfigTest, GpuDefaultsAreDoubleBufferedExactFp32) {
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->pipeline.num_slots, 2);
   EXPECT_EQ(options->kernels.precision, DevicePrecision::kFp32);
+  EXPECT_TRUE(options->program.device_graphs);
 }
 
 TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
   auto options = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m"
       parameters { key: "double_buffering" value { string_value: "false" } }
-      parameters { key: "gpu_precision" value { string_value: "tf32" } })"));
+      parameters { key: "gpu_precision" value { string_value: "tf32" } }
+      parameters { key: "cuda_graphs" value { string_value: "false" } })"));
   ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->program.device_graphs);
   EXPECT_EQ(options->pipeline.num_slots, 1);
   EXPECT_EQ(options->kernels.precision, DevicePrecision::kTf32);
   auto fp32 = GpuInstanceOptionsFromConfig(Parse(R"(

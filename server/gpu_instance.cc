@@ -16,7 +16,8 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
   if (!kernels.ok()) return kernels.status();
   auto program = CreateGraphProgram(
       *device, *std::move(kernels),
-      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
+      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
+      options.program);
   if (!program.ok()) return program.status();
   return CreatePipelinedExecutor(*device, *std::move(program), options.pipeline);
 }

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device_plugin.h"
+#include "engine/device/graph_program.h"
 #include "engine/device/pipelined_executor.h"
 #include "engine/model.h"
 
@@ -21,6 +22,7 @@ namespace coalesce {
 struct GpuInstanceOptions {
   PipelinedExecutorOptions pipeline;
   DeviceKernelOptions kernels;
+  GraphProgramOptions program;
 };
 
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(

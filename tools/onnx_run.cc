@@ -12,7 +12,7 @@
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
-//                     [--gpu-precision fp32|tf32]
+//                     [--gpu-precision fp32|tf32] [--device-graphs on|off]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -61,7 +61,7 @@ constexpr char kUsage[] =
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
     "[--graph-optimizations on|off] [--device cpu|gpu|simulated] "
-    "[--plugin PATH] [--gpu-precision fp32|tf32]";
+    "[--plugin PATH] [--gpu-precision fp32|tf32] [--device-graphs on|off]";
 
 struct Flags {
   std::string model;
@@ -76,6 +76,7 @@ struct Flags {
   std::string device = "cpu";        // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
   bool tf32 = false;  // --gpu-precision tf32
+  bool device_graphs = true;  // --device-graphs on (GPU and simulated)
 };
 
 absl::Status UsageError(absl::string_view message) {
@@ -137,6 +138,12 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
           "--gpu-precision needs 'fp32' or 'tf32', got '", value, "'"));
     }
     flags.tf32 = value == "tf32";
+  } else if (flag == "--device-graphs") {
+    if (value != "on" && value != "off") {
+      return UsageError(absl::StrCat(
+          "--device-graphs needs 'on' or 'off', got '", value, "'"));
+    }
+    flags.device_graphs = value == "on";
   } else {
     return UsageError(absl::StrCat("unknown flag '", flag, "'"));
   }
@@ -406,6 +413,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   GpuInstanceOptions options;
   options.pipeline.num_slots = 1;
   if (flags.tf32) options.kernels.precision = DevicePrecision::kTf32;
+  options.program.device_graphs = flags.device_graphs;
   auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, options);
   if (!instance.ok()) return instance.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
@@ -413,13 +421,14 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
 
 // The same program on the simulated device (8 GiB of modelled memory).
 absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
-    const std::shared_ptr<const Model>& model) {
+    const Flags& flags, const std::shared_ptr<const Model>& model) {
   SimulatedDevice::Options options;
   options.device_memory_bytes = options.pinned_memory_bytes = size_t{8} << 30;
   auto device = std::make_shared<SimulatedDevice>(options);
   auto program = CreateGraphProgram(
       device, CreateSimulatedKernels(device.get()),
-      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)});
+      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
+      GraphProgramOptions{.device_graphs = flags.device_graphs});
   if (!program.ok()) return program.status();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
                                           PipelinedExecutorOptions{1});
@@ -447,7 +456,7 @@ absl::Status Run(const Flags& flags) {
   NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
       flags.device == "gpu"         ? CreateGpuExecutor(flags, *model)
-      : flags.device == "simulated" ? CreateSimulatedExecutor(*model)
+      : flags.device == "simulated" ? CreateSimulatedExecutor(flags, *model)
                                     : CreateCpuExecutor(
                       *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
                                                  .num_slots = 1,

@@ -50,6 +50,17 @@ class CudaBuffer : public DeviceBuffer {
   const bool pinned_;
 };
 
+class CudaGraph : public DeviceGraph {
+ public:
+  CudaGraph(int ordinal, cudaGraphExec_t exec) : ordinal(ordinal), exec(exec) {}
+  ~CudaGraph() override {
+    cudaSetDevice(ordinal);
+    cudaGraphExecDestroy(exec);
+  }
+  const int ordinal;
+  const cudaGraphExec_t exec;
+};
+
 cudaStream_t StreamOf(DeviceStream& s) {
   return static_cast<CudaStream&>(s).stream;
 }
@@ -185,6 +196,34 @@ absl::Status CudaDevice::SynchronizeEvent(DeviceEvent& event) {
 
 bool CudaDevice::IsSticky(const absl::Status& status) const {
   return IsStickyCudaStatus(status);
+}
+
+absl::Status CudaDevice::BeginCapture(DeviceStream& stream) {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  return CudaStatus(
+      cudaStreamBeginCapture(StreamOf(stream), cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture");
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(
+    DeviceStream& stream) {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  cudaGraph_t graph = nullptr;
+  absl::Status s =
+      CudaStatus(cudaStreamEndCapture(StreamOf(stream), &graph), "cudaStreamEndCapture");
+  if (!s.ok()) return s;
+  cudaGraphExec_t exec = nullptr;
+  s = CudaStatus(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  cudaGraphDestroy(graph);
+  if (!s.ok()) return s;
+  return std::unique_ptr<DeviceGraph>(std::make_unique<CudaGraph>(ordinal_, exec));
+}
+
+absl::Status CudaDevice::LaunchGraph(DeviceGraph& graph, DeviceStream& stream) {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  return CudaStatus(
+      cudaGraphLaunch(static_cast<CudaGraph&>(graph).exec, StreamOf(stream)),
+      "cudaGraphLaunch");
 }
 
 }  // namespace coalesce

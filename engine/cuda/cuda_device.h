@@ -1,7 +1,8 @@
 // CudaDevice: the Device (engine/device/device.h) on one CUDA GPU.
 //
 // Streams are non-blocking cudaStreams, events have timing disabled, device
-// memory comes from cudaMalloc and pinned host memory from cudaHostAlloc.
+// memory comes from cudaMalloc and pinned host memory from cudaHostAlloc;
+// graphs are captured in thread-local mode and instantiated once.
 // Each call first makes the device current on the calling thread, so any
 // thread may use it. Errors are converted by cuda_status.h; sticky ones are
 // recognised by IsSticky. Part of libcoalesce_cuda.so only.
@@ -45,6 +46,10 @@ class CudaDevice : public Device {
                                DeviceEvent& event) override;
   absl::Status SynchronizeEvent(DeviceEvent& event) override;
   bool IsSticky(const absl::Status& status) const override;
+  absl::Status BeginCapture(DeviceStream& stream) override;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(
+      DeviceStream& stream) override;
+  absl::Status LaunchGraph(DeviceGraph& graph, DeviceStream& stream) override;
 
  private:
   CudaDevice(int ordinal, std::string name)

@@ -42,6 +42,13 @@ class DeviceEvent {
   virtual ~DeviceEvent() = default;
 };
 
+// Work captured from a stream, replayable as one launch (cudaGraphExec_t on
+// CUDA). Opaque.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+};
+
 // Device memory, or page-locked host memory; freed when destroyed.
 class DeviceBuffer {
  public:
@@ -86,6 +93,23 @@ class Device {
 
   // True when `status` came from this device and reports a sticky fault.
   virtual bool IsSticky(const absl::Status& status) const = 0;
+
+  // Stream capture (CUDA graphs). Between BeginCapture and EndCapture, work
+  // enqueued on `stream` is recorded, not run; EndCapture returns it as a
+  // graph that LaunchGraph enqueues whole, on any stream, any number of
+  // times, with the same memory addresses. Events may not be recorded or
+  // waited on a capturing stream. Nothing may allocate device memory during
+  // a capture. Unimplemented where the device has no graphs.
+  virtual absl::Status BeginCapture(DeviceStream& stream) {
+    return absl::UnimplementedError("no graph capture on this device");
+  }
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(
+      DeviceStream& stream) {
+    return absl::UnimplementedError("no graph capture on this device");
+  }
+  virtual absl::Status LaunchGraph(DeviceGraph& graph, DeviceStream& stream) {
+    return absl::UnimplementedError("no graph capture on this device");
+  }
 };
 
 }  // namespace coalesce

@@ -42,16 +42,24 @@ struct BoundPlan {
   std::vector<std::pair<int, int>> output_copies;
   // Filled for each batch; Enqueue calls are serialized.
   std::vector<void*> addresses;
+  // Captured graphs by the batch's input and output buffers (a null graph:
+  // seen once, the warm-up; `failed`: capture did not work, run directly).
+  struct Captured {
+    std::unique_ptr<DeviceGraph> graph;
+    bool failed = false;
+  };
+  std::map<std::vector<const void*>, Captured> graphs;
 };
 
 class GraphProgram : public DeviceProgram {
  public:
   GraphProgram(std::shared_ptr<Device> device,
                std::unique_ptr<DeviceKernels> kernels,
-               GraphProgramSource source)
+               GraphProgramSource source, GraphProgramOptions options)
       : device_(std::move(device)),
         kernels_(std::move(kernels)),
-        source_(std::move(source)) {}
+        source_(std::move(source)),
+        options_(options) {}
 
   absl::Status Init();
 
@@ -90,10 +98,20 @@ class GraphProgram : public DeviceProgram {
   absl::Status EnsureArena(DeviceStream& stream, size_t bytes);
   void FillAddresses(BoundPlan& bound, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) const;
+  // The batch's steps and output copies, enqueued one by one.
+  absl::Status RunSteps(BoundPlan& plan, DeviceStream& stream,
+                        const std::vector<void*>& outputs);
+  // The batch as a graph: replayed, captured now, or (warm-up, no capture)
+  // step by step.
+  absl::Status RunAsGraph(BoundPlan& plan, DeviceStream& stream,
+                          const std::vector<const void*>& inputs,
+                          const std::vector<void*>& outputs);
+  void DropGraphs();
 
   const std::shared_ptr<Device> device_;
   const std::unique_ptr<DeviceKernels> kernels_;
   const GraphProgramSource source_;
+  const GraphProgramOptions options_;
 
   mutable absl::Mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<BoundPlan>> plans_
@@ -108,6 +126,8 @@ class GraphProgram : public DeviceProgram {
   // Used by Enqueue only (serialized by the caller).
   std::unique_ptr<DeviceBuffer> arena_;
   std::unique_ptr<DeviceEvent> arena_idle_;
+  int graphs_ = 0;                   // captured and alive
+  bool graphs_unsupported_ = false;  // the device has no capture
 };
 
 // The smallest shapes the signature allows: every -1 dim as 1.
@@ -318,6 +338,7 @@ absl::Status GraphProgram::EnsureArena(DeviceStream& stream, size_t bytes) {
     if (s.ok()) s = device_->SynchronizeEvent(*arena_idle_);
     if (!s.ok()) return s;
     arena_.reset();
+    DropGraphs();
   }
   auto arena = device_->AllocateDevice(std::bit_ceil(std::max<size_t>(bytes, 256)));
   if (!arena.ok()) return WithContext(arena.status(), "device arena");
@@ -365,6 +386,14 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
   BoundPlan& plan = **bound;
   if (absl::Status s = EnsureArena(stream, plan.arena_bytes); !s.ok()) return s;
   FillAddresses(plan, inputs, outputs);
+  if (!options_.device_graphs || graphs_unsupported_) {
+    return RunSteps(plan, stream, outputs);
+  }
+  return RunAsGraph(plan, stream, inputs, outputs);
+}
+
+absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
+                                    const std::vector<void*>& outputs) {
   for (const BoundPlan::Step& step : plan.steps) {
     const StepContext context{*device_, *kernels_, stream, plan.addresses.data(),
                               step.derived->data()};
@@ -383,16 +412,61 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
   return absl::OkStatus();
 }
 
+absl::Status GraphProgram::RunAsGraph(BoundPlan& plan, DeviceStream& stream,
+                                      const std::vector<const void*>& inputs,
+                                      const std::vector<void*>& outputs) {
+  std::vector<const void*> key(inputs);
+  key.insert(key.end(), outputs.begin(), outputs.end());
+  auto it = plan.graphs.find(key);
+  if (it == plan.graphs.end()) {  // the warm-up
+    if (graphs_ < options_.max_graphs) plan.graphs.emplace(key, BoundPlan::Captured{});
+    return RunSteps(plan, stream, outputs);
+  }
+  BoundPlan::Captured& captured = it->second;
+  if (captured.failed || (captured.graph == nullptr && graphs_ >= options_.max_graphs)) {
+    return RunSteps(plan, stream, outputs);
+  }
+  if (captured.graph == nullptr) {
+    absl::Status begin = device_->BeginCapture(stream);
+    if (begin.code() == absl::StatusCode::kUnimplemented) {
+      graphs_unsupported_ = true;
+      return RunSteps(plan, stream, outputs);
+    }
+    if (!begin.ok()) return begin;
+    absl::Status run = RunSteps(plan, stream, outputs);
+    auto graph = device_->EndCapture(stream);
+    if (!run.ok()) {
+      captured.failed = true;
+      return run;  // nothing ran: the batch fails as it would have
+    }
+    if (!graph.ok()) {
+      if (device_->IsSticky(graph.status())) return graph.status();
+      captured.failed = true;  // this batch, and later ones, step by step
+      return RunSteps(plan, stream, outputs);
+    }
+    captured.graph = *std::move(graph);
+    ++graphs_;
+  }
+  return WithContext(device_->LaunchGraph(*captured.graph, stream),
+                     "launching the batch's graph");
+}
+
+void GraphProgram::DropGraphs() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [shapes, plan] : plans_) plan->graphs.clear();
+  graphs_ = 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
-    GraphProgramSource source) {
+    GraphProgramSource source, GraphProgramOptions options) {
   if (device == nullptr || kernels == nullptr || !source.planner) {
     return absl::InvalidArgumentError("CreateGraphProgram: missing argument");
   }
   auto program = std::make_unique<GraphProgram>(
-      std::move(device), std::move(kernels), std::move(source));
+      std::move(device), std::move(kernels), std::move(source), options);
   if (absl::Status s = program->Init(); !s.ok()) return s;
   return std::unique_ptr<DeviceProgram>(std::move(program));
 }

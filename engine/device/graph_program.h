@@ -39,12 +39,24 @@ struct GraphProgramSource {
   std::vector<PlanNode> nodes;
 };
 
+// Device graphs (CUDA graphs): the steps of a batch are captured once per
+// shape set and set of input/output buffers, on the second batch that uses
+// them (the first is the warm-up: libraries initialize, workspaces and the
+// arena are in place), and replayed as one launch from then on. At most
+// `max_graphs` per program; past it, batches run step by step. A device
+// without capture, or a capture that fails, runs step by step. Growing the
+// arena drops every graph (their addresses are stale).
+struct GraphProgramOptions {
+  bool device_graphs = true;
+  int max_graphs = 32;
+};
+
 // Unimplemented naming every node the device cannot run; the device's error
 // (ResourceExhausted when out of memory) when the constants cannot be
 // uploaded.
 absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
-    GraphProgramSource source);
+    GraphProgramSource source, GraphProgramOptions options = {});
 
 }  // namespace coalesce
 

@@ -53,13 +53,15 @@ class GraphProgramTest : public ::testing::Test {
  protected:
   absl::Status Load(const OnnxModelBuilder& builder,
                     SimulatedDevice::Options options = {},
-                    ModelOptions model_options = {}) {
+                    ModelOptions model_options = {},
+                    GraphProgramOptions program_options = {}) {
     auto model = Model::LoadFromBytes(builder.Serialize(), model_options);
     if (!model.ok()) return model.status();
     model_ = *model;
     device_ = std::make_shared<SimulatedDevice>(options);
-    auto program = CreateGraphProgram(
-        device_, CreateSimulatedKernels(device_.get()), SourceOf(model_));
+    auto program =
+        CreateGraphProgram(device_, CreateSimulatedKernels(device_.get()),
+                           SourceOf(model_), program_options);
     if (!program.ok()) return program.status();
     auto executor = CreatePipelinedExecutor(device_, *std::move(program),
                                             PipelinedExecutorOptions{2});
@@ -199,6 +201,58 @@ TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
     }
   }
   EXPECT_EQ(device_->allocation_count(), warm);
+}
+
+OnnxModelBuilder SmallMlp() {
+  OnnxModelBuilder builder;
+  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  return builder;
+}
+
+// The first batch on a slot with new shapes runs step by step (the
+// warm-up), the second is captured and launched as a graph, later ones
+// replay it; outputs are right every time.
+TEST_F(GraphProgramTest, GraphsAreCapturedAfterWarmUpAndReplayed) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  for (int run = 0; run < 4; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
+  EXPECT_EQ(device_->graphs_captured(), 1);
+  EXPECT_EQ(device_->graph_launches(), 3);
+  ExpectMatchesCpu({RandomTensor({8, 24})}, 1e-5f, /*slot_index=*/1);  // new buffers
+  EXPECT_EQ(device_->graphs_captured(), 1);
+  ExpectMatchesCpu({RandomTensor({8, 24})}, 1e-5f, 1);
+  EXPECT_EQ(device_->graphs_captured(), 2);
+  EXPECT_EQ(device_->graph_launches(), 4);
+}
+
+TEST_F(GraphProgramTest, GraphsOffRunsStepByStep) {
+  GraphProgramOptions options;
+  options.device_graphs = false;
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  for (int run = 0; run < 3; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
+  EXPECT_EQ(device_->graphs_captured(), 0);
+  EXPECT_EQ(device_->graph_launches(), 0);
+}
+
+TEST_F(GraphProgramTest, GraphCountIsBounded) {
+  GraphProgramOptions options;
+  options.max_graphs = 2;
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  for (int run = 0; run < 3; ++run) {
+    for (int64_t batch : {1, 2, 3, 4}) ExpectMatchesCpu({RandomTensor({batch, 24})});
+  }
+  EXPECT_EQ(device_->graphs_captured(), 2);
+  EXPECT_EQ(device_->graph_launches(), 4);  // 2 graphs, replayed on runs 1, 2
+}
+
+// Growing the arena (a larger batch) drops the graphs, whose addresses are
+// stale; they are captured again.
+TEST_F(GraphProgramTest, ArenaGrowthDropsGraphs) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  for (int run = 0; run < 2; ++run) ExpectMatchesCpu({RandomTensor({1, 24})});
+  EXPECT_EQ(device_->graphs_captured(), 1);
+  ExpectMatchesCpu({RandomTensor({512, 24})});  // a bigger arena
+  for (int run = 0; run < 3; ++run) ExpectMatchesCpu({RandomTensor({1, 24})});
+  EXPECT_EQ(device_->graphs_captured(), 2);  // batch 1 captured again
 }
 
 TEST_F(GraphProgramTest, OperatorsMatchCpuWithOptimizerOn) {

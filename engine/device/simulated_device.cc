@@ -96,6 +96,12 @@ class SimulatedDevice::SimBuffer : public DeviceBuffer {
 };
 
 // Ops run one at a time, in order, on the stream's own worker thread.
+class SimulatedDevice::SimGraph : public DeviceGraph {
+ public:
+  explicit SimGraph(std::vector<Op> ops) : ops(std::move(ops)) {}
+  const std::vector<Op> ops;
+};
+
 class SimulatedDevice::SimStream : public DeviceStream {
  public:
   SimStream(SimulatedDevice* device, int id)
@@ -106,6 +112,9 @@ class SimulatedDevice::SimStream : public DeviceStream {
     });
   }
   const int id;
+  // Guarded by the device's mu_.
+  bool capturing = false;
+  std::vector<Op> captured;
 
  private:
   SimulatedDevice* const device_;
@@ -232,27 +241,85 @@ absl::Status SimulatedDevice::EnqueueOp(DeviceStream& stream, Op op) {
       fail_next_enqueue_.erase(failing);
       return status;
     }
-    op.index = next_index_[op.kind]++;
-    op.stream = sim_stream.id;
-    if (op.name.empty()) op.name = KindName(op.kind);
-    if (op.kind == OpKind::kCopyToDevice || op.kind == OpKind::kCopyToHost) {
-      const MemoryRegion& host =
-          op.kind == OpKind::kCopyToDevice ? op.reads[0] : op.writes[0];
-      if (!IsPinned(host.begin, host.bytes)) {
-        problems_.push_back(absl::StrCat(op.name, " #", op.index,
-                                         ": host memory is not pinned"));
-      }
-      if (options_.copy_bytes_per_second > 0) {
-        op.duration = options_.copy_latency +
-                      std::chrono::microseconds(static_cast<int64_t>(
-                          1e6 * host.bytes / options_.copy_bytes_per_second));
-      } else {
-        op.duration = options_.copy_latency;
-      }
+    if (sim_stream.capturing) {
+      sim_stream.captured.push_back(std::move(op));
+      return absl::OkStatus();
     }
+    PushWork(sim_stream, std::move(op));
+    return absl::OkStatus();
   }
   sim_stream.Push(std::move(op));  // under mu_: queue order = index order
   return absl::OkStatus();
+}
+
+void SimulatedDevice::PushWork(SimStream& stream, Op op) {
+  op.index = next_index_[op.kind]++;
+  op.stream = stream.id;
+  if (op.name.empty()) op.name = KindName(op.kind);
+  if (op.kind == OpKind::kCopyToDevice || op.kind == OpKind::kCopyToHost) {
+    const MemoryRegion& host =
+        op.kind == OpKind::kCopyToDevice ? op.reads[0] : op.writes[0];
+    if (!IsPinned(host.begin, host.bytes)) {
+      problems_.push_back(absl::StrCat(op.name, " #", op.index,
+                                       ": host memory is not pinned"));
+    }
+    if (options_.copy_bytes_per_second > 0) {
+      op.duration = options_.copy_latency +
+                    std::chrono::microseconds(static_cast<int64_t>(
+                        1e6 * host.bytes / options_.copy_bytes_per_second));
+    } else {
+      op.duration = options_.copy_latency;
+    }
+  }
+  stream.Push(std::move(op));  // under mu_: queue order = index order
+}
+
+absl::Status SimulatedDevice::BeginCapture(DeviceStream& stream) {
+  auto& sim_stream = static_cast<SimStream&>(stream);
+  absl::MutexLock lock(&mu_);
+  if (!sticky_.ok()) return sticky_;
+  if (sim_stream.capturing) {
+    return absl::FailedPreconditionError("the stream is already capturing");
+  }
+  sim_stream.capturing = true;
+  sim_stream.captured.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> SimulatedDevice::EndCapture(
+    DeviceStream& stream) {
+  auto& sim_stream = static_cast<SimStream&>(stream);
+  absl::MutexLock lock(&mu_);
+  if (!sim_stream.capturing) {
+    return absl::FailedPreconditionError("the stream is not capturing");
+  }
+  sim_stream.capturing = false;
+  if (!sticky_.ok()) return sticky_;
+  ++graphs_captured_;
+  return std::make_unique<SimGraph>(std::move(sim_stream.captured));
+}
+
+absl::Status SimulatedDevice::LaunchGraph(DeviceGraph& graph,
+                                          DeviceStream& stream) {
+  auto& sim_stream = static_cast<SimStream&>(stream);
+  absl::MutexLock lock(&mu_);
+  if (!sticky_.ok()) return sticky_;
+  if (sim_stream.capturing) {
+    return absl::FailedPreconditionError("cannot launch a graph while capturing");
+  }
+  ++graph_launches_;
+  for (const Op& op : static_cast<SimGraph&>(graph).ops) PushWork(sim_stream, op);
+  return absl::OkStatus();
+}
+
+int64_t SimulatedDevice::graphs_captured() const {
+  absl::MutexLock lock(&mu_);
+  return graphs_captured_;
+}
+
+int64_t SimulatedDevice::graph_launches() const {
+  absl::MutexLock lock(&mu_);
+  return graph_launches_;
 }
 
 absl::Status SimulatedDevice::RecordEvent(DeviceEvent& event,
@@ -261,6 +328,9 @@ absl::Status SimulatedDevice::RecordEvent(DeviceEvent& event,
   absl::MutexLock lock(&mu_);
   if (!sticky_.ok()) return sticky_;
   Op op;
+  if (static_cast<SimStream&>(stream).capturing) {
+    return absl::FailedPreconditionError("event recorded on a capturing stream");
+  }
   op.type = Op::Type::kRecord;
   op.event = &sim_event;
   op.generation = ++sim_event.recorded;
@@ -273,6 +343,9 @@ absl::Status SimulatedDevice::StreamWaitEvent(DeviceStream& stream,
   auto& sim_event = static_cast<SimEvent&>(event);
   absl::MutexLock lock(&mu_);
   if (!sticky_.ok()) return sticky_;
+  if (static_cast<SimStream&>(stream).capturing) {
+    return absl::FailedPreconditionError("event waited on a capturing stream");
+  }
   if (sim_event.recorded == 0) return absl::OkStatus();  // as CUDA: no-op
   Op op;
   op.type = Op::Type::kWait;

@@ -20,7 +20,11 @@
 // timing; FailNextEnqueue makes an enqueue call fail (not sticky);
 // FaultOnRun makes an op fault while it runs (sticky, as a CUDA kernel fault:
 // every later call fails with that status). Ops of one kind are numbered in
-// enqueue order from 0, across streams.
+// enqueue order from 0, across streams; a graph's ops are numbered each time
+// it is launched.
+//
+// Graph capture records a stream's copies and kernels instead of queueing
+// them; LaunchGraph queues copies of them.
 //
 // Thread-safe. Destroy every stream, event and buffer before the device.
 #ifndef COALESCE_ENGINE_DEVICE_SIMULATED_DEVICE_H_
@@ -106,6 +110,11 @@ class SimulatedDevice : public Device {
   absl::Status SynchronizeEvent(DeviceEvent& event) override;
   bool IsSticky(const absl::Status& status) const override;
 
+  absl::Status BeginCapture(DeviceStream& stream) override;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(
+      DeviceStream& stream) override;
+  absl::Status LaunchGraph(DeviceGraph& graph, DeviceStream& stream) override;
+
   // Enqueues a kernel on `stream`.
   absl::Status Launch(DeviceStream& stream, Kernel kernel);
 
@@ -124,15 +133,22 @@ class SimulatedDevice : public Device {
   size_t device_bytes_in_use() const;
   // AllocateDevice and AllocatePinnedHost calls so far.
   int64_t allocation_count() const;
+  // Graphs captured (EndCapture) and launched (LaunchGraph) so far.
+  int64_t graphs_captured() const;
+  int64_t graph_launches() const;
 
  private:
   class SimStream;
   class SimEvent;
   class SimBuffer;
+  class SimGraph;
   struct Op;
   using OpKey = std::pair<OpKind, int>;
 
   absl::Status EnqueueOp(DeviceStream& stream, Op op);
+  // Numbers a work op, checks its host memory and models its duration, then
+  // queues it on `stream`.
+  void PushWork(SimStream& stream, Op op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EnqueueCopy(DeviceStream& stream, OpKind kind, void* dst,
                            const void* src, size_t bytes);
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes,
@@ -163,6 +179,8 @@ class SimulatedDevice : public Device {
   std::vector<std::string> problems_ ABSL_GUARDED_BY(mu_);
   size_t device_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t allocations_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t graphs_captured_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t graph_launches_ ABSL_GUARDED_BY(mu_) = 0;
   size_t pinned_in_use_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<const char*, size_t> pinned_ ABSL_GUARDED_BY(mu_);  // begin->size
 };
