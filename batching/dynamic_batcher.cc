@@ -126,6 +126,11 @@ void DynamicBatcher::Shutdown() {
 
 ModelStatsSnapshot DynamicBatcher::Stats() const { return stats_.Snapshot(); }
 
+int64_t DynamicBatcher::QueuedRequests() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
 void DynamicBatcher::SchedulerLoop() {
   while (true) {
     Work work = AwaitWork();

@@ -80,6 +80,9 @@ class DynamicBatcher {
 
   ModelStatsSnapshot Stats() const;
 
+  // Requests waiting in the queue now (not yet in a batch).
+  int64_t QueuedRequests() const;
+
  private:
   struct SlotRef {
     ExecutorInstance* instance;

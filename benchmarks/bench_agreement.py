@@ -313,7 +313,8 @@ def main():
             repo = make_repository(Path(tmp) / "repo")
             server = servers.Server("coalesce-server", [
                 args.server, "--model-repository", repo,
-                "--grpc-address", "127.0.0.1", "--grpc-port", "0"],
+                "--grpc-address", "127.0.0.1", "--grpc-port", "0",
+                "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
                 Path(tmp) / "server.log").start()
             try:
                 rows = measure(args, server.wait_serving(args.models, 120))

@@ -361,7 +361,8 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
             variants[name] = (batching, db)
     log = open(work / "server.log", "w")
     server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository", str(repo),
-                               "--grpc-address", "127.0.0.1", "--grpc-port", "18001"],
+                               "--grpc-address", "127.0.0.1", "--grpc-port", "18001",
+                               "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
                               stdout=log, stderr=subprocess.STDOUT)
     ok = True
     lines = ["coalesce-bench closed loop, batch 1 per request, mlp_classifier on KIND_GPU "

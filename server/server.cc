@@ -57,6 +57,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   SetServing(server->grpc_server_.get(), false);
   spdlog::info("listening on {}:{}", options.grpc_address, server->port_);
+  if (options.allow_metrics) {
+    auto metrics = MetricsEndpoint::Start(
+        options.metrics_address, options.metrics_port, server->manager_.get());
+    if (!metrics.ok()) {
+      server->Shutdown(std::chrono::seconds(0));
+      return metrics.status();
+    }
+    server->metrics_ = *std::move(metrics);
+    spdlog::info("metrics on http://{}:{}/metrics", options.metrics_address,
+                 server->metrics_->port());
+  }
 
   if (absl::Status s = LoadModels(options, server->manager_.get()); !s.ok()) {
     server->Shutdown(std::chrono::seconds(0));

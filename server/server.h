@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/inference_service.h"
+#include "server/metrics_endpoint.h"
 #include "server/model_manager.h"
 #include "server/server_options.h"
 
@@ -29,6 +30,8 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  // The metrics endpoint's port; 0 when metrics are off.
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
   // Turns not ready (health NOT_SERVING), flushes every model's queue to
   // execution at once and refuses new requests, stops accepting RPCs, lets
@@ -39,6 +42,7 @@ class Server {
   Server() = default;
 
   std::unique_ptr<ModelManager> manager_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // null with --allow-metrics false
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

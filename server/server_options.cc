@@ -78,6 +78,27 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
              "--log-level must be trace|debug|info|warn|error|off, got '", v,
              "'"));
        }},
+      {"allow-metrics",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         if (v != "true" && v != "false") {
+           return absl::InvalidArgumentError(absl::StrCat(
+               "--allow-metrics must be 'true' or 'false', got '", v, "'"));
+         }
+         o.allow_metrics = v == "true";
+         return absl::OkStatus();
+       }},
+      {"metrics-address",
+       [](ServerOptions& o, absl::string_view v) {
+         o.metrics_address = std::string(v);
+         return absl::OkStatus();
+       }},
+      {"metrics-port",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto port = ParseInt("metrics-port", v, 0, 65535);
+         if (!port.ok()) return port.status();
+         o.metrics_port = static_cast<int>(*port);
+         return absl::OkStatus();
+       }},
       {"exit-timeout-secs",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto secs = ParseInt("exit-timeout-secs", v, 0, 24 * 3600);
@@ -111,6 +132,11 @@ Flags:
   --load-model NAME          Model to load at start in explicit mode
                              (repeatable).
   --log-level LEVEL          trace|debug|info|warn|error|off (default info).
+  --allow-metrics BOOL       Serve Prometheus metrics (default true).
+  --metrics-address ADDR     Address of the metrics endpoint (default 0.0.0.0).
+  --metrics-port PORT        Port of http://ADDR:PORT/metrics (default 8002).
+                             0 picks a free port; the bound address is logged
+                             as "metrics on http://ADDR:PORT/metrics".
   --exit-timeout-secs N      On SIGTERM/SIGINT, how long to wait for queued and
                              in-flight requests before exiting (default 30).
   --help                     Print this text and exit.

@@ -25,6 +25,10 @@ struct ServerOptions {
   std::string log_level = "info";
   // How long SIGTERM/SIGINT waits for queued and in-flight requests.
   std::chrono::seconds exit_timeout{30};
+  // Prometheus metrics at http://metrics_address:metrics_port/metrics.
+  bool allow_metrics = true;
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 8002;  // 0 = any free port; the bound port is logged
   bool show_help = false;
 };
 

@@ -19,6 +19,20 @@ TEST(ServerOptionsTest, DefaultsMatchTriton) {
   EXPECT_EQ(options->grpc_port, 8001);
   EXPECT_EQ(options->model_control_mode, ModelControlMode::kNone);
   EXPECT_EQ(options->exit_timeout.count(), 30);
+  EXPECT_TRUE(options->allow_metrics);
+  EXPECT_EQ(options->metrics_port, 8002);
+  EXPECT_EQ(options->metrics_address, "0.0.0.0");
+}
+
+TEST(ServerOptionsTest, MetricsFlags) {
+  auto options = Parse({"--model-repository", "/m", "--allow-metrics", "false",
+                        "--metrics-port=0", "--metrics-address", "127.0.0.1"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->allow_metrics);
+  EXPECT_EQ(options->metrics_port, 0);
+  EXPECT_EQ(options->metrics_address, "127.0.0.1");
+  EXPECT_FALSE(Parse({"--model-repository", "/m", "--allow-metrics", "no"}).ok());
+  EXPECT_FALSE(Parse({"--model-repository", "/m", "--metrics-port", "70000"}).ok());
 }
 
 TEST(ServerOptionsTest, ParsesEveryFlagInBothForms) {

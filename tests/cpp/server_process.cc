@@ -24,7 +24,9 @@ ServerProcess::ServerProcess(const std::string& repository,
   if (pipe(fds) != 0) return;
   std::vector<std::string> args = {COALESCE_SERVER_BINARY, "--model-repository",
                                    repository, "--grpc-address", "127.0.0.1",
-                                   "--grpc-port", "0"};
+                                   "--grpc-port", "0",
+                                   "--metrics-address", "127.0.0.1",
+                                   "--metrics-port", "0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -31,6 +31,7 @@ import generate_models as gm  # noqa: E402
 import tritonclient.grpc as grpcclient  # noqa: E402
 
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
+METRICS_RE = re.compile(r"metrics on http://(\S+):(\d+)/metrics")
 START_TIMEOUT_S = float(os.environ.get("COALESCE_E2E_START_TIMEOUT", "90"))
 STOP_TIMEOUT_S = 45.0
 
@@ -71,6 +72,8 @@ class ServerProcess:
             "--model-repository", str(self.repo),
             "--grpc-address", "127.0.0.1",
             "--grpc-port", "0",
+            "--metrics-address", "127.0.0.1",
+            "--metrics-port", "0",
             "--log-level", "info",
             *extra_args,
         ]
@@ -110,6 +113,12 @@ class ServerProcess:
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """http://127.0.0.1:PORT/metrics from the log, or None when metrics are off."""
+        m = METRICS_RE.search(self.log())
+        return f"http://127.0.0.1:{m.group(2)}/metrics" if m else None
 
     def client(self) -> grpcclient.InferenceServerClient:
         c = grpcclient.InferenceServerClient(url=self.url)

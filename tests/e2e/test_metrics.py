@@ -1,0 +1,108 @@
+"""The Prometheus endpoint (server/metrics_endpoint.h, docs/metrics.md):
+Triton's nv_* families per model and version, in the text exposition
+format, agreeing exactly with ModelStatistics; --allow-metrics false turns
+it off."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+import generate_models as gm
+from conftest import tiny_config
+from e2e_util import make_inputs
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+TRITON_FAMILIES = {
+    "nv_inference_request_success": "counter",
+    "nv_inference_request_failure": "counter",
+    "nv_inference_count": "counter",
+    "nv_inference_exec_count": "counter",
+    "nv_inference_pending_request_count": "gauge",
+    "nv_inference_request_duration_us": "counter",
+    "nv_inference_queue_duration_us": "counter",
+    "nv_inference_compute_input_duration_us": "counter",
+    "nv_inference_compute_infer_duration_us": "counter",
+    "nv_inference_compute_output_duration_us": "counter",
+}
+
+
+def scrape(url: str) -> tuple[dict, dict]:
+    """(types by family, {(name, frozenset(labels)): value}); fails on any
+    line that is not valid text exposition format."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    types, samples = {}, {}
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+            continue
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not exposition format: {line!r}"
+        labels = frozenset(LABEL.findall(m.group(2) or ""))
+        value = float(m.group(3))  # also rejects what Prometheus cannot parse
+        samples[(m.group(1), labels)] = value
+    return types, samples
+
+
+def model_series(samples: dict, family: str, model: str, **extra) -> float:
+    want = {("model", model), ("version", "1"), *extra.items()}
+    found = [v for (name, labels), v in samples.items() if name == family and labels == want]
+    assert len(found) == 1, (family, model, [k for k in samples if k[0] == family])
+    return found[0]
+
+
+@pytest.fixture
+def metrics_repo(tmp_path):
+    repo = tmp_path / "repo_metrics"
+    gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
+    return repo
+
+
+def test_triton_families_agree_with_model_statistics(start_server, metrics_repo):
+    srv = start_server(metrics_repo)
+    assert srv.metrics_url, "no 'metrics on' line in the log"
+    client = srv.client()
+    for i in range(7):
+        x = np.full((1 + i % 3, 4), i, dtype=np.float32)
+        client.infer("m", make_inputs(x=x), client_timeout=30)
+    bad = [grpcclient.InferInput("x", [1, 5], "FP32")]  # wrong width
+    bad[0].set_data_from_numpy(np.zeros((1, 5), dtype=np.float32))
+    with pytest.raises(InferenceServerException):
+        client.infer("m", bad, client_timeout=30)
+
+    types, samples = scrape(srv.metrics_url)
+    for family, kind in TRITON_FAMILIES.items():
+        assert types.get(family) == kind, (family, types.get(family))
+    stats = client.get_inference_statistics("m", as_json=True)["model_stats"][0]
+    inference = stats["inference_stats"]
+    assert model_series(samples, "nv_inference_request_success", "m") == int(inference["success"]["count"]) == 7
+    assert model_series(samples, "nv_inference_request_failure", "m", reason="OTHER") == \
+        int(inference["fail"]["count"])
+    assert model_series(samples, "nv_inference_count", "m") == int(stats["inference_count"]) == 1 + 2 + 3 + 1 + 2 + 3 + 1
+    assert model_series(samples, "nv_inference_exec_count", "m") == int(stats["execution_count"])
+    assert model_series(samples, "nv_inference_pending_request_count", "m") == 0
+    for family, key in (("nv_inference_request_duration_us", "success"),
+                        ("nv_inference_queue_duration_us", "queue"),
+                        ("nv_inference_compute_input_duration_us", "compute_input"),
+                        ("nv_inference_compute_infer_duration_us", "compute_infer"),
+                        ("nv_inference_compute_output_duration_us", "compute_output")):
+        assert model_series(samples, family, "m") == int(inference[key]["ns"]) // 1000, family
+
+
+def test_allow_metrics_false_serves_no_endpoint(start_server, metrics_repo):
+    srv = start_server(metrics_repo, "--allow-metrics", "false")
+    assert srv.client().is_server_ready()
+    assert srv.metrics_url is None
+    assert "metrics on" not in srv.log()
