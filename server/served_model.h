@@ -30,7 +30,8 @@ struct ServedModel {
 };
 
 // Loads <model_dir>/<version>/<default_model_filename or model.onnx>,
-// completes `config` from it, creates one CPU executor per instance and the
+// completes `config` from it, creates its executor instances
+// (executor_factory.h: CPU or GPU, by instance_group) and the
 // batcher. InvalidArgument / NotFound with the reason when any step fails.
 absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     const std::filesystem::path& model_dir, int64_t version,
