@@ -7,6 +7,25 @@
 #include "absl/strings/str_cat.h"
 
 namespace coalesce {
+namespace {
+
+// The failure reason of a request refused at admission or dropped from the
+// queue.
+FailureReason ReasonOf(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kCancelled:
+      return FailureReason::kCanceled;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDeadlineExceeded:
+      return FailureReason::kRejected;
+    default:
+      return FailureReason::kOther;
+  }
+}
+
+}  // namespace
+
 
 struct DynamicBatcher::Batch {
   std::vector<QueuedRequest> requests;  // Batch order = row order.
@@ -74,7 +93,7 @@ absl::Status DynamicBatcher::Enqueue(
   absl::Status status =
       layout.ok() ? Admit(request, *std::move(layout)) : layout.status();
   if (!status.ok()) {
-    stats_.RecordFailure(Clock::Duration::zero());
+    stats_.RecordFailure(Clock::Duration::zero(), ReasonOf(status));
     return status;
   }
   cv_.Signal();
@@ -135,7 +154,7 @@ void DynamicBatcher::SchedulerLoop() {
   while (true) {
     Work work = AwaitWork();
     for (RequestQueue::Rejection& r : work.rejected) {
-      FailRequest(r.request, r.status);
+      FailRequest(r.request, r.status, ReasonOf(r.status));
     }
     if (work.batch != nullptr) Execute(std::move(work.batch));
     if (work.exit) return;
@@ -224,7 +243,9 @@ void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
   if (status.ok()) {
     AnswerBatch(batch);
   } else {
-    for (QueuedRequest& q : batch.requests) FailRequest(q, status);
+    for (QueuedRequest& q : batch.requests) {
+      FailRequest(q, status, FailureReason::kBackend);
+    }
   }
   batch.requests.clear();
   ReleaseSlot(batch.slot);  // Last: Shutdown may return once it is done.
@@ -249,7 +270,7 @@ void DynamicBatcher::AnswerBatch(Batch& batch) {
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     QueuedRequest& q = batch.requests[i];
     if (!statuses[i].ok()) {
-      FailRequest(q, statuses[i]);
+      FailRequest(q, statuses[i], FailureReason::kBackend);
       continue;
     }
     stats_.RecordSuccess(batch.formed_at - q.enqueue_time, end - q.enqueue_time,
@@ -259,8 +280,9 @@ void DynamicBatcher::AnswerBatch(Batch& batch) {
 }
 
 void DynamicBatcher::FailRequest(QueuedRequest& request,
-                                 const absl::Status& status) {
-  stats_.RecordFailure(clock_->Now() - request.enqueue_time);
+                                 const absl::Status& status,
+                                 FailureReason reason) {
+  stats_.RecordFailure(clock_->Now() - request.enqueue_time, reason);
   request.request->sink->Finish(status);
 }
 

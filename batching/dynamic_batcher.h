@@ -110,7 +110,8 @@ class DynamicBatcher {
   void Execute(std::shared_ptr<Batch> batch);
   void CompleteBatch(Batch& batch, absl::Status status);
   void AnswerBatch(Batch& batch);
-  void FailRequest(QueuedRequest& request, const absl::Status& status);
+  void FailRequest(QueuedRequest& request, const absl::Status& status,
+                   FailureReason reason);
   void ReleaseSlot(SlotRef slot);
 
   const SchedulerOptions options_;

@@ -439,6 +439,8 @@ TEST_F(DynamicBatcherTest, NotifyCancelledAnswersAtOnceAndFreesTheQueuePlace) {
   EXPECT_THAT(status.message(), HasSubstr("cancelled while queued"));
   EXPECT_EQ(clock_.Now(), start_);  // Answered before the delay passed.
   EXPECT_EQ(batcher_->Stats().fail.count, 2u);   // Rejection + cancellation.
+  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kRejected)], 1u);
+  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kCanceled)], 1u);
   auto kept = Send(std::move(request), record);  // The place is free again.
   clock_.AwaitWaiterWithDeadline(start_ + Ms(1000));
   clock_.Advance(Ms(1000));
@@ -546,6 +548,7 @@ TEST_F(DynamicBatcherTest, ExecutorErrorFailsEveryRequestOfTheBatch) {
   }
   const ModelStatsSnapshot stats = batcher_->Stats();
   EXPECT_EQ(stats.fail.count, 2u);
+  EXPECT_EQ(stats.failures[static_cast<int>(FailureReason::kBackend)], 2u);
   EXPECT_EQ(stats.execution_count, 1u);
   // The slot was released: later requests still run.
   Send(4);
@@ -616,6 +619,7 @@ TEST_F(DynamicBatcherTest, ValidationErrorsNameTheTensorAndLeaveTheRequest) {
   request->inputs[0].shape = {1, 10};
   EXPECT_THAT(batcher_->Enqueue(&request).message(), HasSubstr("'nope'"));
   EXPECT_EQ(batcher_->Stats().fail.count, 2u);
+  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kOther)], 2u);
   EXPECT_FALSE(record->finished());
 }
 

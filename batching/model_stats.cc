@@ -34,9 +34,10 @@ void ModelStats::RecordSuccess(Clock::Duration queue, Clock::Duration total,
   stats_.last_inference_ms = now_ms;
 }
 
-void ModelStats::RecordFailure(Clock::Duration total) {
+void ModelStats::RecordFailure(Clock::Duration total, FailureReason reason) {
   absl::MutexLock lock(&mu_);
   Add(&stats_.fail, total);
+  ++stats_.failures[static_cast<int>(reason)];
 }
 
 void ModelStats::RecordExecution(uint64_t batch_size,

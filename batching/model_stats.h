@@ -28,6 +28,15 @@ struct BatchSizeStats {
   DurationStat compute_input, compute_infer, compute_output;
 };
 
+// Why a request failed, as Triton's nv_inference_request_failure labels it.
+enum class FailureReason {
+  kRejected,  // not admitted or dropped from the queue: full, timed out, shutting down
+  kCanceled,  // the client cancelled it
+  kBackend,   // its batch failed to execute or its outputs could not be returned
+  kOther,     // invalid request
+};
+inline constexpr int kFailureReasons = 4;
+
 struct ModelStatsSnapshot {
   uint64_t last_inference_ms =
       0;                         // Unix epoch ms of the last completed request.
@@ -36,6 +45,8 @@ struct ModelStatsSnapshot {
   // Per request, Triton semantics.
   DurationStat success, fail, queue, compute_input, compute_infer,
       compute_output;
+  // fail.count split by FailureReason (indexed by its value).
+  uint64_t failures[kFailureReasons] = {};
   // Per executed batch size; count = executions of that size.
   std::map<uint64_t, BatchSizeStats> batch_stats;
 };
@@ -54,8 +65,9 @@ class ModelStats {
   void RecordSuccess(Clock::Duration queue, Clock::Duration total,
                      const BatchDurations& batch);
 
-  // One request answered with an error after `total` (0 when rejected).
-  void RecordFailure(Clock::Duration total);
+  // One request answered with an error after `total` (0 when rejected at
+  // admission), for `reason`.
+  void RecordFailure(Clock::Duration total, FailureReason reason);
 
   // One successful execution of `batch_size` elements.
   void RecordExecution(uint64_t batch_size, const BatchDurations& batch);

@@ -91,8 +91,11 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       };
       auto us = [](const DurationStat& d) { return static_cast<double>(d.ns / 1000); };
       add(kSuccess, static_cast<double>(s.success.count));
-      // The batcher does not yet tell failures apart by cause.
-      add(kFailure, static_cast<double>(s.fail.count), {{"reason", "OTHER"}});
+      static constexpr const char* kReasons[kFailureReasons] = {
+          "REJECTED", "CANCELED", "BACKEND", "OTHER"};
+      for (int r = 0; r < kFailureReasons; ++r) {
+        add(kFailure, static_cast<double>(s.failures[r]), {{"reason", kReasons[r]}});
+      }
       add(kCount, static_cast<double>(s.inference_count));
       add(kExecCount, static_cast<double>(s.execution_count));
       add(kPending, static_cast<double>(model->batcher->QueuedRequests()));

@@ -88,8 +88,10 @@ def test_triton_families_agree_with_model_statistics(start_server, metrics_repo)
     stats = client.get_inference_statistics("m", as_json=True)["model_stats"][0]
     inference = stats["inference_stats"]
     assert model_series(samples, "nv_inference_request_success", "m") == int(inference["success"]["count"]) == 7
-    assert model_series(samples, "nv_inference_request_failure", "m", reason="OTHER") == \
-        int(inference["fail"]["count"])
+    reasons = {r: model_series(samples, "nv_inference_request_failure", "m", reason=r)
+               for r in ("REJECTED", "CANCELED", "BACKEND", "OTHER")}
+    assert sum(reasons.values()) == int(inference["fail"]["count"])
+    assert reasons == {"REJECTED": 0, "CANCELED": 0, "BACKEND": 0, "OTHER": 1}  # the bad width
     assert model_series(samples, "nv_inference_count", "m") == int(stats["inference_count"]) == 1 + 2 + 3 + 1 + 2 + 3 + 1
     assert model_series(samples, "nv_inference_exec_count", "m") == int(stats["execution_count"])
     assert model_series(samples, "nv_inference_pending_request_count", "m") == 0
