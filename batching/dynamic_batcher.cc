@@ -15,9 +15,10 @@ FailureReason ReasonOf(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kCancelled:
       return FailureReason::kCanceled;
+    case absl::StatusCode::kDeadlineExceeded:
+      return FailureReason::kTimedOut;
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kDeadlineExceeded:
       return FailureReason::kRejected;
     default:
       return FailureReason::kOther;

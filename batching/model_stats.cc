@@ -5,10 +5,13 @@
 namespace coalesce {
 namespace {
 
-void Add(DurationStat* stat, Clock::Duration d) {
+void Add(DurationStat* stat, DurationHistogram* hist, Clock::Duration d) {
+  const int64_t ns = d > Clock::Duration::zero()
+                         ? std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()
+                         : 0;
   stat->count += 1;
-  stat->ns +=
-      d > Clock::Duration::zero() ? static_cast<uint64_t>(d.count()) : 0;
+  stat->ns += static_cast<uint64_t>(ns);
+  if (hist != nullptr) hist->Add(ns, kDurationBoundsNs);
 }
 
 uint64_t UnixMillisNow() {
@@ -26,17 +29,17 @@ void ModelStats::RecordSuccess(Clock::Duration queue, Clock::Duration total,
                                const BatchDurations& batch) {
   const uint64_t now_ms = UnixMillisNow();
   absl::MutexLock lock(&mu_);
-  Add(&stats_.success, total);
-  Add(&stats_.queue, queue);
-  Add(&stats_.compute_input, batch.compute_input);
-  Add(&stats_.compute_infer, batch.compute_infer);
-  Add(&stats_.compute_output, batch.compute_output);
+  Add(&stats_.success, &stats_.success_hist, total);
+  Add(&stats_.queue, &stats_.queue_hist, queue);
+  Add(&stats_.compute_input, &stats_.compute_input_hist, batch.compute_input);
+  Add(&stats_.compute_infer, &stats_.compute_infer_hist, batch.compute_infer);
+  Add(&stats_.compute_output, &stats_.compute_output_hist, batch.compute_output);
   stats_.last_inference_ms = now_ms;
 }
 
 void ModelStats::RecordFailure(Clock::Duration total, FailureReason reason) {
   absl::MutexLock lock(&mu_);
-  Add(&stats_.fail, total);
+  Add(&stats_.fail, nullptr, total);
   ++stats_.failures[static_cast<int>(reason)];
 }
 
@@ -45,10 +48,11 @@ void ModelStats::RecordExecution(uint64_t batch_size,
   absl::MutexLock lock(&mu_);
   stats_.inference_count += batch_size;
   stats_.execution_count += 1;
+  stats_.batch_size_hist.Add(static_cast<int64_t>(batch_size), kBatchSizeBounds);
   BatchSizeStats& per_size = stats_.batch_stats[batch_size];
-  Add(&per_size.compute_input, batch.compute_input);
-  Add(&per_size.compute_infer, batch.compute_infer);
-  Add(&per_size.compute_output, batch.compute_output);
+  Add(&per_size.compute_input, nullptr, batch.compute_input);
+  Add(&per_size.compute_infer, nullptr, batch.compute_infer);
+  Add(&per_size.compute_output, nullptr, batch.compute_output);
 }
 
 ModelStatsSnapshot ModelStats::Snapshot() const {

@@ -1,6 +1,7 @@
 #include "server/metrics_endpoint.h"
 
 #include <exception>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,27 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 // Triton's families, read from every served model version per scrape.
+// A histogram sample from non-cumulative counts over `bounds` (scaled to
+// the family's unit), the total count and the sum.
+template <size_t N>
+ClientMetric HistogramMetric(const FixedHistogram<N>& hist,
+                             const int64_t (&bounds)[N], double scale,
+                             uint64_t count, double sum) {
+  ClientMetric metric;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= N; ++i) {
+    cumulative += hist.counts[i];
+    metric.histogram.bucket.push_back(
+        {cumulative, i < N ? bounds[i] * scale
+                           : std::numeric_limits<double>::infinity()});
+  }
+  metric.histogram.sample_count = count;
+  metric.histogram.sample_sum = sum;
+  return metric;
+}
+
+// Triton's families and Coalesce's own (docs/metrics.md), read from every
+// served model version per scrape.
 class TritonCompatibleCollector : public prometheus::Collectable {
  public:
   explicit TritonCompatibleCollector(const ModelManager* manager)
@@ -71,6 +93,7 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "Cumulative inference compute output duration in microseconds "
            "(does not include cached requests)",
            MetricType::Counter);
+    std::vector<MetricFamily> own = OwnFamilies();
     auto served = manager_->Served("");
     if (!served.ok()) return families;
     for (const std::shared_ptr<ServedModel>& model : *served) {
@@ -91,11 +114,14 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       };
       auto us = [](const DurationStat& d) { return static_cast<double>(d.ns / 1000); };
       add(kSuccess, static_cast<double>(s.success.count));
-      static constexpr const char* kReasons[kFailureReasons] = {
-          "REJECTED", "CANCELED", "BACKEND", "OTHER"};
-      for (int r = 0; r < kFailureReasons; ++r) {
-        add(kFailure, static_cast<double>(s.failures[r]), {{"reason", kReasons[r]}});
-      }
+      auto failures = [&s](FailureReason r) {
+        return static_cast<double>(s.failures[static_cast<int>(r)]);
+      };
+      add(kFailure, failures(FailureReason::kRejected) + failures(FailureReason::kTimedOut),
+          {{"reason", "REJECTED"}});
+      add(kFailure, failures(FailureReason::kCanceled), {{"reason", "CANCELED"}});
+      add(kFailure, failures(FailureReason::kBackend), {{"reason", "BACKEND"}});
+      add(kFailure, failures(FailureReason::kOther), {{"reason", "OTHER"}});
       add(kCount, static_cast<double>(s.inference_count));
       add(kExecCount, static_cast<double>(s.execution_count));
       add(kPending, static_cast<double>(model->batcher->QueuedRequests()));
@@ -104,11 +130,103 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       add(kInputUs, us(s.compute_input));
       add(kInferUs, us(s.compute_infer));
       add(kOutputUs, us(s.compute_output));
+      AddCoalesceFamilies(*model, s, labels, own);
     }
+    for (MetricFamily& f : own) families.push_back(std::move(f));
+    families.push_back(BuildInfo());
     return families;
   }
 
  private:
+  // Coalesce's families, following Prometheus naming (base units).
+  enum Own {
+    kRequestSeconds, kQueueSeconds, kInputSeconds, kInferSeconds,
+    kOutputSeconds, kBatchSize, kRequests, kQueueDepth, kOwnFamilies,
+  };
+
+  static std::vector<MetricFamily> OwnFamilies() {
+    std::vector<MetricFamily> own(kOwnFamilies);
+    auto define = [&](Own f, const char* name, const char* help, MetricType t) {
+      own[f].name = name;
+      own[f].help = help;
+      own[f].type = t;
+    };
+    define(kRequestSeconds, "coalesce_request_duration_seconds",
+           "Successful requests: enqueue to answer", MetricType::Histogram);
+    define(kQueueSeconds, "coalesce_queue_duration_seconds",
+           "Successful requests: time queued before their batch formed",
+           MetricType::Histogram);
+    define(kInputSeconds, "coalesce_compute_input_duration_seconds",
+           "Successful requests: their batch's gather and copy in",
+           MetricType::Histogram);
+    define(kInferSeconds, "coalesce_compute_infer_duration_seconds",
+           "Successful requests: their batch's run", MetricType::Histogram);
+    define(kOutputSeconds, "coalesce_compute_output_duration_seconds",
+           "Successful requests: their batch's copy out and scatter",
+           MetricType::Histogram);
+    define(kBatchSize, "coalesce_batch_size",
+           "Rows of each executed batch", MetricType::Histogram);
+    define(kRequests, "coalesce_requests_total",
+           "Requests answered, by outcome", MetricType::Counter);
+    define(kQueueDepth, "coalesce_queue_depth",
+           "Requests queued now, not yet in a batch", MetricType::Gauge);
+    return own;
+  }
+
+  static void AddCoalesceFamilies(const ServedModel& model,
+                                  const ModelStatsSnapshot& s,
+                                  const std::vector<ClientMetric::Label>& labels,
+                                  std::vector<MetricFamily>& own) {
+    auto push = [&](Own f, ClientMetric metric,
+                    std::vector<ClientMetric::Label> extra = {}) {
+      metric.label = labels;
+      metric.label.insert(metric.label.end(), extra.begin(), extra.end());
+      own[f].metric.push_back(std::move(metric));
+    };
+    constexpr double kNsToSeconds = 1e-9;
+    auto seconds = [&](Own f, const DurationHistogram& h, const DurationStat& d) {
+      push(f, HistogramMetric(h, kDurationBoundsNs, kNsToSeconds, d.count,
+                              d.ns * kNsToSeconds));
+    };
+    seconds(kRequestSeconds, s.success_hist, s.success);
+    seconds(kQueueSeconds, s.queue_hist, s.queue);
+    seconds(kInputSeconds, s.compute_input_hist, s.compute_input);
+    seconds(kInferSeconds, s.compute_infer_hist, s.compute_infer);
+    seconds(kOutputSeconds, s.compute_output_hist, s.compute_output);
+    push(kBatchSize, HistogramMetric(s.batch_size_hist, kBatchSizeBounds, 1.0,
+                                     s.execution_count,
+                                     static_cast<double>(s.inference_count)));
+    auto count = [](double v) {
+      ClientMetric m;
+      m.counter.value = v;
+      return m;
+    };
+    auto failures = [&s](FailureReason r) {
+      return static_cast<double>(s.failures[static_cast<int>(r)]);
+    };
+    push(kRequests, count(static_cast<double>(s.success.count)), {{"outcome", "success"}});
+    push(kRequests, count(failures(FailureReason::kRejected)), {{"outcome", "rejected"}});
+    push(kRequests, count(failures(FailureReason::kTimedOut)), {{"outcome", "timed_out"}});
+    push(kRequests, count(failures(FailureReason::kCanceled)), {{"outcome", "cancelled"}});
+    push(kRequests, count(failures(FailureReason::kOther)), {{"outcome", "invalid"}});
+    push(kRequests, count(failures(FailureReason::kBackend)), {{"outcome", "internal"}});
+    ClientMetric depth;
+    depth.gauge.value = static_cast<double>(model.batcher->QueuedRequests());
+    push(kQueueDepth, std::move(depth));
+  }
+
+  static MetricFamily BuildInfo() {
+    MetricFamily f;
+    f.name = "coalesce_build_info";
+    f.help = "The server's build: version (git describe) and build type";
+    f.type = MetricType::Gauge;
+    ClientMetric m;
+    m.label = {{"version", COALESCE_VERSION}, {"build_type", COALESCE_BUILD_TYPE}};
+    m.gauge.value = 1;
+    f.metric.push_back(std::move(m));
+    return f;
+  }
+
   const ModelManager* const manager_;
 };
 

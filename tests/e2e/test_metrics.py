@@ -103,6 +103,51 @@ def test_triton_families_agree_with_model_statistics(start_server, metrics_repo)
         assert model_series(samples, family, "m") == int(inference[key]["ns"]) // 1000, family
 
 
+def histogram(samples: dict, family: str, model: str) -> tuple[list, float, float]:
+    """([(le, cumulative count)] by le, count, sum) of one model's series."""
+    want = {("model", model), ("version", "1")}
+    buckets = sorted((float(dict(labels)["le"]), v) for (name, labels), v in samples.items()
+                     if name == family + "_bucket" and labels - {l for l in labels if l[0] == "le"} == want)
+    return (buckets, model_series(samples, family + "_count", model),
+            model_series(samples, family + "_sum", model))
+
+
+def test_coalesce_families_agree_with_model_statistics(start_server, metrics_repo):
+    srv = start_server(metrics_repo)
+    client = srv.client()
+    for i in range(5):
+        client.infer("m", make_inputs(x=np.full((1 + i % 2, 4), i, dtype=np.float32)),
+                     client_timeout=30)
+    bad = [grpcclient.InferInput("x", [1, 5], "FP32")]
+    bad[0].set_data_from_numpy(np.zeros((1, 5), dtype=np.float32))
+    with pytest.raises(InferenceServerException):
+        client.infer("m", bad, client_timeout=30)
+    types, samples = scrape(srv.metrics_url)
+    stats = client.get_inference_statistics("m", as_json=True)["model_stats"][0]
+    inference = stats["inference_stats"]
+    for family, key in (("coalesce_request_duration_seconds", "success"),
+                        ("coalesce_queue_duration_seconds", "queue"),
+                        ("coalesce_compute_input_duration_seconds", "compute_input"),
+                        ("coalesce_compute_infer_duration_seconds", "compute_infer"),
+                        ("coalesce_compute_output_duration_seconds", "compute_output")):
+        assert types[family] == "histogram"
+        buckets, count, total = histogram(samples, family, "m")
+        assert count == int(inference[key]["count"]) == 5, family
+        assert total == pytest.approx(int(inference[key]["ns"]) / 1e9, rel=1e-9), family
+        assert buckets[-1] == (float("inf"), count), family
+        assert [c for _, c in buckets] == sorted(c for _, c in buckets), family  # cumulative
+    buckets, count, total = histogram(samples, "coalesce_batch_size", "m")
+    assert count == int(stats["execution_count"])
+    assert total == int(stats["inference_count"]) == 7
+    outcomes = {o: model_series(samples, "coalesce_requests_total", "m", outcome=o)
+                for o in ("success", "rejected", "timed_out", "cancelled", "invalid", "internal")}
+    assert outcomes == {"success": 5, "rejected": 0, "timed_out": 0, "cancelled": 0,
+                        "invalid": 1, "internal": 0}
+    assert model_series(samples, "coalesce_queue_depth", "m") == 0
+    info = [(labels, v) for (name, labels), v in samples.items() if name == "coalesce_build_info"]
+    assert len(info) == 1 and info[0][1] == 1 and dict(info[0][0])["version"], info
+
+
 def test_allow_metrics_false_serves_no_endpoint(start_server, metrics_repo):
     srv = start_server(metrics_repo, "--allow-metrics", "false")
     assert srv.client().is_server_ready()
