@@ -10,7 +10,7 @@ namespace coalesce::testing {
 namespace {
 
 int PortIn(const std::string& log) {
-  static const std::regex kListening("listening on [^ ]+:([0-9]+)");
+  static const std::regex kListening("listening on [^ \\n]+:([0-9]+)");
   std::smatch match;
   return std::regex_search(log, match, kListening) ? std::stoi(match[1]) : 0;
 }
