@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "examples"))
 
 import generate_models as gm  # noqa: E402
 from conftest import tiny_config  # noqa: E402
