@@ -151,6 +151,11 @@ int64_t DynamicBatcher::QueuedRequests() const {
   return static_cast<int64_t>(queue_.size());
 }
 
+std::vector<size_t> DynamicBatcher::QueuedRequestsByLevel() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.LevelSizes();
+}
+
 void DynamicBatcher::SchedulerLoop() {
   while (true) {
     Work work = AwaitWork();

@@ -80,8 +80,10 @@ class DynamicBatcher {
 
   ModelStatsSnapshot Stats() const;
 
-  // Requests waiting in the queue now (not yet in a batch).
+  // Requests waiting in the queue now (not yet in a batch), in all and by
+  // priority level (index 0 = highest).
   int64_t QueuedRequests() const;
+  std::vector<size_t> QueuedRequestsByLevel() const;
 
  private:
   struct SlotRef {

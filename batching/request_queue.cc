@@ -155,4 +155,12 @@ QueuedRequest RequestQueue::Take(const Ref& ref) {
   return request;
 }
 
+std::vector<size_t> RequestQueue::LevelSizes() const {
+  std::vector<size_t> sizes;
+  for (const Level& level : levels_) {
+    sizes.push_back(level.pending.size() + level.delayed.size());
+  }
+  return sizes;
+}
+
 }  // namespace coalesce

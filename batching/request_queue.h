@@ -60,6 +60,8 @@ class RequestQueue {
 
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
+  // Requests queued at each level (index 0 = highest priority).
+  std::vector<size_t> LevelSizes() const;
 
   // Removes and returns every request whose deadline has passed
   // (DeadlineExceeded), whose kReject queue timeout has passed (Unavailable)

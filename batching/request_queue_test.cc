@@ -70,6 +70,7 @@ TEST_F(RequestQueueTest, LevelsThenArrivalOrder) {
               ElementsAre("high", "default", "out_of_range", "two", "low"));
   EXPECT_EQ(queue.LevelFor(9), 1u);
   EXPECT_EQ(queue.size(), 5u);
+  EXPECT_THAT(queue.LevelSizes(), ElementsAre(1u, 3u, 1u));
 }
 
 TEST_F(RequestQueueTest, MaxQueueSizeIsPerLevel) {

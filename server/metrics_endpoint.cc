@@ -169,7 +169,9 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     define(kRequests, "coalesce_requests_total",
            "Requests answered, by outcome", MetricType::Counter);
     define(kQueueDepth, "coalesce_queue_depth",
-           "Requests queued now, not yet in a batch", MetricType::Gauge);
+           "Requests queued now, not yet in a batch, by priority level "
+           "(0 = highest)",
+           MetricType::Gauge);
     return own;
   }
 
@@ -210,9 +212,12 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     push(kRequests, count(failures(FailureReason::kCanceled)), {{"outcome", "cancelled"}});
     push(kRequests, count(failures(FailureReason::kOther)), {{"outcome", "invalid"}});
     push(kRequests, count(failures(FailureReason::kBackend)), {{"outcome", "internal"}});
-    ClientMetric depth;
-    depth.gauge.value = static_cast<double>(model.batcher->QueuedRequests());
-    push(kQueueDepth, std::move(depth));
+    const std::vector<size_t> levels = model.batcher->QueuedRequestsByLevel();
+    for (size_t level = 0; level < levels.size(); ++level) {
+      ClientMetric depth;
+      depth.gauge.value = static_cast<double>(levels[level]);
+      push(kQueueDepth, std::move(depth), {{"priority_level", absl::StrCat(level)}});
+    }
   }
 
   static MetricFamily BuildInfo() {
