@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
 #include "prometheus/metric_family.h"
+#include "server/process_stats.h"
 
 namespace coalesce {
 namespace {
@@ -134,6 +136,7 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     }
     for (MetricFamily& f : own) families.push_back(std::move(f));
     families.push_back(BuildInfo());
+    AddProcessFamilies(ReadProcessStats(), families);
     return families;
   }
 
@@ -218,6 +221,40 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       depth.gauge.value = static_cast<double>(levels[level]);
       push(kQueueDepth, std::move(depth), {{"priority_level", absl::StrCat(level)}});
     }
+  }
+
+  // The process and its container (process_stats.h); a family is left out
+  // when its value cannot be read (no cgroup, no limit).
+  static void AddProcessFamilies(const ProcessStats& p,
+                                 std::vector<MetricFamily>& families) {
+    auto one = [&](const char* name, const char* help, MetricType type,
+                   std::optional<double> value) {
+      if (!value) return;
+      MetricFamily f;
+      f.name = name;
+      f.help = help;
+      f.type = type;
+      ClientMetric m;
+      (type == MetricType::Counter ? m.counter.value : m.gauge.value) = *value;
+      f.metric.push_back(std::move(m));
+      families.push_back(std::move(f));
+    };
+    auto as_double = [](const std::optional<uint64_t>& v) {
+      return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+    };
+    one("process_cpu_seconds_total", "User and system CPU time of the server process",
+        MetricType::Counter, p.cpu_seconds);
+    one("process_resident_memory_bytes", "Resident memory of the server process",
+        MetricType::Gauge, as_double(p.resident_bytes));
+    one("coalesce_cgroup_memory_usage_bytes",
+        "Memory the server's cgroup (container) uses", MetricType::Gauge,
+        as_double(p.cgroup_memory_bytes));
+    one("coalesce_cgroup_memory_limit_bytes",
+        "Memory limit of the server's cgroup; absent when unlimited",
+        MetricType::Gauge, as_double(p.cgroup_memory_limit));
+    one("coalesce_cgroup_cpu_limit_cores",
+        "CPU quota of the server's cgroup in cores; absent when unlimited",
+        MetricType::Gauge, p.cgroup_cpu_limit_cores);
   }
 
   static MetricFamily BuildInfo() {

@@ -144,6 +144,8 @@ def test_coalesce_families_agree_with_model_statistics(start_server, metrics_rep
     assert outcomes == {"success": 5, "rejected": 0, "timed_out": 0, "cancelled": 0,
                         "invalid": 1, "internal": 0}
     assert model_series(samples, "coalesce_queue_depth", "m", priority_level="0") == 0
+    assert samples[("process_cpu_seconds_total", frozenset())] > 0
+    assert samples[("process_resident_memory_bytes", frozenset())] > 1 << 20
     info = [(labels, v) for (name, labels), v in samples.items() if name == "coalesce_build_info"]
     assert len(info) == 1 and info[0][1] == 1 and dict(info[0][0])["version"], info
 
