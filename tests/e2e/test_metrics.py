@@ -6,6 +6,8 @@ it off."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import urllib.request
 
 import numpy as np
@@ -148,6 +150,23 @@ def test_coalesce_families_agree_with_model_statistics(start_server, metrics_rep
     assert samples[("process_resident_memory_bytes", frozenset())] > 1 << 20
     info = [(labels, v) for (name, labels), v in samples.items() if name == "coalesce_build_info"]
     assert len(info) == 1 and info[0][1] == 1 and dict(info[0][0])["version"], info
+
+
+def test_promtool_finds_nothing_but_the_triton_names(start_server, metrics_repo):
+    """`promtool check metrics` (Prometheus' own linter) on a live scrape after
+    traffic: every finding must be about a Triton family, whose names are kept
+    as Triton spells them for compatibility (counters without _total, _us)."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: scripts/bootstrap installs Debian's prometheus"
+    srv = start_server(metrics_repo)
+    srv.client().infer("m", make_inputs(x=np.ones((2, 4), dtype=np.float32)), client_timeout=30)
+    text = urllib.request.urlopen(srv.metrics_url, timeout=10).read()
+    proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                          timeout=60)
+    findings = [l for l in (proc.stdout + proc.stderr).decode().splitlines() if l.strip()]
+    assert findings, "promtool found nothing: the nv_* names should at least be reported"
+    others = [l for l in findings if l.split()[0] not in TRITON_FAMILIES]
+    assert not others, "\n".join(others)
 
 
 def test_allow_metrics_false_serves_no_endpoint(start_server, metrics_repo):
