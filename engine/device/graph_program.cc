@@ -127,6 +127,7 @@ class GraphProgram : public DeviceProgram {
   std::unique_ptr<DeviceBuffer> arena_;
   std::unique_ptr<DeviceEvent> arena_idle_;
   int graphs_ = 0;                   // captured and alive
+  std::vector<const void*> graph_key_;  // RunAsGraph's lookup key
   bool graphs_unsupported_ = false;  // the device has no capture
 };
 
@@ -415,7 +416,9 @@ absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
 absl::Status GraphProgram::RunAsGraph(BoundPlan& plan, DeviceStream& stream,
                                       const std::vector<const void*>& inputs,
                                       const std::vector<void*>& outputs) {
-  std::vector<const void*> key(inputs);
+  // A member reused per batch: looking a graph up allocates nothing.
+  std::vector<const void*>& key = graph_key_;
+  key.assign(inputs.begin(), inputs.end());
   key.insert(key.end(), outputs.begin(), outputs.end());
   auto it = plan.graphs.find(key);
   if (it == plan.graphs.end()) {  // the warm-up
