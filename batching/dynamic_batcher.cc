@@ -32,9 +32,30 @@ struct DynamicBatcher::Batch {
   std::vector<QueuedRequest> requests;  // Batch order = row order.
   int64_t batch_size = 0;
   SlotRef slot{};
+  uint64_t ticket = 0;  // Its slot's instance timeline's.
   Clock::TimePoint formed_at;
   Clock::Duration gather{0};
+  TimeInterval gather_span, scatter_span;
 };
+
+namespace {
+
+// The steps of a batch completed at `done`: the slot reports how long each
+// device step took, and they run back to back, the last ending at `done`.
+BatchIntervals StepIntervals(const TimeInterval& gather,
+                             const TimeInterval& scatter,
+                             const StepTimings& timings,
+                             Clock::TimePoint done) {
+  BatchIntervals steps;
+  steps.gather = gather;
+  steps.scatter = scatter;
+  steps.copy_out = {done - timings.copy_out, done};
+  steps.run = {steps.copy_out.begin - timings.run, steps.copy_out.begin};
+  steps.copy_in = {steps.run.begin - timings.copy_in, steps.run.begin};
+  return steps;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(
     const SchedulerOptions& options,
@@ -74,12 +95,15 @@ DynamicBatcher::DynamicBatcher(
   }
   absl::MutexLock lock(&mu_);
   for (int k = 0; k < max_slots; ++k) {
-    for (const auto& instance : instances_) {
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      ExecutorInstance* instance = instances_[i].get();
       if (k < instance->num_slots()) {
-        free_slots_.push_back(SlotRef{instance.get(), instance->slot(k)});
+        free_slots_.push_back(
+            SlotRef{instance, instance->slot(k), static_cast<int>(i)});
       }
     }
   }
+  timelines_.assign(instances_.size(), InstanceTimeline(clock_->Now()));
 }
 
 DynamicBatcher::~DynamicBatcher() { Shutdown(); }
@@ -116,7 +140,9 @@ absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
   queued.request = std::move(*request);
   queued.layout = std::move(layout);
   queued.enqueue_time = clock_->Now();
+  const Clock::TimePoint now = queued.enqueue_time;
   queue_.Push(std::move(queued));
+  NoteQueue(now);
   return absl::OkStatus();
 }
 
@@ -156,6 +182,22 @@ std::vector<size_t> DynamicBatcher::QueuedRequestsByLevel() const {
   return queue_.LevelSizes();
 }
 
+std::vector<InstanceStateTotals> DynamicBatcher::InstanceStates() const {
+  absl::MutexLock lock(&mu_);
+  const Clock::TimePoint now = clock_->Now();
+  std::vector<InstanceStateTotals> states;
+  for (const InstanceTimeline& timeline : timelines_) {
+    states.push_back(timeline.Totals(now));
+  }
+  return states;
+}
+
+void DynamicBatcher::NoteQueue(Clock::TimePoint now) {
+  for (InstanceTimeline& timeline : timelines_) {
+    timeline.QueueChanged(now, queue_.empty());
+  }
+}
+
 void DynamicBatcher::SchedulerLoop() {
   while (true) {
     Work work = AwaitWork();
@@ -185,7 +227,10 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
         work.rejected.push_back(
             RequestQueue::Rejection{queue_.Take(ref), CancelledWhileQueued()});
       }
-      if (!work.rejected.empty()) return work;  // The plan is stale now.
+      if (!work.rejected.empty()) {
+        NoteQueue(now);
+        return work;  // The plan is stale now.
+      }
       if (plan.ready) {
         work.batch = TakeBatch(plan, now);
         return work;
@@ -205,6 +250,7 @@ std::vector<RequestQueue::Rejection> DynamicBatcher::TakeRejections(
       rejected.push_back(std::move(r));
     }
   }
+  if (!rejected.empty()) NoteQueue(now);
   return rejected;
 }
 
@@ -219,6 +265,8 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
   batch->slot = free_slots_.front();
   free_slots_.pop_front();
   ++in_flight_;
+  batch->ticket = timelines_[batch->slot.instance_index].BatchTaken(now);
+  NoteQueue(now);
   return batch;
 }
 
@@ -228,7 +276,9 @@ void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
   absl::Status status =
       slot->SetInputShapes(assembler_.InputShapes(batch->requests));
   if (status.ok()) status = assembler_.Gather(batch->requests, slot);
-  batch->gather = clock_->Now() - start;
+  const Clock::TimePoint gathered = clock_->Now();
+  batch->gather = gathered - start;
+  batch->gather_span = {start, gathered};
   if (!status.ok()) {
     CompleteBatch(*batch, status);
     return;
@@ -243,6 +293,7 @@ void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
 }
 
 void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
+  const Clock::TimePoint done = clock_->Now();
   if (status.ok()) {
     status = assembler_.CheckOutputs(*batch.slot.slot, batch.batch_size);
   }
@@ -254,7 +305,11 @@ void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
     }
   }
   batch.requests.clear();
-  ReleaseSlot(batch.slot);  // Last: Shutdown may return once it is done.
+  const StepTimings timings =
+      status.ok() ? batch.slot.slot->timings() : StepTimings{};
+  // Last: Shutdown may return once it is done.
+  ReleaseSlot(batch, StepIntervals(batch.gather_span, batch.scatter_span,
+                                   timings, done));
 }
 
 void DynamicBatcher::AnswerBatch(Batch& batch) {
@@ -267,6 +322,7 @@ void DynamicBatcher::AnswerBatch(Batch& batch) {
     row += q.layout.batch_size;
   }
   const Clock::TimePoint end = clock_->Now();
+  batch.scatter_span = {scatter_start, end};
   const StepTimings timings = slot.timings();
   BatchDurations durations;
   durations.compute_input = batch.gather + timings.copy_in;
@@ -292,9 +348,12 @@ void DynamicBatcher::FailRequest(QueuedRequest& request,
   request.request->sink->Finish(status);
 }
 
-void DynamicBatcher::ReleaseSlot(SlotRef slot) {
+void DynamicBatcher::ReleaseSlot(const Batch& batch,
+                                 const BatchIntervals& steps) {
   absl::MutexLock lock(&mu_);
-  free_slots_.push_back(slot);
+  timelines_[batch.slot.instance_index].BatchReleased(
+      batch.ticket, clock_->Now(), steps);
+  free_slots_.push_back(batch.slot);
   --in_flight_;
   // Signalled under the lock: once it is released Shutdown may return and
   // the destructor may run, so `this` must not be touched afterwards.

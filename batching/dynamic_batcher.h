@@ -30,6 +30,7 @@
 #include "batching/batch_planner.h"
 #include "batching/clock.h"
 #include "batching/inference_request.h"
+#include "batching/instance_timeline.h"
 #include "batching/model_stats.h"
 #include "batching/request_queue.h"
 #include "batching/request_validator.h"
@@ -85,10 +86,15 @@ class DynamicBatcher {
   int64_t QueuedRequests() const;
   std::vector<size_t> QueuedRequestsByLevel() const;
 
+  // Per executor instance, in creation order: where its time went since the
+  // batcher started (instance_timeline.h).
+  std::vector<InstanceStateTotals> InstanceStates() const;
+
  private:
   struct SlotRef {
     ExecutorInstance* instance;
     BatchSlot* slot;
+    int instance_index;
   };
   struct Batch;
   // What the scheduler thread does next, outside the lock.
@@ -114,7 +120,9 @@ class DynamicBatcher {
   void AnswerBatch(Batch& batch);
   void FailRequest(QueuedRequest& request, const absl::Status& status,
                    FailureReason reason);
-  void ReleaseSlot(SlotRef slot);
+  void ReleaseSlot(const Batch& batch, const BatchIntervals& steps);
+  // Tells every instance's timeline whether the queue is empty now.
+  void NoteQueue(Clock::TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SchedulerOptions options_;
   Clock* const clock_;
@@ -128,6 +136,7 @@ class DynamicBatcher {
   absl::CondVar cv_;
   RequestQueue queue_ ABSL_GUARDED_BY(mu_);
   std::deque<SlotRef> free_slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<InstanceTimeline> timelines_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // Set by NotifyCancelled: the scheduler scans the queue for cancellations.

@@ -743,6 +743,51 @@ TEST_F(DynamicBatcherTest, ConcurrentClientsOnTheRealClockAllGetAnswered) {
   EXPECT_EQ(executions, stats.execution_count);
 }
 
+TEST_F(DynamicBatcherTest, InstanceStatesSplitTheInstancesTime) {
+  FakeExecutorInstance::Options fake;
+  fake.timings = StepTimings{Ms(1), Ms(5), Ms(2)};
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(10)), 1, fake);
+  clock_.Advance(Ms(4));  // idle, queue empty: 4 ms
+  auto a = Send(1);       // idle, batch assembling: 10 ms
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(14));
+  clock_.Advance(Ms(10));
+  fakes_[0]->AwaitBatches(1);
+  // Taken at 14, completed at 23: copy in [15,16), run [16,21), copy out
+  // [21,23); [14,15) held the slot off the device.
+  clock_.Advance(Ms(9));
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(a->AwaitFinish().ok());
+  batcher_->Shutdown();  // Waits until the slot is released.
+  clock_.Advance(Ms(7));  // idle, queue empty again
+  const std::vector<InstanceStateTotals> states = batcher_->InstanceStates();
+  ASSERT_EQ(states.size(), 1u);
+  using S = InstanceState;
+  EXPECT_EQ(states[0][S::kIdleEmptyQueue], Ms(4 + 7));
+  EXPECT_EQ(states[0][S::kIdleAssembling], Ms(10));
+  EXPECT_EQ(states[0][S::kCopyingIn], Ms(1));
+  EXPECT_EQ(states[0][S::kComputing], Ms(5));
+  EXPECT_EQ(states[0][S::kCopyingOut], Ms(2));
+  EXPECT_EQ(states[0][S::kBlockedPipeline], Ms(1));
+  EXPECT_EQ(states[0].Total(), Ms(30));
+}
+
+TEST_F(DynamicBatcherTest, EachInstanceHasItsOwnStates) {
+  Start(Options(/*max_batch_size=*/1, /*delay=*/Ms(0)), 2);
+  auto a = Send(1);
+  fakes_[0]->AwaitBatches(1);
+  clock_.Advance(Ms(6));
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(a->AwaitFinish().ok());
+  batcher_->Shutdown();  // Waits until the slot is released.
+  const std::vector<InstanceStateTotals> states = batcher_->InstanceStates();
+  ASSERT_EQ(states.size(), 2u);
+  using S = InstanceState;
+  EXPECT_EQ(states[0][S::kBlockedPipeline], Ms(6));  // zero step timings
+  EXPECT_EQ(states[1][S::kIdleEmptyQueue], Ms(6));
+  EXPECT_EQ(states[0].Total(), Ms(6));
+  EXPECT_EQ(states[1].Total(), Ms(6));
+}
+
 TEST(DynamicBatcherCreateTest, RejectsBadOptions) {
   FakeClock clock;
   SchedulerOptions options;

@@ -11,7 +11,9 @@
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
 #include "prometheus/metric_family.h"
+#include "server/gpu_metrics.h"
 #include "server/process_stats.h"
+#include "spdlog/spdlog.h"
 
 namespace coalesce {
 namespace {
@@ -44,8 +46,10 @@ ClientMetric HistogramMetric(const FixedHistogram<N>& hist,
 // served model version per scrape.
 class TritonCompatibleCollector : public prometheus::Collectable {
  public:
-  explicit TritonCompatibleCollector(const ModelManager* manager)
-      : manager_(manager) {}
+  TritonCompatibleCollector(const ModelManager* manager,
+                            const IdleDiagnostics* diagnostics,
+                            std::unique_ptr<GpuMetrics> gpus)
+      : manager_(manager), diagnostics_(diagnostics), gpus_(std::move(gpus)) {}
 
   std::vector<MetricFamily> Collect() const override {
     enum Family {
@@ -134,7 +138,11 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       add(kOutputUs, us(s.compute_output));
       AddCoalesceFamilies(*model, s, labels, own);
     }
+    if (diagnostics_ != nullptr) {
+      AddDiagnoses(diagnostics_->Current(), own[kDiagnosis]);
+    }
     for (MetricFamily& f : own) families.push_back(std::move(f));
+    if (gpus_ != nullptr) AddGpuFamilies(gpus_->Read(), families);
     families.push_back(BuildInfo());
     AddProcessFamilies(ReadProcessStats(), families);
     return families;
@@ -144,7 +152,8 @@ class TritonCompatibleCollector : public prometheus::Collectable {
   // Coalesce's families, following Prometheus naming (base units).
   enum Own {
     kRequestSeconds, kQueueSeconds, kInputSeconds, kInferSeconds,
-    kOutputSeconds, kBatchSize, kRequests, kQueueDepth, kOwnFamilies,
+    kOutputSeconds, kBatchSize, kRequests, kQueueDepth, kInstanceState,
+    kDiagnosis, kOwnFamilies,
   };
 
   static std::vector<MetricFamily> OwnFamilies() {
@@ -175,7 +184,62 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "Requests queued now, not yet in a batch, by priority level "
            "(0 = highest)",
            MetricType::Gauge);
+    define(kInstanceState, "coalesce_instance_state_seconds_total",
+           "Time each model instance spent in each state; the states are "
+           "exclusive and add up to the instance's lifetime",
+           MetricType::Counter);
+    define(kDiagnosis, "coalesce_instance_diagnosis_info",
+           "Why the model instance is not busier, over the last minute: a "
+           "reason code and a sentence (value always 1)",
+           MetricType::Gauge);
     return own;
+  }
+
+  static void AddDiagnoses(const std::vector<InstanceDiagnosis>& diagnoses,
+                           MetricFamily& family) {
+    for (const InstanceDiagnosis& d : diagnoses) {
+      ClientMetric m;
+      m.label = {{"model", d.model},
+                 {"version", absl::StrCat(d.version)},
+                 {"model_instance", absl::StrCat(d.instance)},
+                 {"reason", d.diagnosis.reason},
+                 {"detail", d.diagnosis.detail}};
+      m.gauge.value = 1;
+      family.metric.push_back(std::move(m));
+    }
+  }
+
+  // Triton's GPU families. Values print in plain decimal (prometheus-cpp
+  // uses 16 significant digits, so byte counts below 10^16 and watts never
+  // take an exponent), which perf_analyzer's parser requires.
+  static void AddGpuFamilies(const std::vector<GpuReading>& gpus,
+                             std::vector<MetricFamily>& families) {
+    auto family = [&](const char* name, const char* help, auto value) {
+      MetricFamily f;
+      f.name = name;
+      f.help = help;
+      f.type = MetricType::Gauge;
+      for (const GpuReading& gpu : gpus) {
+        const std::optional<double> v = value(gpu);
+        if (!v) continue;
+        ClientMetric m;
+        m.label = {{"gpu_uuid", gpu.uuid}};
+        m.gauge.value = *v;
+        f.metric.push_back(std::move(m));
+      }
+      if (!f.metric.empty()) families.push_back(std::move(f));
+    };
+    auto bytes = [](const std::optional<uint64_t>& b) {
+      return b ? std::optional<double>(static_cast<double>(*b)) : std::nullopt;
+    };
+    family("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)",
+           [](const GpuReading& g) { return g.utilization; });
+    family("nv_gpu_memory_total_bytes", "GPU total memory, in bytes",
+           [&](const GpuReading& g) { return bytes(g.memory_total_bytes); });
+    family("nv_gpu_memory_used_bytes", "GPU used memory, in bytes",
+           [&](const GpuReading& g) { return bytes(g.memory_used_bytes); });
+    family("nv_gpu_power_usage", "GPU power usage in watts",
+           [](const GpuReading& g) { return g.power_watts; });
   }
 
   static void AddCoalesceFamilies(const ServedModel& model,
@@ -220,6 +284,15 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       ClientMetric depth;
       depth.gauge.value = static_cast<double>(levels[level]);
       push(kQueueDepth, std::move(depth), {{"priority_level", absl::StrCat(level)}});
+    }
+    const std::vector<InstanceStateTotals> states = model.batcher->InstanceStates();
+    for (size_t i = 0; i < states.size(); ++i) {
+      for (int s = 0; s < kInstanceStates; ++s) {
+        push(kInstanceState,
+             count(std::chrono::duration<double>(states[i].time[s]).count()),
+             {{"model_instance", absl::StrCat(i)},
+              {"state", InstanceStateName(static_cast<InstanceState>(s))}});
+      }
     }
   }
 
@@ -270,12 +343,15 @@ class TritonCompatibleCollector : public prometheus::Collectable {
   }
 
   const ModelManager* const manager_;
+  const IdleDiagnostics* const diagnostics_;
+  const std::unique_ptr<GpuMetrics> gpus_;  // null without NVML
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const std::string& address, int port, const ModelManager* manager) {
+    const std::string& address, int port, const ModelManager* manager,
+    const IdleDiagnostics* diagnostics) {
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
   const std::string bind = absl::StrCat(
       address.find(':') != std::string::npos ? "[" + address + "]" : address,
@@ -286,7 +362,14 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", bind, ": ", e.what()));
   }
-  auto collector = std::make_shared<TritonCompatibleCollector>(manager);
+  absl::StatusOr<std::unique_ptr<GpuMetrics>> gpus = GpuMetrics::Open();
+  if (gpus.ok()) {
+    spdlog::info("GPU metrics for {} GPU(s) through NVML", (*gpus)->Read().size());
+  } else {
+    spdlog::info("no GPU metrics: {}", std::string(gpus.status().message()));
+  }
+  auto collector = std::make_shared<TritonCompatibleCollector>(
+      manager, diagnostics, gpus.ok() ? *std::move(gpus) : nullptr);
   endpoint->exposer_->RegisterCollectable(collector);
   endpoint->collector_ = collector;
   const std::vector<int> ports = endpoint->exposer_->GetListeningPorts();

@@ -38,6 +38,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<Server> server(new Server());
   server->manager_ =
       std::make_unique<ModelManager>(options.model_repository, RealClock());
+  IdleDiagnostics::Options diagnosis;
+  diagnosis.interval = options.metrics_interval;
+  server->diagnostics_ = std::make_unique<IdleDiagnostics>(
+      server->manager_.get(), RealClock(), diagnosis);
   server->service_ = std::make_unique<InferenceService>(
       server->manager_.get(), RealClock(), options.model_control_mode);
 
@@ -59,7 +63,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   spdlog::info("listening on {}:{}", options.grpc_address, server->port_);
   if (options.allow_metrics) {
     auto metrics = MetricsEndpoint::Start(
-        options.metrics_address, options.metrics_port, server->manager_.get());
+        options.metrics_address, options.metrics_port, server->manager_.get(),
+        server->diagnostics_.get());
     if (!metrics.ok()) {
       server->Shutdown(std::chrono::seconds(0));
       return metrics.status();
@@ -73,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     server->Shutdown(std::chrono::seconds(0));
     return s;
   }
+  server->diagnostics_->Start();
   server->service_->set_ready(true);
   SetServing(server->grpc_server_.get(), true);
   spdlog::info("ready");
@@ -93,6 +99,7 @@ void Server::Shutdown(std::chrono::seconds grace) {
   // once instead of after its batching delay, and refuses new ones; gRPC
   // meanwhile stops accepting calls and waits for the running ones until the
   // grace period ends, then cancels what is left.
+  diagnostics_->Stop();
   std::thread drain([this] { manager_->ShutdownAll(); });
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
   drain.join();

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "server/idle_diagnostics.h"
 #include "server/inference_service.h"
 #include "server/metrics_endpoint.h"
 #include "server/model_manager.h"
@@ -42,6 +43,7 @@ class Server {
   Server() = default;
 
   std::unique_ptr<ModelManager> manager_;
+  std::unique_ptr<IdleDiagnostics> diagnostics_;  // reads manager_
   std::unique_ptr<MetricsEndpoint> metrics_;  // null with --allow-metrics false
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

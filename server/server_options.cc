@@ -99,6 +99,13 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          o.metrics_port = static_cast<int>(*port);
          return absl::OkStatus();
        }},
+      {"metrics-interval-ms",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto ms = ParseInt("metrics-interval-ms", v, 10, 3600 * 1000);
+         if (!ms.ok()) return ms.status();
+         o.metrics_interval = std::chrono::milliseconds(*ms);
+         return absl::OkStatus();
+       }},
       {"exit-timeout-secs",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto secs = ParseInt("exit-timeout-secs", v, 0, 24 * 3600);
@@ -137,6 +144,8 @@ Flags:
   --metrics-port PORT        Port of http://ADDR:PORT/metrics (default 8002).
                              0 picks a free port; the bound address is logged
                              as "metrics on http://ADDR:PORT/metrics".
+  --metrics-interval-ms N    How often each model instance's time split is
+                             sampled for the idle diagnosis (default 2000).
   --exit-timeout-secs N      On SIGTERM/SIGINT, how long to wait for queued and
                              in-flight requests before exiting (default 30).
   --help                     Print this text and exit.

@@ -29,6 +29,8 @@ struct ServerOptions {
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;  // 0 = any free port; the bound port is logged
+  // How often the idle diagnosis samples the models (Triton's flag name).
+  std::chrono::milliseconds metrics_interval{2000};
   bool show_help = false;
 };
 
