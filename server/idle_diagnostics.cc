@@ -77,16 +77,20 @@ void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,
         model.config.dynamic_batching().max_queue_delay_microseconds());
     IdleDiagnosis diagnosis = DiagnoseInstance(window);
     Published& published = tracked.published[i];
-    const bool first_time = published.diagnosis.reason.empty();
-    if (!first_time && (now - published.at < options_.republish ||
-                        diagnosis.detail == published.diagnosis.detail)) {
-      continue;
-    }
-    if (first_time || diagnosis.reason != published.diagnosis.reason) {
+    if (diagnosis.reason != published.logged_reason &&
+        (!published.logged_at ||
+         now - *published.logged_at >= options_.republish)) {
       spdlog::info("model '{}' version {} instance {}: {}: {}", key.first,
                    key.second, i, diagnosis.reason, diagnosis.detail);
+      published.logged_reason = diagnosis.reason;
+      published.logged_at = now;
     }
-    published = Published{std::move(diagnosis), now};
+    if (diagnosis.reason == published.diagnosis.reason &&
+        now - published.at < options_.republish) {
+      continue;  // Same reason: refresh the numbers once a minute.
+    }
+    published.diagnosis = std::move(diagnosis);
+    published.at = now;
   }
 }
 

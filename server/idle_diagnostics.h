@@ -3,10 +3,11 @@
 // Every Update(now) samples each served model version: its executions and
 // each instance's time per state (batching/instance_timeline.h). Over the
 // samples of the last `window` it runs DiagnoseInstance
-// (batching/idle_diagnosis.h). A diagnosis is published, and logged, when it
-// differs from the published one, at most once per `republish` per instance
-// (the first one at once), so the log and the info metric built on it change
-// at most once a minute. Versions no longer served are forgotten.
+// (batching/idle_diagnosis.h). A new reason is published at once and logged
+// at most once per `republish` (a minute) per instance; the numbers of an
+// unchanged reason are refreshed once per `republish`, so the info metric
+// built on it does not churn series. Versions no longer served are
+// forgotten.
 //
 // Start() runs Update every `interval` on a thread of its own until Stop()
 // or destruction. Update and Current are thread-safe.
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -65,12 +67,14 @@ class IdleDiagnostics {
     std::vector<InstanceStateTotals> states;
   };
   struct Published {
-    IdleDiagnosis diagnosis;
-    Clock::TimePoint at;
+    IdleDiagnosis diagnosis;  // empty reason: none yet
+    Clock::TimePoint at;      // of the diagnosis
+    std::string logged_reason;  // the last one logged
+    std::optional<Clock::TimePoint> logged_at;
   };
   struct Tracked {
     std::deque<Sample> samples;
-    std::vector<Published> published;  // per instance; empty reason = none
+    std::vector<Published> published;  // per instance
   };
   using Key = std::pair<std::string, int64_t>;
 

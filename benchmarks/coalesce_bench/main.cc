@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
 #include "benchmarks/coalesce_bench/grpc_stream_infer_sender.h"
 #include "benchmarks/coalesce_bench/infer_request.h"
+#include "benchmarks/coalesce_bench/metrics_scrape.h"
 #include "benchmarks/coalesce_bench/model_client.h"
 #include "benchmarks/coalesce_bench/options.h"
 #include "benchmarks/coalesce_bench/progress.h"
@@ -164,6 +167,51 @@ int CheckAnySuccess(const std::vector<LevelReport>& levels) {
       "no request succeeded (see the warnings above for the errors)"));
 }
 
+// The server's instance time split per level and its idle diagnosis at the
+// end, from --metrics-url; a scrape that fails is a warning, not an error.
+class MetricsReport {
+ public:
+  explicit MetricsReport(const BenchOptions& o) : o_(o) {
+    if (!o.metrics_url.empty()) last_ = Scrape();
+  }
+
+  void AfterLevel() {
+    if (o_.metrics_url.empty()) return;
+    std::optional<std::map<int, StateSeconds>> now = Scrape();
+    if (now && last_) {
+      for (const std::string& line : StateSplitLines(*last_, *now)) {
+        std::printf("#   %s\n", line.c_str());
+      }
+    }
+    last_ = std::move(now);
+  }
+
+  void AtEnd() {
+    if (o_.metrics_url.empty() || text_.empty()) return;
+    for (const InstanceDiagnosisText& d : ParseDiagnoses(text_, o_.model)) {
+      std::printf("# server diagnosis, instance %d: %s: %s\n", d.instance,
+                  d.reason.c_str(), d.detail.c_str());
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  std::optional<std::map<int, StateSeconds>> Scrape() {
+    absl::StatusOr<std::string> text =
+        HttpGet(o_.metrics_url, std::chrono::seconds(5));
+    if (!text.ok()) {
+      Warn(absl::StrCat("note: --metrics-url: ", text.status().message()));
+      return std::nullopt;
+    }
+    text_ = *std::move(text);
+    return ParseInstanceStates(text_, o_.model);
+  }
+
+  const BenchOptions& o_;
+  std::optional<std::map<int, StateSeconds>> last_;
+  std::string text_;  // the last scrape
+};
+
 int Run(const BenchOptions& o) {
   ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
   RunInfo run{o.model, o.model_version, o.url, o.mode, o.arrival,
@@ -177,6 +225,7 @@ int Run(const BenchOptions& o) {
   hooks.server_stats = ServerStatsSource(o, &control);
   run.server_stats = hooks.server_stats != nullptr;
   PrintHeader(o, run);
+  MetricsReport metrics(o);
   ProgressLine progress = ProgressLine::ForStderr();
   hooks.on_window = [&](const LevelReport& level, int w,
                         const WindowResult& r) {
@@ -185,6 +234,7 @@ int Run(const BenchOptions& o) {
   hooks.on_level = [&](const LevelReport& level) {
     progress.Clear();
     std::printf("%s", TableRow(run, level).c_str());
+    metrics.AfterLevel();
     std::fflush(stdout);
     for (const std::string& w : LevelWarnings(run, level)) Warn(w);
   };
@@ -195,6 +245,7 @@ int Run(const BenchOptions& o) {
   sender.reset();  // closes the streams before the report is written
   progress.Clear();
   if (!levels.ok()) return Fail(levels.status());
+  metrics.AtEnd();
   if (absl::Status s = WriteOutputs(o, run, *levels); !s.ok()) return Fail(s);
   return CheckAnySuccess(*levels);
 }

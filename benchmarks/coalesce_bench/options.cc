@@ -154,6 +154,7 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
       {"input-data", AssignString(&O::input_data_dir)},
       {"output", AssignString(&O::output_prefix)},
       {"plot", AssignString(&O::plot_path)},
+      {"metrics-url", AssignString(&O::metrics_url)},
   };
   return *setters;
 }

@@ -63,6 +63,7 @@ struct BenchOptions {
   // Output.
   std::string output_prefix;  // PREFIX.csv and PREFIX.json when set
   std::string plot_path;      // SVG latency vs throughput when set
+  std::string metrics_url;    // coalesce-server's /metrics when set
 
   bool show_help = false;
 };

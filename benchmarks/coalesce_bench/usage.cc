@@ -87,6 +87,11 @@ OUTPUT
       --output PREFIX         also write PREFIX.csv and PREFIX.json
       --plot FILE.svg         write an SVG plot of p50 and p99 latency
                               against throughput
+      --metrics-url URL       coalesce-server's metrics endpoint
+                              (http://HOST:8002/metrics): after each level,
+                              print where each model instance's time went
+                              (computing, copying, blocked, idle); at the
+                              end, the server's idle diagnosis
   -h, --help                  this text
 
 EXIT CODES

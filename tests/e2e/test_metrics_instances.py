@@ -16,6 +16,7 @@ import pytest
 import generate_models as gm
 from conftest import tiny_config, wait_for
 from e2e_util import make_inputs
+from test_coalesce_bench import bench_binary, describe, run_bench
 from test_metrics import scrape
 
 STATES = ("computing", "copying_in", "copying_out", "blocked_pipeline",
@@ -161,3 +162,38 @@ def test_scrapes_cleanly_with_the_cuda_plugin_loaded(start_server, tmp_path):
     ok = [v for (name, labels), v in samples.items()
           if name == "nv_inference_request_success" and dict(labels)["model"] == "m"]
     assert ok == [1]
+
+
+def required_bench():
+    bench = bench_binary()
+    if not bench.is_file():
+        message = f"coalesce-bench not found at {bench}"
+        if os.environ.get("COALESCE_E2E_REQUIRE_SERVER") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return bench
+
+
+def test_coalesce_bench_reports_the_split_and_the_diagnosis(start_server, repo):
+    bench = required_bench()
+    srv = start_server(repo, "--metrics-interval-ms", "100")
+    proc = run_bench(bench, "-m", "m", "-u", srv.url, "--concurrency-range", "2",
+                     "--window-ms", "500", "--warmup-ms", "200", "--max-windows", "3",
+                     "--metrics-url", srv.metrics_url)
+    assert proc.returncode == 0, describe(proc)
+    split = re.search(r"^#   instance 0: computing (\d+)% \| copying_in \d+% \| copying_out \d+% "
+                      r"\| blocked_pipeline \d+% \| idle_assembling \d+% \| idle_empty_queue \d+%$",
+                      proc.stdout, re.M)
+    assert split and int(split.group(1)) > 0, describe(proc)
+    diagnosis = re.search(r"^# server diagnosis, instance 0: (\w+): .+$", proc.stdout, re.M)
+    assert diagnosis and diagnosis.group(1) in REASONS, describe(proc)
+
+
+def test_coalesce_bench_warns_when_the_metrics_url_does_not_answer(start_server, repo):
+    bench = required_bench()
+    srv = start_server(repo)
+    proc = run_bench(bench, "-m", "m", "-u", srv.url, "--window-ms", "300",
+                     "--warmup-ms", "100", "--max-windows", "2",
+                     "--metrics-url", "127.0.0.1:1/metrics")
+    assert proc.returncode == 0, describe(proc)
+    assert "note: --metrics-url: cannot connect to 127.0.0.1:1" in proc.stderr, describe(proc)
