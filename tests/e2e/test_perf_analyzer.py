@@ -109,3 +109,35 @@ def test_perf_analyzer_streaming_two_io(server):
     )
     assert proc.returncode == 0, report
     assert re.search(r"Throughput: [\d.]+ infer/sec", proc.stdout), report
+
+
+def test_perf_analyzer_collect_metrics_reads_every_gpu_family(start_server, tmp_path, monkeypatch):
+    """perf_analyzer --collect-metrics against our endpoint: with NVML present
+    (the fake NVML of tests/fake_nvml, two GPUs) it finds all four nv_gpu_*
+    families and warns about none; its averages are NVML's values."""
+    path = usable_perf_analyzer()
+    nvml = os.environ.get("COALESCE_FAKE_NVML")
+    if not nvml or not os.path.isfile(nvml):
+        unusable(f"COALESCE_FAKE_NVML={nvml!r} is not the built fake NVML (run through ctest)")
+    monkeypatch.setenv("COALESCE_NVML_LIBRARY", nvml)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    srv = start_server(REPO_ROOT / "examples" / "models")
+    metrics = srv.metrics_url.removeprefix("http://")
+    proc, report = run_perf_analyzer(
+        path, srv,
+        "-m", "mlp_classifier", "--concurrency-range", "2",
+        "--measurement-interval", "1000", "--max-trials", "3",
+        "--stability-percentage", "100",
+        "--collect-metrics", "--metrics-url", metrics, "--metrics-interval", "200",
+    )
+    assert proc.returncode == 0, report
+    warnings = [l for l in (proc.stdout + proc.stderr).splitlines()
+                if "WARNING" in l and "weak version" not in l]
+    assert not warnings, report
+    out = proc.stdout
+    assert "Server Prometheus Metrics:" in out, report
+    gpu0 = "GPU-00000000-1111-2222-3333-444444444444"
+    assert f"{gpu0} : 37%" in out, report
+    assert f"{gpu0} : 123.456 watts" in out, report
+    assert f"{gpu0} : 1234567890 bytes" in out, report
+    assert f"{gpu0} : 85899345920 bytes" in out, report
