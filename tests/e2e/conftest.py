@@ -64,8 +64,9 @@ def wait_for(predicate, timeout: float, interval: float = 0.02, what: str = "con
 class ServerProcess:
     """One coalesce-server process on 127.0.0.1 with an OS-chosen port."""
 
-    def __init__(self, repo: Path, log_path: Path, extra_args=()):
+    def __init__(self, repo: Path, log_path: Path, extra_args=(), env: dict | None = None):
         self.repo = Path(repo)
+        self.env = dict(env or {})  # added to the test's environment
         self.log_path = Path(log_path)
         self.args = [
             str(server_binary()),
@@ -88,6 +89,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             self.args, stdout=self._log_file, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, **self.env} if self.env else None,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         while self.port is None:
@@ -247,15 +249,16 @@ def client(server):
 
 @pytest.fixture
 def start_server(tmp_path):
-    """Factory: start_server(repo, *extra_args, wait_ready=True) -> ServerProcess.
+    """Factory: start_server(repo, *extra_args, wait_ready=True, env=None) -> ServerProcess
+    (env: variables added to the server's environment).
 
     Every server it starts is stopped at teardown, whatever the test did.
     """
     _require_binary()
     started = []
 
-    def _start(repo, *extra_args, wait_ready=True):
-        srv = ServerProcess(repo, tmp_path / f"server{len(started)}.log", extra_args)
+    def _start(repo, *extra_args, wait_ready=True, env=None):
+        srv = ServerProcess(repo, tmp_path / f"server{len(started)}.log", extra_args, env)
         started.append(srv)
         return srv.start(wait_ready=wait_ready)
 
