@@ -1,6 +1,9 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <climits>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -12,12 +15,51 @@ namespace coalesce {
 namespace {
 
 constexpr char kServiceName[] = "inference.GRPCInferenceService";
+// SERVING from the moment the server listens until it exits, whatever the
+// models do: what a liveness probe asks (docs/deploy.md).
+constexpr char kLivenessService[] = "liveness";
 
+// Readiness: "" and the inference service follow `serving`.
 void SetServing(grpc::Server* server, bool serving) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) return;
-  health->SetServingStatus(serving);
+  health->SetServingStatus(serving);  // every service name, liveness too
   health->SetServingStatus(kServiceName, serving);
+  health->SetServingStatus(kLivenessService, true);
+}
+
+absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read --", flag, " '", path, "'"));
+  }
+  return text.str();
+}
+
+// Plaintext, TLS or mutual TLS, from Triton's flags.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& options) {
+  if (!options.grpc_use_ssl) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert =
+      ReadPem("grpc-server-cert", options.grpc_server_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key =
+      ReadPem("grpc-server-key", options.grpc_server_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (options.grpc_use_ssl_mutual) {
+    absl::StatusOr<std::string> root =
+        ReadPem("grpc-root-cert", options.grpc_root_cert);
+    if (!root.ok()) return root.status();
+    ssl.pem_root_certs = *root;
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
 }
 
 absl::Status LoadModels(const ServerOptions& options, ModelManager* manager) {
@@ -35,6 +77,9 @@ absl::Status LoadModels(const ServerOptions& options, ModelManager* manager) {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     const ServerOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      Credentials(options);
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Server> server(new Server());
   server->manager_ =
       std::make_unique<ModelManager>(options.model_repository, RealClock());
@@ -50,8 +95,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   grpc::ServerBuilder builder;
   const std::string address =
       absl::StrCat(options.grpc_address, ":", options.grpc_port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(address, *credentials, &server->port_);
+  if (options.grpc_max_connection_age.count() > 0) {
+    auto ms = [](std::chrono::seconds s) {
+      return static_cast<int>(std::min<int64_t>(s.count() * 1000, INT_MAX));
+    };
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               ms(options.grpc_max_connection_age));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               ms(options.exit_timeout));
+  }
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   builder.RegisterService(server->service_.get());
@@ -60,7 +113,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
   SetServing(server->grpc_server_.get(), false);
-  spdlog::info("listening on {}:{}", options.grpc_address, server->port_);
+  spdlog::info("listening on {}:{}{}", options.grpc_address, server->port_,
+               options.grpc_use_ssl_mutual ? " (mutual TLS)"
+               : options.grpc_use_ssl      ? " (TLS)"
+                                           : "");
   if (options.allow_metrics) {
     auto metrics = MetricsEndpoint::Start(
         options.metrics_address, options.metrics_port, server->manager_.get(),
@@ -88,7 +144,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
 Server::~Server() { Shutdown(std::chrono::seconds(0)); }
 
 void Server::Shutdown(std::chrono::seconds grace) {
-  if (shut_down_) return;
+  if (shut_down_ || grpc_server_ == nullptr) return;
   shut_down_ = true;
   service_->set_ready(false);
   SetServing(grpc_server_.get(), false);

@@ -25,20 +25,37 @@ absl::StatusOr<int64_t> ParseInt(absl::string_view flag, absl::string_view text,
   return value;
 }
 
+absl::StatusOr<bool> ParseBool(absl::string_view flag, absl::string_view text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, " must be 'true' or 'false', got '", text, "'"));
+}
+
 using Setter = std::function<absl::Status(ServerOptions&, absl::string_view)>;
+
+// A setter of a boolean flag.
+Setter BoolFlag(const char* flag, bool ServerOptions::*field) {
+  return [flag, field](ServerOptions& o, absl::string_view v) -> absl::Status {
+    absl::StatusOr<bool> b = ParseBool(flag, v);
+    if (!b.ok()) return b.status();
+    o.*field = *b;
+    return absl::OkStatus();
+  };
+}
+
+// A setter of a string flag.
+Setter StringFlag(std::string ServerOptions::*field) {
+  return [field](ServerOptions& o, absl::string_view v) {
+    o.*field = std::string(v);
+    return absl::OkStatus();
+  };
+}
 
 const std::map<std::string, Setter, std::less<>>& Setters() {
   static const auto* setters = new std::map<std::string, Setter, std::less<>>{
-      {"model-repository",
-       [](ServerOptions& o, absl::string_view v) {
-         o.model_repository = std::string(v);
-         return absl::OkStatus();
-       }},
-      {"grpc-address",
-       [](ServerOptions& o, absl::string_view v) {
-         o.grpc_address = std::string(v);
-         return absl::OkStatus();
-       }},
+      {"model-repository", StringFlag(&ServerOptions::model_repository)},
+      {"grpc-address", StringFlag(&ServerOptions::grpc_address)},
       {"grpc-port",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto port = ParseInt("grpc-port", v, 0, 65535);
@@ -78,20 +95,8 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
              "--log-level must be trace|debug|info|warn|error|off, got '", v,
              "'"));
        }},
-      {"allow-metrics",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         if (v != "true" && v != "false") {
-           return absl::InvalidArgumentError(absl::StrCat(
-               "--allow-metrics must be 'true' or 'false', got '", v, "'"));
-         }
-         o.allow_metrics = v == "true";
-         return absl::OkStatus();
-       }},
-      {"metrics-address",
-       [](ServerOptions& o, absl::string_view v) {
-         o.metrics_address = std::string(v);
-         return absl::OkStatus();
-       }},
+      {"allow-metrics", BoolFlag("allow-metrics", &ServerOptions::allow_metrics)},
+      {"metrics-address", StringFlag(&ServerOptions::metrics_address)},
       {"metrics-port",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto port = ParseInt("metrics-port", v, 0, 65535);
@@ -106,6 +111,19 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          o.metrics_interval = std::chrono::milliseconds(*ms);
          return absl::OkStatus();
        }},
+      {"grpc-max-connection-age-secs",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto secs = ParseInt("grpc-max-connection-age-secs", v, 0, 30 * 86400);
+         if (!secs.ok()) return secs.status();
+         o.grpc_max_connection_age = std::chrono::seconds(*secs);
+         return absl::OkStatus();
+       }},
+      {"grpc-use-ssl", BoolFlag("grpc-use-ssl", &ServerOptions::grpc_use_ssl)},
+      {"grpc-use-ssl-mutual",
+       BoolFlag("grpc-use-ssl-mutual", &ServerOptions::grpc_use_ssl_mutual)},
+      {"grpc-server-cert", StringFlag(&ServerOptions::grpc_server_cert)},
+      {"grpc-server-key", StringFlag(&ServerOptions::grpc_server_key)},
+      {"grpc-root-cert", StringFlag(&ServerOptions::grpc_root_cert)},
       {"exit-timeout-secs",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto secs = ParseInt("exit-timeout-secs", v, 0, 24 * 3600);
@@ -148,6 +166,20 @@ Flags:
                              sampled for the idle diagnosis (default 2000).
   --exit-timeout-secs N      On SIGTERM/SIGINT, how long to wait for queued and
                              in-flight requests before exiting (default 30).
+  --grpc-max-connection-age-secs N
+                             Send each client connection a GOAWAY after N s
+                             (its calls then have --exit-timeout-secs to
+                             finish), so clients re-resolve and new replicas
+                             get traffic (default 0: never).
+  --grpc-use-ssl BOOL        Serve gRPC over TLS (default false); needs
+                             --grpc-server-cert and --grpc-server-key.
+  --grpc-server-cert FILE    The server's certificate chain, PEM.
+  --grpc-server-key FILE     Its private key, PEM.
+  --grpc-use-ssl-mutual BOOL Mutual TLS: also require client certificates
+                             signed by --grpc-root-cert (default false;
+                             implies --grpc-use-ssl).
+  --grpc-root-cert FILE      CA certificates that sign client certificates,
+                             PEM.
   --help                     Print this text and exit.
 )";
 }
@@ -189,6 +221,16 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc,
   }
   if (options.model_repository.empty()) {
     return absl::InvalidArgumentError("--model-repository is required");
+  }
+  if (options.grpc_use_ssl_mutual) options.grpc_use_ssl = true;
+  if (options.grpc_use_ssl &&
+      (options.grpc_server_cert.empty() || options.grpc_server_key.empty())) {
+    return absl::InvalidArgumentError(
+        "--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key");
+  }
+  if (options.grpc_use_ssl_mutual && options.grpc_root_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--grpc-use-ssl-mutual needs --grpc-root-cert");
   }
   return options;
 }

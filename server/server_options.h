@@ -25,6 +25,16 @@ struct ServerOptions {
   std::string log_level = "info";
   // How long SIGTERM/SIGINT waits for queued and in-flight requests.
   std::chrono::seconds exit_timeout{30};
+  // After this long a client connection gets a GOAWAY (in-flight calls have
+  // exit_timeout to finish), so clients re-resolve and new replicas get
+  // traffic. 0 = connections live forever.
+  std::chrono::seconds grpc_max_connection_age{0};
+  // TLS on the gRPC port, with Triton's flags. PEM file paths.
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;  // require and verify client certificates
+  std::string grpc_server_cert;
+  std::string grpc_server_key;
+  std::string grpc_root_cert;  // CA that signs client certificates (mutual)
   // Prometheus metrics at http://metrics_address:metrics_port/metrics.
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";

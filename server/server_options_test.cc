@@ -82,3 +82,51 @@ TEST(ServerOptionsTest, HelpNeedsNoRepository) {
 
 }  // namespace
 }  // namespace coalesce
+
+namespace coalesce {
+namespace {
+
+TEST(ServerOptionsTest, TlsFlagsAsTriton) {
+  auto plain = Parse({"--model-repository", "/m"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->grpc_use_ssl);
+  EXPECT_EQ(plain->grpc_max_connection_age.count(), 0);
+
+  auto tls = Parse({"--model-repository", "/m", "--grpc-use-ssl=true",
+                    "--grpc-server-cert", "c.pem", "--grpc-server-key=k.pem",
+                    "--grpc-max-connection-age-secs", "300"});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(tls->grpc_use_ssl);
+  EXPECT_FALSE(tls->grpc_use_ssl_mutual);
+  EXPECT_EQ(tls->grpc_server_cert, "c.pem");
+  EXPECT_EQ(tls->grpc_server_key, "k.pem");
+  EXPECT_EQ(tls->grpc_max_connection_age.count(), 300);
+
+  auto mutual = Parse({"--model-repository", "/m", "--grpc-use-ssl-mutual",
+                       "true", "--grpc-server-cert", "c", "--grpc-server-key",
+                       "k", "--grpc-root-cert", "ca"});
+  ASSERT_TRUE(mutual.ok()) << mutual.status();
+  EXPECT_TRUE(mutual->grpc_use_ssl);  // implied
+  EXPECT_TRUE(mutual->grpc_use_ssl_mutual);
+  EXPECT_EQ(mutual->grpc_root_cert, "ca");
+}
+
+TEST(ServerOptionsTest, TlsNeedsItsFiles) {
+  auto no_key = Parse({"--model-repository", "/m", "--grpc-use-ssl", "true",
+                       "--grpc-server-cert", "c"});
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_NE(no_key.status().message().find("--grpc-server-key"),
+            absl::string_view::npos);
+  auto no_root = Parse({"--model-repository", "/m", "--grpc-use-ssl-mutual",
+                        "true", "--grpc-server-cert", "c",
+                        "--grpc-server-key", "k"});
+  ASSERT_FALSE(no_root.ok());
+  EXPECT_NE(no_root.status().message().find("--grpc-root-cert"),
+            absl::string_view::npos);
+  EXPECT_FALSE(Parse({"--model-repository", "/m", "--grpc-use-ssl", "yes"}).ok());
+  EXPECT_FALSE(Parse({"--model-repository", "/m",
+                      "--grpc-max-connection-age-secs", "-1"}).ok());
+}
+
+}  // namespace
+}  // namespace coalesce
