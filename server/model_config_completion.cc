@@ -213,25 +213,27 @@ absl::Status CompleteInstanceGroups(ModelConfig* config) {
   return absl::OkStatus();
 }
 
-absl::Status CheckPlatform(ModelConfig* config) {
-  const std::string& platform = config->platform();
-  const std::string& backend = config->backend();
-  if ((!platform.empty() && platform != "onnxruntime_onnx") ||
-      (!backend.empty() && backend != "onnxruntime")) {
+}  // namespace
+
+absl::Status CheckBackendSupported(const ModelConfig& config) {
+  constexpr char kWhat[] =
+      " is not supported by this server: Coalesce serves ONNX models (backend "
+      "'onnxruntime', platform 'onnxruntime_onnx')";
+  if (!config.backend().empty() && config.backend() != "onnxruntime") {
     return absl::InvalidArgumentError(
-        absl::StrCat("platform '", platform, "' / backend '", backend,
-                     "' is not supported: Coalesce serves ONNX models "
-                     "(platform onnxruntime_onnx)"));
+        absl::StrCat("backend '", config.backend(), "'", kWhat));
   }
-  config->set_platform("onnxruntime_onnx");
+  if (!config.platform().empty() && config.platform() != "onnxruntime_onnx") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("platform '", config.platform(), "'", kWhat));
+  }
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::Status CompleteModelConfig(const ModelSignature& signature,
                                  ModelConfig* config) {
-  if (absl::Status s = CheckPlatform(config); !s.ok()) return s;
+  if (absl::Status s = CheckBackendSupported(*config); !s.ok()) return s;
+  config->set_platform("onnxruntime_onnx");
   AutoCompleteBatching(signature, config);
   if (absl::Status s = CheckScheduling(*config); !s.ok()) return s;
   const bool batching = config->max_batch_size() > 0;

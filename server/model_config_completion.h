@@ -32,6 +32,12 @@ inline constexpr int kAutoMaxBatchSize = 4;
 absl::Status CompleteModelConfig(const ModelSignature& signature,
                                  inference::ModelConfig* config);
 
+// InvalidArgument "backend 'python' is not supported by this server: ..."
+// (or the platform) for anything but ONNX models (backend onnxruntime,
+// platform onnxruntime_onnx, or neither given). Checked before the model
+// file is looked for, so that a Python or TensorRT model is refused by name.
+absl::Status CheckBackendSupported(const inference::ModelConfig& config);
+
 }  // namespace coalesce
 
 #endif  // COALESCE_SERVER_MODEL_CONFIG_COMPLETION_H_

@@ -40,6 +40,7 @@ void WarnIgnoredSettings(const inference::ModelConfig& config) {
 absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     const std::filesystem::path& model_dir, int64_t version,
     inference::ModelConfig config, Clock* clock) {
+  if (absl::Status s = CheckBackendSupported(config); !s.ok()) return s;
   const std::string filename = config.default_model_filename().empty()
                                    ? "model.onnx"
                                    : config.default_model_filename();
