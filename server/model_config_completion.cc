@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "server/reshape_instance.h"
 #include "absl/strings/str_join.h"
 
 namespace coalesce {
@@ -95,13 +96,28 @@ absl::Status CompleteTensor(const TensorSpec& spec, bool batching,
         inference::DataType_Name(tensor->data_type()), " but the model has ",
         inference::DataType_Name(model_type)));
   }
+  if (tensor->is_shape_tensor()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kind, " '", spec.name, "': shape tensors are not supported"));
+  }
+  if (tensor->has_reshape()) {
+    // The model sees `reshape`, clients `dims` (reshape_instance.h).
+    if (tensor->dims_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kind, " '", spec.name, "': a reshape needs the dims clients use"));
+    }
+    const Shape reshape(tensor->reshape().shape().begin(),
+                        tensor->reshape().shape().end());
+    if (absl::Status s = CheckDims(spec.name, kind, *model_dims, reshape);
+        !s.ok()) {
+      return s;
+    }
+    return ReshapeCompatible(kind, spec.name,
+                             Shape(tensor->dims().begin(), tensor->dims().end()),
+                             reshape);
+  }
   if (tensor->dims_size() == 0 && !model_dims->empty()) {
     for (int64_t d : *model_dims) tensor->add_dims(d);
-  }
-  if (tensor->has_reshape() || tensor->is_shape_tensor()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kind, " '", spec.name,
-                     "': reshape and shape tensors are not supported"));
   }
   return CheckDims(spec.name, kind, *model_dims,
                    Shape(tensor->dims().begin(), tensor->dims().end()));

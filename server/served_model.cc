@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
 #include "server/model_config_completion.h"
+#include "server/reshape_instance.h"
 #include "server/scheduler_options_from_config.h"
 #include "spdlog/spdlog.h"
 
@@ -37,6 +38,33 @@ void WarnIgnoredSettings(const inference::ModelConfig& config) {
 
 }  // namespace
 
+namespace {
+
+// The reshapes of `config`, in the model's input and output order.
+ReshapePlan ReshapePlanOf(const inference::ModelConfig& config,
+                          const ModelSignature& signature) {
+  ReshapePlan plan;
+  plan.batching = config.max_batch_size() > 0;
+  auto collect = [](const std::vector<TensorSpec>& specs, const auto& tensors,
+                    std::vector<std::optional<TensorReshape>>& out) {
+    for (const TensorSpec& spec : specs) {
+      std::optional<TensorReshape> r;
+      for (const auto& t : tensors) {
+        if (t.name() != spec.name || !t.has_reshape()) continue;
+        r = TensorReshape{Shape(t.dims().begin(), t.dims().end()),
+                          Shape(t.reshape().shape().begin(),
+                                t.reshape().shape().end())};
+      }
+      out.push_back(std::move(r));
+    }
+  };
+  collect(signature.inputs, config.input(), plan.inputs);
+  collect(signature.outputs, config.output(), plan.outputs);
+  return plan;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     const std::filesystem::path& model_dir, int64_t version,
     inference::ModelConfig config, Clock* clock) {
@@ -58,6 +86,10 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   WarnIgnoredSettings(config);
   auto instances = CreateExecutorInstances(*model, &config, {});
   if (!instances.ok()) return instances.status();
+  const ReshapePlan reshape = ReshapePlanOf(config, (*model)->signature());
+  for (auto& instance : *instances) {
+    instance = WithReshape(std::move(instance), reshape);
+  }
   auto batcher = DynamicBatcher::Create(
       SchedulerOptionsFromConfig(config, (*model)->signature(), clock),
       *std::move(instances));

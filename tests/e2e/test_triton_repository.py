@@ -34,3 +34,69 @@ def test_other_backends_are_refused_by_name_and_the_rest_serve(start_server, tmp
         assert reason in index[name].reason, index[name].reason
     x = np.ones((1, 4), dtype=np.float32)
     np.testing.assert_allclose(client.infer("m", make_inputs(x=x)).as_numpy("y"), x * 2 + 1)
+
+
+def _scale_model(dims, name="scale"):
+    """x -> y = x * 2 + 1 with x and y of shape `dims` (ints or names)."""
+    from onnx import helper
+    import onnx
+    nodes = [helper.make_node("Mul", ["x", "two"], ["t"]), helper.make_node("Add", ["t", "one"], ["y"])]
+    graph = helper.make_graph(
+        nodes, name,
+        inputs=[helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(dims))],
+        outputs=[helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(dims))],
+        initializer=[helper.make_tensor("two", onnx.TensorProto.FLOAT, [1], [2.0]),
+                     helper.make_tensor("one", onnx.TensorProto.FLOAT, [1], [1.0])])
+    return gm.make_model(graph)
+
+
+RESHAPE_NO_BATCH = """
+name: "image_like"
+max_batch_size: 0
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 3, 4, 4 ], reshape { shape: [ 1, 3, 4, 4 ] } } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ 48 ], reshape { shape: [ 1, 3, 4, 4 ] } } ]
+"""
+
+RESHAPE_TO_SCALAR = """
+name: "per_row_scalar"
+max_batch_size: 8
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 1 ], reshape { shape: [ ] } } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ 1 ], reshape { shape: [ ] } } ]
+dynamic_batching { max_queue_delay_microseconds: 20000 }
+"""
+
+
+def test_reshape_as_triton_defines_it(start_server, tmp_path):
+    repo = tmp_path / "repo_reshape"
+    gm.write_model(repo, "image_like", _scale_model([1, 3, 4, 4]), RESHAPE_NO_BATCH)
+    gm.write_model(repo, "per_row_scalar", _scale_model(["batch"]), RESHAPE_TO_SCALAR)
+    bad = RESHAPE_NO_BATCH.replace('"image_like"', '"bad_reshape"').replace("dims: [ 48 ]", "dims: [ 47 ]")
+    gm.write_model(repo, "bad_reshape", _scale_model([1, 3, 4, 4]), bad)
+    srv = start_server(repo)
+    client = srv.client()
+    index = {m.name: m for m in client.get_model_repository_index().models}
+    assert index["image_like"].state == "READY", index["image_like"]
+    assert index["per_row_scalar"].state == "READY", index["per_row_scalar"]
+    assert index["bad_reshape"].state == "UNAVAILABLE"
+    assert "output 'y': reshape [1,3,4,4] does not hold the elements of dims [47]" in index["bad_reshape"].reason
+
+    # Metadata shows the client's shapes.
+    meta = client.get_model_metadata("image_like")
+    assert list(meta.inputs[0].shape) == [3, 4, 4] and list(meta.outputs[0].shape) == [48]
+
+    x = np.arange(48, dtype=np.float32).reshape(3, 4, 4)
+    y = client.infer("image_like", make_inputs(x=x), client_timeout=30).as_numpy("y")
+    assert y.shape == (48,)
+    np.testing.assert_allclose(y, x.reshape(48) * 2 + 1)
+
+    # Batched: several requests of [rows, 1] become one [N] batch for the model.
+    import concurrent.futures as cf
+    def one(i):
+        x = np.full((1 + i % 2, 1), i, dtype=np.float32)
+        return x, client.infer("per_row_scalar", make_inputs(x=x), client_timeout=30).as_numpy("y")
+    with cf.ThreadPoolExecutor(4) as pool:
+        for x, y in pool.map(one, range(8)):
+            assert y.shape == x.shape
+            np.testing.assert_allclose(y, x * 2 + 1)
+    stats = client.get_inference_statistics("per_row_scalar").model_stats[0]
+    assert stats.inference_count == sum(1 + i % 2 for i in range(8))
