@@ -56,6 +56,16 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
     sink->Finish(s);
     return nullptr;
   }
+  auto top_k = ReadClassificationParameters(proto);
+  if (!top_k.ok()) {
+    sink->Finish(top_k.status());
+    return nullptr;
+  }
+  if (!top_k->empty()) {
+    sink->set_classification(ClassificationRequest{
+        *std::move(top_k), (*served)->config.max_batch_size() > 0,
+        (*served)->labels});
+  }
   request->deadline = ToClockDeadline(deadline);
   ProtoResponseSink* raw_sink = sink.get();
   request->sink = std::move(sink);

@@ -18,8 +18,13 @@ char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
   return raw->data();
 }
 
+absl::Status ProtoResponseSink::Finalize(const absl::Status& status) {
+  if (!status.ok() || classification_.top_k.empty()) return status;
+  return ApplyClassification(classification_, response_);
+}
+
 void UnaryResponseSink::Finish(const absl::Status& status) {
-  reactor_->Finish(ToGrpcStatus(status));
+  reactor_->Finish(ToGrpcStatus(Finalize(status)));
 }
 
 StreamResponseSink::StreamResponseSink(
@@ -39,7 +44,8 @@ StreamResponseSink::StreamResponseSink(
       request_(std::move(request)),
       message_(std::move(message)) {}
 
-void StreamResponseSink::Finish(const absl::Status& status) {
+void StreamResponseSink::Finish(const absl::Status& result) {
+  const absl::Status status = Finalize(result);
   if (!status.ok()) {
     // Only the error and which request it answers (as Triton does).
     message_->clear_infer_response();

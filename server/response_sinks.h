@@ -17,6 +17,7 @@
 
 #include "batching/inference_request.h"
 #include "grpcpp/grpcpp.h"
+#include "server/classification.h"
 #include "proto/grpc_service.pb.h"
 
 namespace coalesce {
@@ -35,9 +36,20 @@ class ProtoResponseSink : public ResponseSink {
   std::deque<std::string>* converted() { return &converted_; }
   inference::ModelInferResponse* response() { return response_; }
 
+  // Outputs to return as their top classes (classification.h).
+  void set_classification(ClassificationRequest c) {
+    classification_ = std::move(c);
+  }
+
+ protected:
+  // The status to answer with once the outputs are final: `status`, or the
+  // error of turning outputs into classes.
+  absl::Status Finalize(const absl::Status& status);
+
  private:
   inference::ModelInferResponse* response_;
   std::deque<std::string> converted_;
+  ClassificationRequest classification_;
 };
 
 // Completes a unary ModelInfer. `context`, `reactor` and `response` belong to

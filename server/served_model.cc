@@ -84,6 +84,8 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     return s;
   }
   WarnIgnoredSettings(config);
+  auto labels = ReadOutputLabels(model_dir, config);
+  if (!labels.ok()) return labels.status();
   auto instances = CreateExecutorInstances(*model, &config, {});
   if (!instances.ok()) return instances.status();
   const ReshapePlan reshape = ReshapePlanOf(config, (*model)->signature());
@@ -100,6 +102,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   served->config = std::move(config);
   served->model = *std::move(model);
   served->batcher = *std::move(batcher);
+  served->labels = std::make_shared<const OutputLabels>(*std::move(labels));
   return served;
 }
 

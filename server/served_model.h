@@ -18,6 +18,7 @@
 #include "batching/dynamic_batcher.h"
 #include "engine/model.h"
 #include "proto/model_config.pb.h"
+#include "server/classification.h"
 
 namespace coalesce {
 
@@ -27,6 +28,8 @@ struct ServedModel {
   inference::ModelConfig config;  // completed from the model
   std::shared_ptr<const Model> model;
   std::unique_ptr<DynamicBatcher> batcher;
+  // Labels of the outputs with a label_filename (classification.h).
+  std::shared_ptr<const OutputLabels> labels;
 };
 
 // Loads <model_dir>/<version>/<default_model_filename or model.onnx>,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import tritonclient.grpc as grpcclient
 
 import generate_models as gm
 from conftest import REPO_ROOT, tiny_config
@@ -100,3 +101,39 @@ def test_reshape_as_triton_defines_it(start_server, tmp_path):
             np.testing.assert_allclose(y, x * 2 + 1)
     stats = client.get_inference_statistics("per_row_scalar").model_stats[0]
     assert stats.inference_count == sum(1 + i % 2 for i in range(8))
+
+
+CLASSIFIER = """
+name: "classifier"
+max_batch_size: 4
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 4 ] } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ 4 ], label_filename: "labels.txt" } ]
+"""
+
+
+def test_classification_extension_with_class_count(start_server, tmp_path):
+    repo = tmp_path / "repo_classify"
+    model_dir = gm.write_model(repo, "classifier", gm.make_tiny_model(), CLASSIFIER)
+    (model_dir / "labels.txt").write_text("cat\ndog\nfish\n")  # class 3 has no label
+    srv = start_server(repo)
+    client = srv.client()
+    x = np.array([[0.5, 3.0, 1.0, 2.0], [4.0, 0.0, 0.25, 1.0]], dtype=np.float32)  # y = 2x + 1
+    outputs = [grpcclient.InferRequestedOutput("y", class_count=2)]
+    result = client.infer("classifier", make_inputs(x=x), outputs=outputs, client_timeout=30)
+    y = result.as_numpy("y")
+    assert y.shape == (2, 2) and result.get_output("y").datatype == "BYTES"
+    assert [[v.decode() for v in row] for row in y] == [
+        ["7.000000:1:dog", "5.000000:3"], ["9.000000:0:cat", "3.000000:3"]]
+    # Without the parameter the values come back as they are.
+    plain = client.infer("classifier", make_inputs(x=x), client_timeout=30).as_numpy("y")
+    np.testing.assert_allclose(plain, x * 2 + 1)
+
+
+def test_label_file_outside_the_model_directory_is_refused(start_server, tmp_path):
+    repo = tmp_path / "repo_labels"
+    gm.write_model(repo, "classifier", gm.make_tiny_model(),
+                   CLASSIFIER.replace('"labels.txt"', '"../../etc/passwd"'))
+    srv = start_server(repo)
+    model = {m.name: m for m in srv.client().get_model_repository_index().models}["classifier"]
+    assert model.state == "UNAVAILABLE"
+    assert "label_filename '../../etc/passwd' must name a file inside the model directory" in model.reason
