@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "server/infer_request_decoder.h"
 
 namespace coalesce {
@@ -36,6 +38,32 @@ absl::Status InferHandler::Enqueue(const inference::ModelInferRequest& proto,
   return (*served)->batcher->Enqueue(request);
 }
 
+absl::StatusOr<std::map<std::string, SharedMemorySpan>>
+InferHandler::OutputRegions(const inference::ModelInferRequest& proto,
+                            const std::map<std::string, int64_t>& top_k) const {
+  std::map<std::string, SharedMemorySpan> regions;
+  for (const auto& output : proto.outputs()) {
+    auto ref = SharedMemoryRefOf(output.parameters(), "output", output.name());
+    if (!ref.ok()) return ref.status();
+    if (!ref->has_value()) continue;
+    auto error = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", output.name(), "': ", what));
+    };
+    if (shared_memory_ == nullptr) {
+      return error("shared memory is not available here");
+    }
+    if (top_k.contains(output.name())) {
+      return error("classification results cannot go to shared memory");
+    }
+    auto span = shared_memory_->Span((*ref)->region, (*ref)->offset,
+                                     (*ref)->byte_size);
+    if (!span.ok()) return error(span.status().message());
+    regions[output.name()] = *std::move(span);
+  }
+  return regions;
+}
+
 std::shared_ptr<ServedModel> InferHandler::Submit(
     const inference::ModelInferRequest& proto,
     std::chrono::system_clock::time_point deadline,
@@ -51,7 +79,8 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
 
   auto request = std::make_unique<InferenceRequest>();
   if (absl::Status s =
-          DecodeInferRequest(proto, sink->converted(), request.get());
+          DecodeInferRequest(proto, sink->converted(), request.get(),
+                             shared_memory_, sink->input_spans());
       !s.ok()) {
     sink->Finish(s);
     return nullptr;
@@ -61,6 +90,12 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
     sink->Finish(top_k.status());
     return nullptr;
   }
+  auto regions = OutputRegions(proto, *top_k);
+  if (!regions.ok()) {
+    sink->Finish(regions.status());
+    return nullptr;
+  }
+  if (!regions->empty()) sink->set_output_regions(*std::move(regions));
   if (!top_k->empty()) {
     sink->set_classification(ClassificationRequest{
         *std::move(top_k), (*served)->config.max_batch_size() > 0,

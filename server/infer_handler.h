@@ -12,14 +12,17 @@
 #include "proto/grpc_service.pb.h"
 #include "server/model_manager.h"
 #include "server/response_sinks.h"
+#include "server/shared_memory.h"
 
 namespace coalesce {
 
 class InferHandler {
  public:
-  // REQUIRES: manager and clock outlive the handler.
-  InferHandler(ModelManager* manager, Clock* clock)
-      : manager_(manager), clock_(clock) {}
+  // REQUIRES: manager, clock and shared_memory (may be null: no shared
+  // memory) outlive the handler.
+  InferHandler(ModelManager* manager, Clock* clock,
+               const SharedMemoryManager* shared_memory = nullptr)
+      : manager_(manager), clock_(clock), shared_memory_(shared_memory) {}
 
   // Submits `proto` for execution. The sink is always finished exactly once:
   // by the batcher when the request runs (or times out, is cancelled...), or
@@ -43,9 +46,14 @@ class InferHandler {
                        std::unique_ptr<InferenceRequest>* request);
   Clock::TimePoint ToClockDeadline(
       std::chrono::system_clock::time_point deadline) const;
+  // The requested outputs to be written into shared memory.
+  absl::StatusOr<std::map<std::string, SharedMemorySpan>> OutputRegions(
+      const inference::ModelInferRequest& proto,
+      const std::map<std::string, int64_t>& top_k) const;
 
   ModelManager* const manager_;
   Clock* const clock_;
+  const SharedMemoryManager* const shared_memory_;
 };
 
 }  // namespace coalesce

@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -134,8 +136,12 @@ absl::StatusOr<std::string_view> TypedData(const Input& input, DataType type,
                                  "raw_input_contents"));
 }
 
+// Input `index`; `raw` is its raw_input_contents entry (null when the
+// request has none), `shm` its span of a shared memory region (null when
+// it is not in one).
 absl::StatusOr<RequestInput> DecodeInput(
     const inference::ModelInferRequest& proto, int index,
+    const std::string* raw, const SharedMemorySpan* shm,
     std::deque<std::string>* converted) {
   const Input& input = proto.inputs(index);
   RequestInput decoded;
@@ -152,12 +158,20 @@ absl::StatusOr<RequestInput> DecodeInput(
   }
   const bool has_typed =
       input.has_contents() && TypedValueCount(input.contents()) > 0;
-  if (proto.raw_input_contents_size() > 0) {
+  if (shm != nullptr) {
+    if (has_typed) {
+      return InputError(input.name(),
+                        "in shared memory and in typed contents at once");
+    }
+    decoded.data = std::string_view(shm->data, shm->size);
+    return decoded;
+  }
+  if (raw != nullptr) {
     if (has_typed) {
       return InputError(input.name(),
                         "raw_input_contents and typed contents in one request");
     }
-    decoded.data = proto.raw_input_contents(index);
+    decoded.data = *raw;
     return decoded;
   }
   auto data = TypedData(input, decoded.dtype, converted);
@@ -193,19 +207,90 @@ absl::Status ReadParameters(const inference::ModelInferRequest& proto,
 
 }  // namespace
 
+absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryRefOf(
+    const google::protobuf::Map<std::string, inference::InferParameter>& params,
+    const std::string& kind, const std::string& name) {
+  auto region = params.find("shared_memory_region");
+  if (region == params.end()) return std::nullopt;
+  auto error = [&](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kind, " '", name, "': ", what));
+  };
+  auto int_param = [&](const char* key, bool required,
+                       uint64_t* out) -> absl::Status {
+    auto it = params.find(key);
+    if (it == params.end()) {
+      return required ? error("shared_memory_byte_size is required")
+                      : absl::OkStatus();
+    }
+    if (it->second.has_int64_param() && it->second.int64_param() >= 0) {
+      *out = static_cast<uint64_t>(it->second.int64_param());
+    } else if (it->second.has_uint64_param()) {
+      *out = it->second.uint64_param();
+    } else {
+      return error("shared memory offsets and sizes must be non-negative "
+                   "integers");
+    }
+    return absl::OkStatus();
+  };
+  if (!region->second.has_string_param()) {
+    return error("shared_memory_region must be a string");
+  }
+  SharedMemoryRef ref;
+  ref.region = region->second.string_param();
+  if (absl::Status s = int_param("shared_memory_byte_size", true, &ref.byte_size);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = int_param("shared_memory_offset", false, &ref.offset);
+      !s.ok()) {
+    return s;
+  }
+  return ref;
+}
+
 absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
                                 std::deque<std::string>* converted,
-                                InferenceRequest* request) {
+                                InferenceRequest* request,
+                                const SharedMemoryManager* shared_memory,
+                                std::vector<SharedMemorySpan>* spans) {
+  // Which inputs live in shared memory; the others take the raw contents
+  // in order.
+  std::vector<std::optional<SharedMemorySpan>> shm(proto.inputs_size());
+  int in_messages = 0;
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    const Input& input = proto.inputs(i);
+    auto ref = SharedMemoryRefOf(input.parameters(), "input", input.name());
+    if (!ref.ok()) return ref.status();
+    if (!ref->has_value()) {
+      ++in_messages;
+      continue;
+    }
+    if (shared_memory == nullptr) {
+      return InputError(input.name(), "shared memory is not available here");
+    }
+    auto span = shared_memory->Span((*ref)->region, (*ref)->offset,
+                                    (*ref)->byte_size);
+    if (!span.ok()) return InputError(input.name(), std::string(span.status().message()));
+    shm[i] = *span;
+    if (spans != nullptr) spans->push_back(*span);
+  }
   if (proto.raw_input_contents_size() > 0 &&
-      proto.raw_input_contents_size() != proto.inputs_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request has ", proto.inputs_size(), " inputs but ",
-                     proto.raw_input_contents_size(),
-                     " raw_input_contents; each input needs exactly one"));
+      proto.raw_input_contents_size() != in_messages) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request has ", in_messages, " inputs outside shared memory but ",
+        proto.raw_input_contents_size(),
+        " raw_input_contents; each needs exactly one"));
   }
   request->id = proto.id();
+  int raw_index = 0;
   for (int i = 0; i < proto.inputs_size(); ++i) {
-    auto input = DecodeInput(proto, i, converted);
+    const std::string* raw = nullptr;
+    if (!shm[i] && proto.raw_input_contents_size() > 0) {
+      raw = &proto.raw_input_contents(raw_index++);
+    }
+    auto input = DecodeInput(proto, i, raw, shm[i] ? &*shm[i] : nullptr,
+                             converted);
     if (!input.ok()) return input.status();
     request->inputs.push_back(*std::move(input));
   }

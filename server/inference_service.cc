@@ -15,9 +15,9 @@ using Reactor = grpc::ServerUnaryReactor;
 constexpr char kServerName[] = "coalesce";
 constexpr char kServerVersion[] = "0.1.0";
 // Protocol extensions this server implements (and only those).
-constexpr const char* kExtensions[] = {"model_repository",
-                                       "model_configuration", "schedule_policy",
-                                       "parameters", "statistics"};
+constexpr const char* kExtensions[] = {
+    "classification",  "model_repository", "model_configuration",
+    "system_shared_memory", "schedule_policy", "parameters", "statistics"};
 
 Reactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
   Reactor* reactor = context->DefaultReactor();
@@ -39,7 +39,9 @@ void FillTensorMetadata(bool batching, const std::string& name,
 
 InferenceService::InferenceService(ModelManager* manager, Clock* clock,
                                    ModelControlMode mode)
-    : manager_(manager), handler_(manager, clock), mode_(mode) {}
+    : manager_(manager),
+      handler_(manager, clock, &shared_memory_),
+      mode_(mode) {}
 
 Reactor* InferenceService::ServerLive(Context* c,
                                       const inference::ServerLiveRequest*,
@@ -161,6 +163,35 @@ Reactor* InferenceService::RepositoryModelUnload(
                        "model unload needs --model-control-mode explicit"));
   }
   return Done(c, manager_->Unload(req->model_name()));
+}
+
+Reactor* InferenceService::SystemSharedMemoryStatus(
+    Context* c, const inference::SystemSharedMemoryStatusRequest* req,
+    inference::SystemSharedMemoryStatusResponse* resp) {
+  auto regions = shared_memory_.Status(req->name());
+  if (!regions.ok()) return Done(c, regions.status());
+  for (const SharedMemoryRegionInfo& r : *regions) {
+    auto& status = (*resp->mutable_regions())[r.name];
+    status.set_name(r.name);
+    status.set_key(r.key);
+    status.set_offset(r.offset);
+    status.set_byte_size(r.byte_size);
+  }
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::SystemSharedMemoryRegister(
+    Context* c, const inference::SystemSharedMemoryRegisterRequest* req,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  return Done(c, shared_memory_.Register(req->name(), req->key(), req->offset(),
+                                         req->byte_size()));
+}
+
+Reactor* InferenceService::SystemSharedMemoryUnregister(
+    Context* c, const inference::SystemSharedMemoryUnregisterRequest* req,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  shared_memory_.Unregister(req->name());
+  return Done(c, absl::OkStatus());
 }
 
 Reactor* InferenceService::ModelInfer(Context* c,

@@ -53,6 +53,15 @@ class InferenceService final
   Reactor* RepositoryModelUnload(
       Context* c, const inference::RepositoryModelUnloadRequest* req,
       inference::RepositoryModelUnloadResponse* resp) override;
+  Reactor* SystemSharedMemoryStatus(
+      Context* c, const inference::SystemSharedMemoryStatusRequest* req,
+      inference::SystemSharedMemoryStatusResponse* resp) override;
+  Reactor* SystemSharedMemoryRegister(
+      Context* c, const inference::SystemSharedMemoryRegisterRequest* req,
+      inference::SystemSharedMemoryRegisterResponse* resp) override;
+  Reactor* SystemSharedMemoryUnregister(
+      Context* c, const inference::SystemSharedMemoryUnregisterRequest* req,
+      inference::SystemSharedMemoryUnregisterResponse* resp) override;
   Reactor* ModelInfer(Context* c, const inference::ModelInferRequest* req,
                       inference::ModelInferResponse* resp) override;
   grpc::ServerBidiReactor<inference::ModelInferRequest,
@@ -61,6 +70,7 @@ class InferenceService final
 
  private:
   ModelManager* const manager_;
+  SharedMemoryManager shared_memory_;  // before handler_, which uses it
   InferHandler handler_;
   const ModelControlMode mode_;
   std::atomic<bool> ready_{false};

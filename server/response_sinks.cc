@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "server/status_convert.h"
 #include "server/stream_infer_reactor.h"
 
@@ -14,12 +16,25 @@ char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
   output->set_datatype(std::string(DataTypeName(dtype)));
   for (int64_t d : shape) output->add_shape(d);
   std::string* raw = response_->add_raw_output_contents();
-  raw->resize(byte_size);
-  return raw->data();
+  auto region = output_regions_.find(name);
+  if (region == output_regions_.end()) {
+    raw->resize(byte_size);
+    return raw->data();
+  }
+  if (byte_size <= region->second.size) return region->second.data;
+  if (output_error_.ok()) {
+    output_error_ = absl::InvalidArgumentError(absl::StrCat(
+        "output '", name, "': ", byte_size,
+        " bytes do not fit its shared memory span of ", region->second.size));
+  }
+  scratch_.resize(byte_size);
+  return scratch_.data();
 }
 
 absl::Status ProtoResponseSink::Finalize(const absl::Status& status) {
-  if (!status.ok() || classification_.top_k.empty()) return status;
+  if (!status.ok()) return status;
+  if (!output_error_.ok()) return output_error_;
+  if (classification_.top_k.empty()) return status;
   return ApplyClassification(classification_, response_);
 }
 

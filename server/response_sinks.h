@@ -12,12 +12,15 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "batching/inference_request.h"
 #include "grpcpp/grpcpp.h"
 #include "server/classification.h"
+#include "server/shared_memory.h"
 #include "proto/grpc_service.pb.h"
 
 namespace coalesce {
@@ -41,6 +44,16 @@ class ProtoResponseSink : public ResponseSink {
     classification_ = std::move(c);
   }
 
+  // Outputs to write into shared memory instead of the response: their
+  // bytes go straight into the span (the response keeps an empty
+  // raw_output_contents entry in their place, so positions still match);
+  // an output larger than its span fails the request, naming both.
+  void set_output_regions(std::map<std::string, SharedMemorySpan> regions) {
+    output_regions_ = std::move(regions);
+  }
+  // Keeps input spans mapped until the sink is destroyed.
+  std::vector<SharedMemorySpan>* input_spans() { return &input_spans_; }
+
  protected:
   // The status to answer with once the outputs are final: `status`, or the
   // error of turning outputs into classes.
@@ -50,6 +63,10 @@ class ProtoResponseSink : public ResponseSink {
   inference::ModelInferResponse* response_;
   std::deque<std::string> converted_;
   ClassificationRequest classification_;
+  std::map<std::string, SharedMemorySpan> output_regions_;
+  std::vector<SharedMemorySpan> input_spans_;
+  std::string scratch_;        // where an output too large for its span goes
+  absl::Status output_error_;  // the first such output
 };
 
 // Completes a unary ModelInfer. `context`, `reactor` and `response` belong to

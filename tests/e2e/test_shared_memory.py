@@ -1,0 +1,98 @@
+"""System shared memory with Triton's client utilities
+(tritonclient.utils.shared_memory): register, status, unregister; inputs
+read from and outputs written to registered regions; bounds checked with
+the tensor named; a region unregistered while in use stays safe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.utils.shared_memory as shm
+from tritonclient.utils import InferenceServerException
+
+import generate_models as gm
+from conftest import tiny_config
+
+
+@pytest.fixture
+def served(start_server, tmp_path):
+    repo = tmp_path / "repo_shm"
+    gm.write_model(repo, "m", gm.make_tiny_model(width=256), tiny_config("m", width=256))
+    srv = start_server(repo)
+    client = srv.client()
+    regions = []
+
+    def region(name: str, byte_size: int):
+        handle = shm.create_shared_memory_region(name, f"/coalesce_test_{name}_{id(srv)}", byte_size)
+        regions.append(handle)
+        return handle
+
+    yield client, region
+    client.unregister_system_shared_memory()
+    for handle in regions:
+        shm.destroy_shared_memory_region(handle)
+
+
+def test_inputs_and_outputs_in_shared_memory(served):
+    client, region = served
+    x = np.random.default_rng(1).standard_normal((3, 256)).astype(np.float32)
+    in_handle = region("in", x.nbytes)
+    out_handle = region("out", x.nbytes + 64)
+    shm.set_shared_memory_region(in_handle, [x])
+    # Registered with the keys the regions were created with.
+    client.register_system_shared_memory("in", in_handle._shm_key, x.nbytes)
+    client.register_system_shared_memory("out", out_handle._shm_key, x.nbytes + 64, offset=0)
+    status = client.get_system_shared_memory_status(as_json=True)["regions"]
+    assert set(status) == {"in", "out"}
+    assert int(status["in"]["byte_size"]) == x.nbytes
+
+    inp = grpcclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_shared_memory("in", x.nbytes)
+    out = grpcclient.InferRequestedOutput("y")
+    out.set_shared_memory("out", x.nbytes, offset=64)
+    result = client.infer("m", [inp], outputs=[out], client_timeout=30)
+    meta = result.get_output("y")
+    assert list(meta.shape) == [3, 256] and meta.datatype == "FP32"
+    y = shm.get_contents_as_numpy(out_handle, np.float32, [3, 256], offset=64)
+    np.testing.assert_allclose(y, x * 2 + 1, rtol=1e-6)
+    # The bytes travelled through the region, not the response.
+    assert list(result.get_response().raw_output_contents) == [b""]
+
+
+def test_mixed_raw_and_shared_memory_inputs_and_bounds(served):
+    client, region = served
+    x = np.ones((2, 256), dtype=np.float32)
+    handle = region("small", 512)
+    client.register_system_shared_memory("small", handle._shm_key, 512)
+    inp = grpcclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_shared_memory("small", x.nbytes)  # 2048 bytes from a 512-byte region
+    with pytest.raises(InferenceServerException, match="input 'x': offset 0 \\+ byte_size 2048 lies outside shared memory region 'small'"):
+        client.infer("m", [inp], client_timeout=30)
+    inp.set_shared_memory("nope", 16)
+    with pytest.raises(InferenceServerException, match="input 'x': no shared memory region named 'nope'"):
+        client.infer("m", [inp], client_timeout=30)
+    # An output larger than its span fails the request and names both.
+    inp = grpcclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    out = grpcclient.InferRequestedOutput("y")
+    out.set_shared_memory("small", 512)
+    with pytest.raises(InferenceServerException, match="output 'y': 2048 bytes do not fit its shared memory span of 512"):
+        client.infer("m", [inp], outputs=[out], client_timeout=30)
+
+
+def test_register_errors_and_unregister(served):
+    client, region = served
+    handle = region("r", 1024)
+    client.register_system_shared_memory("r", handle._shm_key, 1024)
+    with pytest.raises(InferenceServerException, match="already registered"):
+        client.register_system_shared_memory("r", handle._shm_key, 1024)
+    with pytest.raises(InferenceServerException, match="exceeds the object's 1024 bytes"):
+        client.register_system_shared_memory("big", handle._shm_key, 4096)
+    with pytest.raises(InferenceServerException, match="cannot open"):
+        client.register_system_shared_memory("missing", "/coalesce_no_such_key", 16)
+    with pytest.raises(InferenceServerException, match="no shared memory region named 'zzz'"):
+        client.get_system_shared_memory_status("zzz")
+    client.unregister_system_shared_memory("r")
+    assert client.get_system_shared_memory_status(as_json=True).get("regions", {}) == {}
+    client.unregister_system_shared_memory("r")  # unknown: not an error
