@@ -1,6 +1,7 @@
 #include "server/inference_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
 #include "server/statistics_proto.h"
 #include "server/status_convert.h"
 #include "server/stream_infer_reactor.h"
@@ -33,6 +34,58 @@ void FillTensorMetadata(bool batching, const std::string& name,
   out->set_datatype(std::string(DataTypeName(static_cast<DataType>(type))));
   if (batching) out->add_shape(-1);
   for (int64_t d : dims) out->add_shape(d);
+}
+
+// Upper bounds of what a load request may carry.
+constexpr size_t kMaxConfigOverrideBytes = 1 << 20;
+constexpr size_t kMaxOverrideFileBytes = size_t{1} << 30;
+
+// RepositoryModelLoad's parameters: `config` (a ModelConfig as JSON) and
+// `file:<path>` contents, as Triton takes them.
+absl::StatusOr<LoadOverrides> LoadOverridesOf(
+    const inference::RepositoryModelLoadRequest& req) {
+  LoadOverrides overrides;
+  size_t file_bytes = 0;
+  for (const auto& [key, value] : req.parameters()) {
+    if (key == "config") {
+      if (!value.has_string_param()) {
+        return absl::InvalidArgumentError(
+            "load parameter 'config' must be a string (the config as JSON)");
+      }
+      if (value.string_param().size() > kMaxConfigOverrideBytes) {
+        return absl::InvalidArgumentError(
+            "load parameter 'config' is larger than 1 MiB");
+      }
+      inference::ModelConfig config;
+      auto parsed =
+          google::protobuf::util::JsonStringToMessage(value.string_param(), &config);
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "load parameter 'config' is not a model config in JSON: ",
+            std::string(parsed.message())));
+      }
+      overrides.config = std::move(config);
+    } else if (key.starts_with("file:")) {
+      if (!value.has_bytes_param()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "load parameter '", key, "' must carry the file as bytes"));
+      }
+      file_bytes += value.bytes_param().size();
+      if (file_bytes > kMaxOverrideFileBytes) {
+        return absl::InvalidArgumentError(
+            "override files are larger than 1 GiB in all");
+      }
+      overrides.files[key.substr(5)] = value.bytes_param();
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown load parameter '", key, "'"));
+    }
+  }
+  if (!overrides.files.empty() && !overrides.config) {
+    return absl::InvalidArgumentError(
+        "override files need the 'config' load parameter too");
+  }
+  return overrides;
 }
 
 }  // namespace
@@ -146,13 +199,10 @@ Reactor* InferenceService::RepositoryModelLoad(
     return Done(c, absl::UnavailableError(
                        "model load needs --model-control-mode explicit"));
   }
-  if (!req->parameters().empty()) {
-    return Done(c, absl::UnimplementedError(
-                       "load parameters (config or file overrides) are not "
-                       "supported"));
-  }
+  auto overrides = LoadOverridesOf(*req);
+  if (!overrides.ok()) return Done(c, overrides.status());
   // Loading blocks this callback thread for the load's duration.
-  return Done(c, manager_->Load(req->model_name()));
+  return Done(c, manager_->Load(req->model_name(), *overrides));
 }
 
 Reactor* InferenceService::RepositoryModelUnload(

@@ -1,8 +1,11 @@
 #include "server/model_manager.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -15,6 +18,47 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A temporary model directory holding override files, removed with it.
+class OverrideDirectory {
+ public:
+  static absl::StatusOr<std::unique_ptr<OverrideDirectory>> Write(
+      const std::string& name, const std::map<std::string, std::string>& files) {
+    char pattern[] = "/tmp/coalesce-override-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) {
+      return absl::InternalError("cannot create a directory for override files");
+    }
+    auto dir = std::unique_ptr<OverrideDirectory>(new OverrideDirectory(pattern));
+    for (const auto& [relative, contents] : files) {
+      const fs::path path = fs::path(relative).lexically_normal();
+      if (relative.empty() || path.is_absolute() || path.empty() ||
+          *path.begin() == "..") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "override file 'file:", relative,
+            "' must be a relative path inside the model directory"));
+      }
+      const fs::path target = dir->root_ / name / path;
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      std::ofstream out(target, std::ios::binary);
+      out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+      if (ec || !out) {
+        return absl::InternalError(
+            absl::StrCat("cannot write override file 'file:", relative, "'"));
+      }
+    }
+    return dir;
+  }
+  ~OverrideDirectory() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  fs::path model_dir(const std::string& name) const { return root_ / name; }
+
+ private:
+  explicit OverrideDirectory(fs::path root) : root_(std::move(root)) {}
+  const fs::path root_;
+};
+
 // Shuts the batchers down side by side, so that each queue is flushed at once
 // rather than after the previous model's drain; returns when all are drained.
 void ShutdownEach(const std::vector<std::shared_ptr<ServedModel>>& models) {
@@ -26,9 +70,17 @@ void ShutdownEach(const std::vector<std::shared_ptr<ServedModel>>& models) {
 }
 
 absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>> LoadVersions(
-    const fs::path& dir, const std::string& name, Clock* clock) {
-  auto config = ReadModelConfig(dir, name);
+    const fs::path& dir, const std::string& name, Clock* clock,
+    const std::optional<inference::ModelConfig>& override_config) {
+  absl::StatusOr<inference::ModelConfig> config =
+      override_config ? *override_config : ReadModelConfig(dir, name);
   if (!config.ok()) return config.status();
+  if (config->name().empty()) config->set_name(name);
+  if (config->name() != name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the config override names the model '", config->name(),
+        "', not '", name, "'"));
+  }
   const auto versions =
       SelectVersions(config->version_policy(), ListVersionFolders(dir));
   if (versions.empty()) {
@@ -70,13 +122,32 @@ bool ModelManager::IsRepositoryModel(const std::string& name) const {
          std::find(names->begin(), names->end(), name) != names->end();
 }
 
-absl::Status ModelManager::Load(const std::string& name) {
+absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>>
+ModelManager::LoadWithOverrides(const std::string& name,
+                                const LoadOverrides& overrides) {
+  if (overrides.files.empty()) {
+    return LoadVersions(fs::path(repository_) / name, name, clock_,
+                        overrides.config);
+  }
+  // Files replace the model directory: everything comes from them.
+  auto dir = OverrideDirectory::Write(name, overrides.files);
+  if (!dir.ok()) return dir.status();
+  return LoadVersions((*dir)->model_dir(name), name, clock_, overrides.config);
+}
+
+absl::Status ModelManager::Load(const std::string& name,
+                                const LoadOverrides& overrides) {
   absl::MutexLock load_lock(&load_mu_);
-  if (!IsRepositoryModel(name)) {
+  if (overrides.files.empty() && !IsRepositoryModel(name)) {
     return absl::NotFoundError(
         absl::StrCat("model '", name, "' is not in the repository"));
   }
-  auto loaded = LoadVersions(fs::path(repository_) / name, name, clock_);
+  if (name.empty() || name.find('/') != std::string::npos || name == "." ||
+      name == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is not a model name"));
+  }
+  auto loaded = LoadWithOverrides(name, overrides);
   if (!loaded.ok()) return RecordFailure(name, loaded.status());
   ModelRecord record;
   record.served = *std::move(loaded);

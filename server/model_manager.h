@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@
 #include "server/served_model.h"
 
 namespace coalesce {
+
+// What RepositoryModelLoad may give instead of the repository's files: a
+// config (replacing config.pbtxt) and files of the model directory
+// (relative path -> contents, e.g. "1/model.onnx"). With files the model is
+// loaded from them alone, and need not be in the repository.
+struct LoadOverrides {
+  std::optional<inference::ModelConfig> config;
+  std::map<std::string, std::string> files;
+};
 
 // One row of RepositoryIndex.
 struct ModelIndexEntry {
@@ -40,8 +50,11 @@ class ModelManager {
   // swaps the new versions in, then drains the old ones. When loading fails,
   // the error (with reason) is returned and logged; versions already serving
   // keep serving, otherwise the model is recorded UNAVAILABLE with the reason.
-  // NotFound unless `name` is a model folder of the repository.
-  absl::Status Load(const std::string& name);
+  // NotFound unless `name` is a model folder of the repository or
+  // `overrides` carries files; InvalidArgument for an override file path that
+  // is absolute or leaves the model directory.
+  absl::Status Load(const std::string& name,
+                    const LoadOverrides& overrides = {});
 
   // Loads every model folder of the repository; failures are recorded and
   // logged, not returned. Fails only when the repository cannot be read.
@@ -76,6 +89,8 @@ class ModelManager {
   };
 
   bool IsRepositoryModel(const std::string& name) const;
+  absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>>
+  LoadWithOverrides(const std::string& name, const LoadOverrides& overrides);
   absl::Status RecordFailure(const std::string& name,
                              const absl::Status& status);
   void Record(const std::string& name, ModelRecord record,

@@ -197,17 +197,14 @@ def test_load_of_path_like_names_is_not_found(start_server, tmp_path, name):
     assert set(index_by_name(client)) == {"other"}
 
 
-def test_load_with_config_parameter_is_unimplemented(start_server, tmp_path):
-    """tritonclient's load_model(name, config=...) sends a 'config' parameter (a config
-    override), which this server does not support: UNIMPLEMENTED, nothing loaded."""
+def test_load_with_a_partial_config_override(start_server, tmp_path):
+    """tritonclient's load_model(name, config=...) sends a 'config' parameter: it
+    replaces config.pbtxt, and what it leaves out is completed from the model."""
     repo = tmp_path / "repo_params"
     gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
     srv = start_server(repo, "--model-control-mode", "explicit")
     client = srv.client()
-    override = '{"max_batch_size": 4}'
-    with pytest.raises(InferenceServerException) as ei:
-        client.load_model("m", config=override, client_timeout=60)
-    assert status_name(ei.value) == "UNIMPLEMENTED", ei.value
-    assert not client.is_model_ready("m")
-    client.load_model("m", client_timeout=60)  # without parameters it loads
+    client.load_model("m", config='{"max_batch_size": 4}', client_timeout=60)
+    config = client.get_model_config("m").config
+    assert config.max_batch_size == 4 and [i.name for i in config.input] == ["x"]
     tiny_ok(client, "m")

@@ -4,9 +4,11 @@ other models serve."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
+import pytest
 import tritonclient.grpc as grpcclient
 
 import generate_models as gm
@@ -137,3 +139,44 @@ def test_label_file_outside_the_model_directory_is_refused(start_server, tmp_pat
     model = {m.name: m for m in srv.client().get_model_repository_index().models}["classifier"]
     assert model.state == "UNAVAILABLE"
     assert "label_filename '../../etc/passwd' must name a file inside the model directory" in model.reason
+
+
+def test_load_with_config_and_file_overrides(start_server, tmp_path):
+    import json
+    from tritonclient.utils import InferenceServerException
+    repo = tmp_path / "repo_overrides"
+    gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
+    srv = start_server(repo, "--model-control-mode", "explicit", "--load-model", "m")
+    client = srv.client()
+    assert client.get_model_config("m").config.max_batch_size == 8
+
+    # A config override replaces config.pbtxt.
+    override = {"name": "m", "max_batch_size": 2,
+                "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}],
+                "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [4]}]}
+    client.load_model("m", config=json.dumps(override))
+    assert client.get_model_config("m").config.max_batch_size == 2
+    with pytest.raises(InferenceServerException, match=re.escape("input 'x': batch size 3 is outside [1, 2]")):
+        client.infer("m", make_inputs(x=np.ones((3, 4), dtype=np.float32)), client_timeout=30)
+
+    # Files and a config load a model the repository does not have.
+    onnx_bytes = gm.make_tiny_model(scale=3.0).SerializeToString()
+    fresh = dict(override, name="fresh", max_batch_size=4)
+    client.load_model("fresh", config=json.dumps(fresh), files={"file:1/model.onnx": onnx_bytes})
+    y = client.infer("fresh", make_inputs(x=np.ones((1, 4), dtype=np.float32)), client_timeout=30).as_numpy("y")
+    np.testing.assert_allclose(y, np.full((1, 4), 4.0))
+
+    bad = [
+        (dict(config=json.dumps(fresh), files={"file:../escape/1/model.onnx": onnx_bytes}),
+         "must be a relative path inside the model directory"),
+        (dict(config=json.dumps(fresh), files={"file:/etc/1/model.onnx": onnx_bytes}),
+         "must be a relative path inside the model directory"),
+        (dict(files={"file:1/model.onnx": onnx_bytes}), "override files need the 'config' load parameter"),
+        (dict(config="{not json"), "load parameter 'config' is not a model config in JSON"),
+        (dict(config=json.dumps(dict(override, name="other"))), "names the model 'other', not 'm'"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(InferenceServerException, match=re.escape(message)):
+            client.load_model("fresh" if "files" in kwargs else "m", **kwargs)
+    # The failed loads left the served versions serving.
+    assert client.infer("m", make_inputs(x=np.ones((1, 4), dtype=np.float32)), client_timeout=30)
