@@ -249,3 +249,18 @@ def fill_queue(client, model: str, xs, queue_size: int, timeout: float = 20.0,
         f"request {tag} to {model} completed while the queue should hold it: {result.get_response()}")
     assert status_name(error) == "UNAVAILABLE", error
     return collector, tag, t
+
+
+def tools_required() -> bool:
+    """CI (CI=true) and ctest (COALESCE_E2E_REQUIRE_SERVER=1) require every tool."""
+    import os
+    return (os.environ.get("CI", "").lower() == "true"
+            or os.environ.get("COALESCE_E2E_REQUIRE_SERVER") == "1")
+
+
+def unusable(reason: str):
+    """A missing tool fails the test where tools are required, skips it otherwise."""
+    import pytest
+    if tools_required():
+        pytest.fail(f"{reason} (required: CI=true or COALESCE_E2E_REQUIRE_SERVER=1)", pytrace=False)
+    pytest.skip(reason)
