@@ -66,7 +66,11 @@ def test_instance_states_split_wall_time(start_server, repo):
     # Idle, nothing in flight: the states grow by the time between the scrapes.
     grown = sum(after.values()) - sum(before.values())
     assert t2 - t1 <= grown <= t3 - t0, (grown, t2 - t1, t3 - t0)
-    assert after["idle_empty_queue"] - before["idle_empty_queue"] == pytest.approx(grown)
+    # Nearly all of it idle with an empty queue: the last batch may still have
+    # held its slot for the moment between answering and releasing it when
+    # the first scrape ran, and is accounted when it releases (milliseconds).
+    idle = after["idle_empty_queue"] - before["idle_empty_queue"]
+    assert grown - 0.05 <= idle <= grown + 1e-9, (idle, grown, before, after)
 
 
 def test_idle_diagnosis_is_published_and_logged(start_server, repo):
