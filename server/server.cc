@@ -63,7 +63,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
 }
 
 absl::Status LoadModels(const ServerOptions& options, ModelManager* manager) {
-  if (options.model_control_mode == ModelControlMode::kNone) {
+  if (options.model_control_mode != ModelControlMode::kExplicit) {
     return manager->LoadAll();
   }
   for (const std::string& name : options.startup_models) {
@@ -135,6 +135,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     return s;
   }
   server->diagnostics_->Start();
+  if (options.model_control_mode == ModelControlMode::kPoll) {
+    server->poller_ = std::make_unique<RepositoryPoller>(
+        server->manager_.get(), options.model_repository, RealClock(),
+        options.repository_poll);
+    server->poller_->Start();
+  }
   server->service_->set_ready(true);
   SetServing(server->grpc_server_.get(), true);
   spdlog::info("ready");
@@ -156,6 +162,7 @@ void Server::Shutdown(std::chrono::seconds grace) {
   // meanwhile stops accepting calls and waits for the running ones until the
   // grace period ends, then cancels what is left.
   diagnostics_->Stop();
+  if (poller_ != nullptr) poller_->Stop();
   std::thread drain([this] { manager_->ShutdownAll(); });
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
   drain.join();

@@ -16,6 +16,7 @@
 #include "server/inference_service.h"
 #include "server/metrics_endpoint.h"
 #include "server/model_manager.h"
+#include "server/repository_poller.h"
 #include "server/server_options.h"
 
 namespace coalesce {
@@ -44,6 +45,7 @@ class Server {
 
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<IdleDiagnostics> diagnostics_;  // reads manager_
+  std::unique_ptr<RepositoryPoller> poller_;      // poll mode only
   std::unique_ptr<MetricsEndpoint> metrics_;  // null with --allow-metrics false
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -69,9 +69,11 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
            o.model_control_mode = ModelControlMode::kNone;
          } else if (v == "explicit") {
            o.model_control_mode = ModelControlMode::kExplicit;
+         } else if (v == "poll") {
+           o.model_control_mode = ModelControlMode::kPoll;
          } else {
            return absl::InvalidArgumentError(absl::StrCat(
-               "--model-control-mode must be 'none' or 'explicit', got '", v,
+               "--model-control-mode must be 'none', 'explicit' or 'poll', got '", v,
                "'"));
          }
          return absl::OkStatus();
@@ -124,6 +126,13 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
       {"grpc-server-cert", StringFlag(&ServerOptions::grpc_server_cert)},
       {"grpc-server-key", StringFlag(&ServerOptions::grpc_server_key)},
       {"grpc-root-cert", StringFlag(&ServerOptions::grpc_root_cert)},
+      {"repository-poll-secs",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto secs = ParseInt("repository-poll-secs", v, 1, 24 * 3600);
+         if (!secs.ok()) return secs.status();
+         o.repository_poll = std::chrono::seconds(*secs);
+         return absl::OkStatus();
+       }},
       {"exit-timeout-secs",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          auto secs = ParseInt("exit-timeout-secs", v, 0, 24 * 3600);
@@ -154,6 +163,10 @@ Flags:
   --model-control-mode MODE  none (default): load every model at start.
                              explicit: load only --load-model models; clients
                              load and unload with RepositoryModelLoad/Unload.
+                             poll: load every model, then load, reload and
+                             unload models as their folders change.
+  --repository-poll-secs N   Poll mode: seconds between two looks at the
+                             repository (default 15).
   --load-model NAME          Model to load at start in explicit mode
                              (repeatable).
   --log-level LEVEL          trace|debug|info|warn|error|off (default info).

@@ -14,6 +14,7 @@ namespace coalesce {
 enum class ModelControlMode {
   kNone,      // load every model of the repository at start; no load/unload
   kExplicit,  // load only --load-model models; RepositoryModelLoad/Unload work
+  kPoll,      // load every model, then follow the repository's changes
 };
 
 struct ServerOptions {
@@ -21,6 +22,7 @@ struct ServerOptions {
   std::string grpc_address = "0.0.0.0";
   int grpc_port = 8001;  // 0 = any free port; the bound port is logged
   ModelControlMode model_control_mode = ModelControlMode::kNone;
+  std::chrono::seconds repository_poll{15};  // kPoll: between two looks
   std::vector<std::string> startup_models;  // --load-model, explicit mode
   std::string log_level = "info";
   // How long SIGTERM/SIGINT waits for queued and in-flight requests.

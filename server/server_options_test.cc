@@ -57,7 +57,7 @@ TEST(ServerOptionsTest, RejectsBadInputNamingTheFlag) {
   const Case cases[] = {
       {{"--grpc-port", "70000", "--model-repository", "m"}, "--grpc-port"},
       {{"--grpc-port", "12x", "--model-repository", "m"}, "--grpc-port"},
-      {{"--model-control-mode", "poll", "--model-repository", "m"},
+      {{"--model-control-mode", "polling", "--model-repository", "m"},
        "--model-control-mode"},
       {{"--log-level", "loud", "--model-repository", "m"}, "--log-level"},
       {{"--bogus", "1"}, "--bogus"},
@@ -126,6 +126,22 @@ TEST(ServerOptionsTest, TlsNeedsItsFiles) {
   EXPECT_FALSE(Parse({"--model-repository", "/m", "--grpc-use-ssl", "yes"}).ok());
   EXPECT_FALSE(Parse({"--model-repository", "/m",
                       "--grpc-max-connection-age-secs", "-1"}).ok());
+}
+
+}  // namespace
+}  // namespace coalesce
+
+namespace coalesce {
+namespace {
+
+TEST(ServerOptionsTest, PollMode) {
+  auto options = Parse({"--model-repository", "/m", "--model-control-mode",
+                        "poll", "--repository-poll-secs", "3"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->model_control_mode, ModelControlMode::kPoll);
+  EXPECT_EQ(options->repository_poll.count(), 3);
+  EXPECT_EQ(Parse({"--model-repository", "/m"})->repository_poll.count(), 15);
+  EXPECT_FALSE(Parse({"--model-repository", "/m", "--repository-poll-secs", "0"}).ok());
 }
 
 }  // namespace

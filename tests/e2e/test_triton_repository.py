@@ -180,3 +180,44 @@ def test_load_with_config_and_file_overrides(start_server, tmp_path):
             client.load_model("fresh" if "files" in kwargs else "m", **kwargs)
     # The failed loads left the served versions serving.
     assert client.infer("m", make_inputs(x=np.ones((1, 4), dtype=np.float32)), client_timeout=30)
+
+
+def test_poll_mode_follows_the_repository_without_dropping_requests(start_server, tmp_path):
+    import shutil as sh
+    import threading
+    from conftest import wait_for
+    repo = tmp_path / "repo_poll"
+    gm.write_model(repo, "m", gm.make_tiny_model(), tiny_config("m"))
+    srv = start_server(repo, "--model-control-mode", "poll", "--repository-poll-secs", "1")
+    client = srv.client()
+    assert client.get_model_config("m").config.max_batch_size == 8
+
+    # Traffic on "m" for the whole test: a reload must not fail a request.
+    stop, errors, answered = threading.Event(), [], [0]
+    def traffic():
+        c = srv.client()
+        x = np.ones((1, 4), dtype=np.float32)
+        while not stop.is_set():
+            try:
+                np.testing.assert_allclose(c.infer("m", make_inputs(x=x), client_timeout=30).as_numpy("y"), x * 2 + 1)
+                answered[0] += 1
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(repr(exc))
+    thread = threading.Thread(target=traffic)
+    thread.start()
+    try:
+        gm.write_model(repo, "n", gm.make_tiny_model(), tiny_config("n"))
+        wait_for(lambda: client.is_model_ready("n"), 20, 0.1, "model 'n' to appear")
+        (repo / "m" / "config.pbtxt").write_text(tiny_config("m", max_batch_size=4))
+        wait_for(lambda: client.get_model_config("m").config.max_batch_size == 4, 20, 0.1,
+                 "model 'm' to reload with max_batch_size 4")
+        sh.rmtree(repo / "n")
+        wait_for(lambda: not client.is_model_ready("n"), 20, 0.1, "model 'n' to leave")
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not errors, errors[:3]
+    assert answered[0] > 0
+    assert "model 'm' changed in the repository: loading" in srv.log()
+    with pytest.raises(Exception, match="needs --model-control-mode explicit"):
+        client.load_model("m")
