@@ -8,32 +8,18 @@ namespace coalesce {
 
 IdleDiagnostics::IdleDiagnostics(const ModelManager* manager, Clock* clock,
                                  Options options)
-    : manager_(manager), clock_(clock), options_(options) {}
+    : manager_(manager),
+      clock_(clock),
+      options_(options),
+      thread_(clock, options.interval) {}
 
 IdleDiagnostics::~IdleDiagnostics() { Stop(); }
 
 void IdleDiagnostics::Start() {
-  thread_ = std::thread([this] {
-    absl::MutexLock lock(&mu_);
-    while (!stop_) {
-      clock_->WaitUntil(&mu_, &cv_,
-                        AddSaturating(clock_->Now(), options_.interval));
-      if (stop_) break;
-      mu_.Unlock();
-      Update(clock_->Now());
-      mu_.Lock();
-    }
-  });
+  thread_.Start([this] { Update(clock_->Now()); });
 }
 
-void IdleDiagnostics::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.Signal();
-  if (thread_.joinable()) thread_.join();
-}
+void IdleDiagnostics::Stop() { thread_.Stop(); }
 
 void IdleDiagnostics::Update(Clock::TimePoint now) {
   auto served = manager_->Served("");

@@ -20,7 +20,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +28,7 @@
 #include "batching/clock.h"
 #include "batching/idle_diagnosis.h"
 #include "server/model_manager.h"
+#include "server/periodic_thread.h"
 
 namespace coalesce {
 
@@ -87,9 +87,7 @@ class IdleDiagnostics {
 
   mutable absl::Mutex mu_;
   std::map<Key, Tracked> models_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::CondVar cv_;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped before the rest goes
 };
 
 }  // namespace coalesce

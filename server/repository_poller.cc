@@ -47,8 +47,7 @@ RepositoryPoller::RepositoryPoller(ModelManager* manager,
                                    Clock::Duration interval)
     : manager_(manager),
       repository_(std::move(repository)),
-      clock_(clock),
-      interval_(interval) {
+      thread_(clock, interval) {
   absl::MutexLock lock(&poll_mu_);
   seen_ = Scan();
 }
@@ -84,25 +83,9 @@ void RepositoryPoller::Poll() {
 }
 
 void RepositoryPoller::Start() {
-  thread_ = std::thread([this] {
-    absl::MutexLock lock(&mu_);
-    while (!stop_) {
-      clock_->WaitUntil(&mu_, &cv_, AddSaturating(clock_->Now(), interval_));
-      if (stop_) break;
-      mu_.Unlock();
-      Poll();
-      mu_.Lock();
-    }
-  });
+  thread_.Start([this] { Poll(); });
 }
 
-void RepositoryPoller::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.Signal();
-  if (thread_.joinable()) thread_.join();
-}
+void RepositoryPoller::Stop() { thread_.Stop(); }
 
 }  // namespace coalesce

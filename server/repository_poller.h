@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "batching/clock.h"
 #include "server/model_manager.h"
+#include "server/periodic_thread.h"
 
 namespace coalesce {
 
@@ -44,16 +44,11 @@ class RepositoryPoller {
 
   ModelManager* const manager_;
   const std::string repository_;
-  Clock* const clock_;
-  const Clock::Duration interval_;
 
   absl::Mutex poll_mu_;  // one pass at a time
   std::map<std::string, uint64_t> seen_ ABSL_GUARDED_BY(poll_mu_);
 
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped before the rest goes
 };
 
 }  // namespace coalesce

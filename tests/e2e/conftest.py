@@ -30,6 +30,8 @@ import generate_models as gm  # noqa: E402
 
 import tritonclient.grpc as grpcclient  # noqa: E402
 
+from e2e_util import stop_process  # noqa: E402
+
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 METRICS_RE = re.compile(r"metrics on http://(\S+):(\d+)/metrics")
 START_TIMEOUT_S = float(os.environ.get("COALESCE_E2E_START_TIMEOUT", "90"))
@@ -150,13 +152,7 @@ class ServerProcess:
         self._clients.clear()
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc, timeout)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

@@ -264,3 +264,17 @@ def unusable(reason: str):
     if tools_required():
         pytest.fail(f"{reason} (required: CI=true or COALESCE_E2E_REQUIRE_SERVER=1)", pytrace=False)
     pytest.skip(reason)
+
+
+def stop_process(proc, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s."""
+    import signal
+    import subprocess
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

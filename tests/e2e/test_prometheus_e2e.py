@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import threading
@@ -40,7 +39,7 @@ import yaml
 import generate_models as gm
 import promql_expressions as pe
 from conftest import REPO_ROOT, server_binary, tiny_config, wait_for
-from e2e_util import make_inputs
+from e2e_util import make_inputs, stop_process
 
 NAMESPACE, POD, MODEL = "e2e", "coalesce-e2e-0", "m"
 VARIABLES = {"namespace": NAMESPACE, "pod": POD, "model": MODEL}
@@ -186,13 +185,7 @@ class Prometheus:
         return doc["data"]["result"]
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc, 20)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
