@@ -1,6 +1,7 @@
 #include "engine/cpu_executor.h"
 
 #include <chrono>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,9 @@
 #include "engine/cpu_stream.h"
 #include "engine/execution_plan.h"
 #include "engine/plan_cache.h"
+#include "engine/string_io.h"
+#include "engine/string_ref.h"
+#include "engine/string_store.h"
 #include "kernels/cpu/denormals.h"
 #include "kernels/cpu/threading.h"
 
@@ -16,6 +20,12 @@ namespace coalesce {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Used only on an instance's worker thread, by one batch at a time.
+struct WorkerScratch {
+  AlignedBuffer arena;
+  StringStore strings;  // strings made during the running batch
+};
 
 class CpuBatchSlot : public BatchSlot {
  public:
@@ -27,25 +37,50 @@ class CpuBatchSlot : public BatchSlot {
     absl::StatusOr<std::shared_ptr<const ExecutionPlan>> plan =
         plans_->Get(shapes);
     if (!plan.ok()) return plan.status();
-    inputs_.resize((*plan)->num_inputs());
-    outputs_.resize((*plan)->num_outputs());
-    for (int i = 0; i < (*plan)->num_inputs(); ++i) {
-      if (absl::Status s = inputs_[i].Reserve((*plan)->input_byte_size(i));
-          !s.ok())
+    const ExecutionPlan& p = **plan;
+    inputs_.resize(p.num_inputs());
+    outputs_.resize(p.num_outputs());
+    // BYTES sizes come later: SetInputByteSize, and the run for outputs.
+    input_bytes_.assign(p.num_inputs(), 0);
+    output_bytes_.assign(p.num_outputs(), 0);
+    for (int i = 0; i < p.num_inputs(); ++i) {
+      if (p.input_dtype(i) == DataType::kBytes) continue;
+      if (absl::Status s = inputs_[i].Reserve(p.input_byte_size(i)); !s.ok())
         return s;
+      input_bytes_[i] = p.input_byte_size(i);
     }
-    for (int i = 0; i < (*plan)->num_outputs(); ++i) {
-      if (absl::Status s = outputs_[i].Reserve((*plan)->output_byte_size(i));
-          !s.ok())
+    for (int i = 0; i < p.num_outputs(); ++i) {
+      if (p.output_dtype(i) == DataType::kBytes) continue;
+      if (absl::Status s = outputs_[i].Reserve(p.output_byte_size(i)); !s.ok())
         return s;
+      output_bytes_[i] = p.output_byte_size(i);
     }
     plan_ = *std::move(plan);
     return absl::OkStatus();
   }
 
+  absl::Status SetInputByteSize(int index, size_t byte_size) override {
+    if (plan_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "SetInputByteSize without a successful SetInputShapes");
+    }
+    if (index < 0 || index >= plan_->num_inputs()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no input ", index, "; the model has ", plan_->num_inputs()));
+    }
+    if (plan_->input_dtype(index) != DataType::kBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", plan_->input_name(index), "' is ",
+          std::string(DataTypeName(plan_->input_dtype(index))), ", not BYTES"));
+    }
+    if (absl::Status s = inputs_[index].Reserve(byte_size); !s.ok()) return s;
+    input_bytes_[index] = byte_size;
+    return absl::OkStatus();
+  }
+
   char* input_data(int index) override { return inputs_[index].data(); }
   size_t input_byte_size(int index) const override {
-    return plan_->input_byte_size(index);
+    return input_bytes_[index];
   }
   const Shape& output_shape(int index) const override {
     return plan_->output_shape(index);
@@ -54,7 +89,7 @@ class CpuBatchSlot : public BatchSlot {
     return outputs_[index].data();
   }
   size_t output_byte_size(int index) const override {
-    return plan_->output_byte_size(index);
+    return output_bytes_[index];
   }
   StepTimings timings() const override { return timings_; }
 
@@ -68,15 +103,33 @@ class CpuBatchSlot : public BatchSlot {
     return status_;
   }
 
-  absl::Status RunBatch(AlignedBuffer& arena) {
+  absl::Status RunBatch(WorkerScratch& scratch) {
     if (!status_.ok()) return status_;
-    status_ = arena.Reserve(plan_->arena_bytes());
+    status_ = scratch.arena.Reserve(plan_->arena_bytes());
     if (!status_.ok()) return status_;
+    scratch.strings.Clear();
+    char* const arena = scratch.arena.data();
     std::vector<const char*> in(inputs_.size());
     std::vector<char*> out(outputs_.size());
-    for (size_t i = 0; i < in.size(); ++i) in[i] = inputs_[i].data();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = outputs_[i].data();
-    status_ = plan_->Execute(in, out, arena.data(), profile_);
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = inputs_[i].data();
+      if (plan_->input_dtype(i) != DataType::kBytes) continue;
+      char* handles = arena + plan_->string_input_offset(i);
+      status_ = ParseInput(i, reinterpret_cast<StringRef*>(handles));
+      if (!status_.ok()) return status_;
+      in[i] = handles;
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = plan_->output_dtype(i) == DataType::kBytes
+                   ? arena + plan_->string_output_offset(i)
+                   : outputs_[i].data();
+    }
+    status_ = plan_->Execute(
+        in, out, arena, {.profile = profile_, .strings = &scratch.strings});
+    for (size_t i = 0; i < out.size() && status_.ok(); ++i) {
+      if (plan_->output_dtype(i) == DataType::kBytes)
+        status_ = SerializeOutput(i, reinterpret_cast<StringRef*>(out[i]));
+    }
     return status_;
   }
 
@@ -84,11 +137,37 @@ class CpuBatchSlot : public BatchSlot {
   StepTimings& mutable_timings() { return timings_; }
 
  private:
+  // Points `handles` at the elements of BYTES input i's serialized buffer.
+  absl::Status ParseInput(size_t i, StringRef* handles) const {
+    const int64_t count = plan_->input_byte_size(i) / sizeof(StringRef);
+    absl::Status s = ParseSerializedStrings(inputs_[i].data(), input_bytes_[i],
+                                            count, handles);
+    if (s.ok()) return s;
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", plan_->input_name(i), "': ", s.message()));
+  }
+
+  // Serializes BYTES output i's handles into its output buffer.
+  absl::Status SerializeOutput(size_t i, const StringRef* handles) {
+    const int64_t count = plan_->output_byte_size(i) / sizeof(StringRef);
+    absl::StatusOr<size_t> bytes = SerializedStringsSize(handles, count);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", plan_->output_name(i), "': ", bytes.status().message()));
+    }
+    if (absl::Status s = outputs_[i].Reserve(*bytes); !s.ok()) return s;
+    SerializeStrings(handles, count, outputs_[i].data());
+    output_bytes_[i] = *bytes;
+    return absl::OkStatus();
+  }
+
   PlanCache* const plans_;
   NodeProfile* const profile_;  // may be null
   std::shared_ptr<const ExecutionPlan> plan_;
   std::vector<AlignedBuffer> inputs_;
   std::vector<AlignedBuffer> outputs_;
+  // Bytes of each input and output buffer in use (serialized for BYTES).
+  std::vector<size_t> input_bytes_, output_bytes_;
   absl::Status status_;
   StepTimings timings_;
 };
@@ -110,22 +189,22 @@ class CpuExecutorInstance : public ExecutorInstance {
   BatchSlot* slot(int index) override { return slots_[index].get(); }
 
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override {
-    return Enqueue(slot, [](CpuBatchSlot& s, AlignedBuffer&) {
+    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch&) {
       absl::Status status = s.BeginBatch();
       return std::make_pair(status, &StepTimings::copy_in);
     });
   }
 
   std::shared_ptr<Event> Run(BatchSlot* slot) override {
-    return Enqueue(slot, [](CpuBatchSlot& s, AlignedBuffer& arena) {
-      absl::Status status = s.RunBatch(arena);
+    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch& scratch) {
+      absl::Status status = s.RunBatch(scratch);
       return std::make_pair(status, &StepTimings::run);
     });
   }
 
   std::shared_ptr<Event> CopyOut(BatchSlot* slot) override {
-    // Outputs were written in place by Run.
-    return Enqueue(slot, [](CpuBatchSlot& s, AlignedBuffer&) {
+    // Outputs were written in place (BYTES ones serialized) by Run.
+    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch&) {
       return std::make_pair(s.status(), &StepTimings::copy_out);
     });
   }
@@ -133,7 +212,7 @@ class CpuExecutorInstance : public ExecutorInstance {
  private:
   using Step =
       std::pair<absl::Status, std::chrono::nanoseconds StepTimings::*> (*)(
-          CpuBatchSlot&, AlignedBuffer&);
+          CpuBatchSlot&, WorkerScratch&);
 
   // Queues `step` on the worker; it records its duration and completes the
   // returned event with its status.
@@ -147,7 +226,7 @@ class CpuExecutorInstance : public ExecutorInstance {
     }
     stream_.Enqueue([this, own, step, event] {
       const Clock::time_point start = Clock::now();
-      auto [status, field] = step(*own, arena_);
+      auto [status, field] = step(*own, scratch_);
       own->mutable_timings().*field = Clock::now() - start;
       event->Complete(status);
     });
@@ -163,8 +242,8 @@ class CpuExecutorInstance : public ExecutorInstance {
 
   PlanCache plans_;
   std::vector<std::unique_ptr<CpuBatchSlot>> slots_;
-  AlignedBuffer arena_;  // used only on the worker thread
-  CpuStream stream_;     // last: joined first on destruction
+  WorkerScratch scratch_;  // used only on the worker thread
+  CpuStream stream_;       // last: joined first on destruction
 };
 
 }  // namespace

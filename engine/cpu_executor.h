@@ -13,6 +13,14 @@
 // stay valid until the slot's next SetInputShapes. Intermediate tensors live in
 // one arena per instance, sized for the largest plan seen. Plans are cached per
 // instance by input-shape set; initializers are shared through the Model.
+//
+// BYTES (STRING) inputs and outputs: Run parses each BYTES input's serialized
+// buffer into StringRef handles in the arena (pointing into the slot's input
+// buffer; malformed data fails the run with InvalidArgument naming the
+// input), and after the plan ran serializes each BYTES output's handles into
+// the slot's output buffer, which grows as needed. Strings ops make during a
+// run (Cast to STRING) live in a per-instance StringStore, cleared at the
+// start of the next run. Numeric inputs and outputs stay zero-copy.
 #ifndef COALESCE_ENGINE_CPU_EXECUTOR_H_
 #define COALESCE_ENGINE_CPU_EXECUTOR_H_
 

@@ -72,6 +72,19 @@ void ExecutionPlan::PlanArena() {
   arena_offsets_.assign(values.size(), 0);
   ArenaPlanner planner;
   planner.Allocate(values.size() * sizeof(char*));  // at offset 0, never freed
+  // Handle blocks of STRING inputs and outputs, never freed.
+  string_input_offsets_.assign(input_values_.size(), 0);
+  for (size_t i = 0; i < input_values_.size(); ++i) {
+    const PlannedValue& v = values[input_values_[i]];
+    if (v.info.dtype == DataType::kBytes)
+      string_input_offsets_[i] = planner.Allocate(v.byte_size);
+  }
+  string_output_offsets_.assign(output_values_.size(), 0);
+  for (size_t i = 0; i < output_values_.size(); ++i) {
+    const PlannedValue& v = values[output_values_[i]];
+    if (v.info.dtype == DataType::kBytes)
+      string_output_offsets_[i] = planner.Allocate(v.byte_size);
+  }
   scratch_offsets_.assign(nodes.size(), 0);
   std::vector<int> last_use(values.size(), -1);
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -106,7 +119,9 @@ void ExecutionPlan::PlanArena() {
 
 absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
                                     absl::Span<char* const> outputs,
-                                    char* arena, NodeProfile* profile) const {
+                                    char* arena,
+                                    const ExecuteContext& context) const {
+  NodeProfile* const profile = context.profile;
   const std::vector<PlannedValue>& values = neutral_->values;
   // The address table lives in the arena, so Execute allocates nothing.
   char** data = reinterpret_cast<char**>(arena);
@@ -145,7 +160,8 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
     for (int id : node.outputs) {
       out.push_back(id < 0 ? TensorView{}
                            : TensorView{values[id].info.dtype,
-                                        &values[id].info.shape, data[id]});
+                                        &values[id].info.shape, data[id],
+                                        context.strings});
     }
     const auto start = profile != nullptr
                            ? std::chrono::steady_clock::now()

@@ -7,11 +7,18 @@
 // except for the PreparedKernels' reusable objects, so a plan runs one
 // Execute at a time: each executor instance owns its plans (PlanCache) and
 // runs them on its one worker thread.
+//
+// STRING (kBytes) values hold StringRef handles (engine/string_ref.h). For a
+// STRING model input or output the plan reserves a block of the arena for
+// its handles (string_input_offset, string_output_offset): the caller parses
+// the serialized input there and passes that address as the input, and
+// reads the output's handles from there after Execute (engine/string_io.h).
 #ifndef COALESCE_ENGINE_EXECUTION_PLAN_H_
 #define COALESCE_ENGINE_EXECUTION_PLAN_H_
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +33,18 @@
 
 namespace coalesce {
 
+class StringStore;
+
+// What one Execute may use besides its inputs, outputs and arena.
+struct ExecuteContext {
+  // When set (sized for the model's graph nodes), each node's time is added.
+  NodeProfile* profile = nullptr;
+  // Where ops put the bytes of strings they make (Cast to STRING); the
+  // caller keeps them until it has read the outputs. Without one, such an op
+  // fails the run.
+  StringStore* strings = nullptr;
+};
+
 class ExecutionPlan {
  public:
   // Infers every shape for `input_shapes` (model input order, batch dim
@@ -37,9 +56,30 @@ class ExecutionPlan {
 
   int num_inputs() const { return static_cast<int>(input_values_.size()); }
   int num_outputs() const { return static_cast<int>(output_values_.size()); }
+  // Bytes of input i in engine memory (for STRING: its handles).
   size_t input_byte_size(int i) const {
     return values()[input_values_[i]].byte_size;
   }
+  DataType input_dtype(int i) const {
+    return values()[input_values_[i]].info.dtype;
+  }
+  const Shape& input_shape(int i) const {
+    return values()[input_values_[i]].info.shape;
+  }
+  DataType output_dtype(int i) const {
+    return values()[output_values_[i]].info.dtype;
+  }
+  const std::string& input_name(int i) const {
+    return (*neutral_->value_names)[input_values_[i]];
+  }
+  const std::string& output_name(int i) const {
+    return (*neutral_->value_names)[output_values_[i]];
+  }
+  // For a STRING input or output: the arena offset (64-byte aligned) of its
+  // handle block, input_byte_size(i) or output_byte_size(i) bytes, reserved
+  // for the whole Execute. Meaningless for other types.
+  size_t string_input_offset(int i) const { return string_input_offsets_[i]; }
+  size_t string_output_offset(int i) const { return string_output_offsets_[i]; }
   const Shape& output_shape(int i) const {
     return values()[output_values_[i]].info.shape;
   }
@@ -54,13 +94,15 @@ class ExecutionPlan {
 
   // Runs every node in order. REQUIRES: inputs[i] holds input_byte_size(i)
   // bytes, outputs[i] has room for output_byte_size(i), arena for arena_bytes()
-  // (64-byte aligned). Returns the first failing kernel's status. Allocates
-  // nothing. REQUIRES: no other Execute of this plan is running.
-  // With a `profile` (sized for the model's graph nodes), each node's time
-  // is added to it.
+  // (64-byte aligned); STRING inputs and outputs are handle arrays (the
+  // caller may place them at string_input_offset / string_output_offset).
+  // Returns the first failing kernel's status. REQUIRES: no other Execute of
+  // this plan is running.
+  // Allocates nothing, except that an op making strings (Cast to STRING)
+  // adds their bytes to context.strings, which may allocate.
   absl::Status Execute(absl::Span<const char* const> inputs,
                        absl::Span<char* const> outputs, char* arena,
-                       NodeProfile* profile = nullptr) const;
+                       const ExecuteContext& context = {}) const;
 
  private:
   ExecutionPlan(std::shared_ptr<const Model> model,
@@ -78,6 +120,8 @@ class ExecutionPlan {
   // By node index; null where the kernel's plain Run is used.
   std::vector<std::unique_ptr<PreparedKernel>> prepared_;
   std::vector<size_t> scratch_offsets_;  // by node index, into the arena
+  // By model input / output index: arena offsets of STRING handle blocks.
+  std::vector<size_t> string_input_offsets_, string_output_offsets_;
   size_t arena_bytes_ = 0;
 };
 

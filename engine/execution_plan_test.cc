@@ -106,7 +106,7 @@ TEST(ExecutionPlanTest, ProfileTimesTheNodesThatRun) {
                  reinterpret_cast<char*>(dims)};
   NodeProfile profile((*model)->graph().nodes.size());
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE((*plan)->Execute(in, out, aligned, &profile).ok());
+    ASSERT_TRUE((*plan)->Execute(in, out, aligned, {.profile = &profile}).ok());
   }
   EXPECT_EQ(profile.runs(0), 0);
   EXPECT_EQ(profile.nanos(0), 0);

@@ -10,8 +10,8 @@
 // runs (double buffering).
 //
 // Protocol for one batch on one slot, driven by a single owner at a time:
-//   1. SetInputShapes(...) then write input_data(i) for every input (host
-//   side);
+//   1. SetInputShapes(...), SetInputByteSize(i, ...) for every BYTES input,
+//      then write input_data(i) for every input (host side);
 //   2. CopyIn(slot), Run(slot), CopyOut(slot): enqueued in stream order, each
 //      returns an Event completed when that step has finished; a failed step
 //      makes the later steps on that slot fail with the same status;
@@ -19,6 +19,12 @@
 //      timings(); then the slot may be reused.
 // The caller must not touch the slot between CopyIn and the completion of
 // CopyOut's event. Different slots may be used from different threads.
+//
+// BYTES (DataType::kBytes, ONNX STRING) inputs and outputs are in KServe v2's
+// serialized form: per element, row-major, a 4-byte little-endian length
+// followed by that many bytes (engine/string_io.h). Their byte sizes come
+// from the data, not the shape: SetInputByteSize gives an input's, and
+// output_byte_size an output's after the batch ran.
 #ifndef COALESCE_ENGINE_EXECUTOR_H_
 #define COALESCE_ENGINE_EXECUTOR_H_
 
@@ -50,12 +56,26 @@ class BatchSlot {
   // model, ResourceExhausted when memory cannot be had.
   virtual absl::Status SetInputShapes(const std::vector<Shape>& shapes) = 0;
 
-  // Host memory to write input `index` into (row-major, input_byte_size bytes).
+  // For a BYTES input: after SetInputShapes, sizes input_data(index) to the
+  // batch's serialized byte_size (SetInputShapes gives a BYTES input 0 bytes
+  // until then). InvalidArgument for a non-BYTES input or an index out of
+  // range, ResourceExhausted when memory cannot be had. Whether the bytes
+  // hold exactly the shape's element count is checked when the batch runs
+  // (Run fails with InvalidArgument naming the input).
   // REQUIRES: SetInputShapes returned OK.
+  virtual absl::Status SetInputByteSize(int index, size_t byte_size) {
+    return absl::UnimplementedError(
+        "BYTES inputs are not supported by this executor");
+  }
+
+  // Host memory to write input `index` into (row-major, input_byte_size bytes;
+  // serialized for BYTES).
+  // REQUIRES: SetInputShapes (and for BYTES, SetInputByteSize) returned OK.
   virtual char* input_data(int index) = 0;
   virtual size_t input_byte_size(int index) const = 0;
 
-  // Outputs of the last completed batch, in the model's output order.
+  // Outputs of the last completed batch, in the model's output order; a
+  // BYTES output in serialized form, output_byte_size bytes.
   // REQUIRES: the CopyOut event of that batch completed OK.
   virtual const Shape& output_shape(int index) const = 0;
   virtual const char* output_data(int index) const = 0;

@@ -26,11 +26,14 @@ namespace coalesce {
 class OpRegistry;
 
 // An initializer or the value of a Constant node, stored once per Model.
+// `data` holds byte_size bytes: the elements, or for STRING the StringRef
+// handles (engine/string_ref.h), which point into `string_bytes`.
 struct ConstantTensor {
   DataType dtype = DataType::kInvalid;
   Shape shape;
   size_t byte_size = 0;
   AlignedBuffer data;
+  std::unique_ptr<char[]> string_bytes;  // STRING only
 };
 
 struct GraphNode {

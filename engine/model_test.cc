@@ -111,11 +111,83 @@ TEST(ModelTest, UnknownAndUnsupportedElementTypes) {
               HasSubstr("unknown element type 999"));
 
   OnnxModelBuilder unsupported;
-  unsupported.Input("x", {2}, onnx::TensorProto::STRING).Output("y");
+  unsupported.Input("x", {2}, onnx::TensorProto::COMPLEX64).Output("y");
   unsupported.Node("Identity", {"x"}, {"y"});
   model = unsupported.Load();
   ASSERT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(model.status().message()), HasSubstr("STRING"));
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("COMPLEX64"));
+}
+
+// Every Triton type loads as a graph input and output (Identity).
+TEST(ModelTest, EveryTritonTypeInTheSignature) {
+  const std::pair<int32_t, DataType> types[] = {
+      {onnx::TensorProto::BOOL, DataType::kBool},
+      {onnx::TensorProto::UINT8, DataType::kUint8},
+      {onnx::TensorProto::UINT16, DataType::kUint16},
+      {onnx::TensorProto::UINT32, DataType::kUint32},
+      {onnx::TensorProto::UINT64, DataType::kUint64},
+      {onnx::TensorProto::INT8, DataType::kInt8},
+      {onnx::TensorProto::INT16, DataType::kInt16},
+      {onnx::TensorProto::INT32, DataType::kInt32},
+      {onnx::TensorProto::INT64, DataType::kInt64},
+      {onnx::TensorProto::FLOAT16, DataType::kFp16},
+      {onnx::TensorProto::BFLOAT16, DataType::kBf16},
+      {onnx::TensorProto::FLOAT, DataType::kFp32},
+      {onnx::TensorProto::DOUBLE, DataType::kFp64},
+      {onnx::TensorProto::STRING, DataType::kBytes},
+  };
+  for (const auto& [onnx_type, dtype] : types) {
+    OnnxModelBuilder b;
+    b.Input("x", {-1, 2}, onnx_type).Output("y", {-1, 2}, onnx_type);
+    b.Node("Identity", {"x"}, {"y"});
+    auto model = b.Load();
+    ASSERT_TRUE(model.ok()) << onnx_type << ": " << model.status();
+    EXPECT_EQ((*model)->signature().inputs[0].dtype, dtype);
+    EXPECT_EQ((*model)->signature().outputs[0].dtype, dtype);
+  }
+}
+
+// Compute ops keep their types: a model using one with another type fails
+// when planned, naming the node and the type, and computes nothing.
+TEST(ModelTest, ComputeOpsRefuseOtherTypesWhenPlanning) {
+  struct Case {
+    const char* op;
+    int32_t onnx_type;
+    DataType dtype;
+    const char* type_name;
+  };
+  for (const Case& c :
+       {Case{"Relu", onnx::TensorProto::INT8, DataType::kInt8, "INT8"},
+        Case{"Softmax", onnx::TensorProto::FLOAT16, DataType::kFp16, "FP16"},
+        Case{"Sqrt", onnx::TensorProto::DOUBLE, DataType::kFp64, "FP64"},
+        Case{"ReduceSum", onnx::TensorProto::UINT32, DataType::kUint32,
+             "UINT32"}}) {
+    OnnxModelBuilder b(/*opset=*/13);
+    b.Input("x", {2, 2}, c.onnx_type).Output("y", {}, c.onnx_type);
+    b.Node(c.op, {"x"}, {"y"}, "the_node");
+    auto model = b.Load();
+    ASSERT_TRUE(model.ok()) << c.op << ": " << model.status();
+    auto out = testing::RunModelTyped(
+        *model,
+        {testing::TypedTensor{
+            c.dtype, {2, 2}, std::vector<char>(4 * ElementByteSize(c.dtype))}});
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << c.op;
+    EXPECT_THAT(std::string(out.status().message()),
+                HasSubstr("node 'the_node'"));
+    EXPECT_THAT(std::string(out.status().message()), HasSubstr(c.type_name));
+  }
+  // MatMul and Gemm too.
+  OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {2, 2}, onnx::TensorProto::DOUBLE)
+      .Output("y", {}, onnx::TensorProto::DOUBLE);
+  b.Node("MatMul", {"x", "x"}, {"y"}, "mm");
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelTyped(
+      *model,
+      {testing::TypedTensor{DataType::kFp64, {2, 2}, std::vector<char>(32)}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("FP64"));
 }
 
 TEST(ModelTest, BoolAndInt32InputsAndInitializers) {

@@ -79,6 +79,8 @@ enum class ValueStorage { kNone, kInput, kConstant, kIntermediate, kOutput };
 
 struct PlannedValue {
   TensorInfo info;
+  // Bytes in engine memory: elements times StorageByteSize (a STRING value
+  // holds 16-byte handles, engine/string_ref.h).
   size_t byte_size = 0;
   ValueStorage storage = ValueStorage::kNone;
   int io_index = -1;  // for kInput / kOutput: the model input/output index

@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "engine/aligned_buffer.h"
 #include "engine/op_kernel.h"
+#include "engine/string_ref.h"
+#include "engine/string_store.h"
 
 namespace coalesce {
 namespace {
@@ -27,7 +29,7 @@ constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
 absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
                                        const std::string& name) {
   std::optional<int64_t> count = ElementCount(info.shape);
-  const int64_t elem = ElementByteSize(info.dtype);
+  const int64_t elem = StorageByteSize(info.dtype);
   if (!count || (elem > 0 && *count > kMaxTensorBytes / elem)) {
     return absl::InvalidArgumentError(
         absl::StrCat("output '", name, "' would have shape ",
@@ -50,6 +52,7 @@ class Planner {
   absl::StatusOr<std::shared_ptr<const NeutralPlan>> Build(
       const std::vector<Shape>& input_shapes) {
     plan_ = std::make_shared<NeutralPlan>();
+    folded_strings_ = nullptr;
     plan_->owner.push_back(model_);
     plan_->value_names = &graph_.value_names;
     plan_->opset = model_->opset_version();
@@ -67,11 +70,23 @@ class Planner {
   absl::Status MaybeFold(size_t index);
   void AssignStorage();
   std::string DescribeInputs(const GraphNode& node) const;
+  // The plan-owned store for strings computed while planning.
+  StringStore* FoldedStrings();
 
   std::shared_ptr<const Model> model_;
   const Graph& graph_;
   std::shared_ptr<NeutralPlan> plan_;
+  StringStore* folded_strings_ = nullptr;  // owned by plan_->owner
 };
+
+StringStore* Planner::FoldedStrings() {
+  if (folded_strings_ == nullptr) {
+    auto store = std::make_shared<StringStore>();
+    folded_strings_ = store.get();
+    plan_->owner.push_back(std::move(store));
+  }
+  return folded_strings_;
+}
 
 absl::Status Planner::BindInputs(const std::vector<Shape>& input_shapes) {
   const ModelSignature& sig = model_->signature();
@@ -189,8 +204,9 @@ absl::Status Planner::MaybeFold(size_t index) {
             buffer->Reserve(std::max<size_t>(values[id].byte_size, 1));
         !s.ok())
       return s;
-    out.push_back(
-        {values[id].info.dtype, &values[id].info.shape, buffer->data()});
+    const DataType dtype = values[id].info.dtype;
+    out.push_back({dtype, &values[id].info.shape, buffer->data(),
+                   dtype == DataType::kBytes ? FoldedStrings() : nullptr});
     plan_->owner.push_back(std::move(buffer));
   }
   if (absl::Status s = node.kernel->Run(in, out); !s.ok()) return s;

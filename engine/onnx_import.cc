@@ -1,13 +1,34 @@
 #include "engine/onnx_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
+
+// The ONNX TensorProto.DataType of each engine type, in one table both
+// directions read.
+constexpr std::pair<int32_t, DataType> kOnnxTypes[] = {
+    {onnx::TensorProto::FLOAT, DataType::kFp32},
+    {onnx::TensorProto::UINT8, DataType::kUint8},
+    {onnx::TensorProto::INT8, DataType::kInt8},
+    {onnx::TensorProto::UINT16, DataType::kUint16},
+    {onnx::TensorProto::INT16, DataType::kInt16},
+    {onnx::TensorProto::INT32, DataType::kInt32},
+    {onnx::TensorProto::INT64, DataType::kInt64},
+    {onnx::TensorProto::STRING, DataType::kBytes},
+    {onnx::TensorProto::BOOL, DataType::kBool},
+    {onnx::TensorProto::FLOAT16, DataType::kFp16},
+    {onnx::TensorProto::DOUBLE, DataType::kFp64},
+    {onnx::TensorProto::UINT32, DataType::kUint32},
+    {onnx::TensorProto::UINT64, DataType::kUint64},
+    {onnx::TensorProto::BFLOAT16, DataType::kBf16},
+};
 
 absl::StatusOr<std::unique_ptr<ConstantTensor>> MakeConstant(DataType dtype,
                                                              Shape shape) {
@@ -19,13 +40,14 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> MakeConstant(DataType dtype,
   }
   tensor->dtype = dtype;
   tensor->shape = std::move(shape);
-  tensor->byte_size = static_cast<size_t>(*count) * ElementByteSize(dtype);
+  tensor->byte_size = static_cast<size_t>(*count) * StorageByteSize(dtype);
   if (absl::Status s = tensor->data.Reserve(tensor->byte_size); !s.ok())
     return s;
   return tensor;
 }
 
-// Copies `count` values of the repeated field into the tensor as type T.
+// Copies the repeated field into the tensor as type T (bit patterns for
+// float16/bfloat16, which ONNX keeps in int32_data).
 template <typename T, typename Field>
 absl::Status CopyTyped(const Field& field, ConstantTensor& tensor) {
   const size_t count = tensor.byte_size / sizeof(T);
@@ -39,8 +61,37 @@ absl::Status CopyTyped(const Field& field, ConstantTensor& tensor) {
   return absl::OkStatus();
 }
 
+// string_data: the bytes go into one buffer the tensor owns, the handles
+// point into it.
+absl::Status CopyStrings(const onnx::TensorProto& proto,
+                         ConstantTensor& tensor) {
+  const size_t count = tensor.byte_size / sizeof(StringRef);
+  if (static_cast<size_t>(proto.string_data_size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor has ", proto.string_data_size(), " strings, shape ",
+        ShapeToString(tensor.shape), " needs ", count));
+  }
+  size_t total = 0;
+  for (const std::string& s : proto.string_data()) total += s.size();
+  tensor.string_bytes = std::make_unique<char[]>(std::max<size_t>(total, 1));
+  StringRef* out = reinterpret_cast<StringRef*>(tensor.data.data());
+  char* next = tensor.string_bytes.get();
+  for (size_t i = 0; i < count; ++i) {
+    const std::string& s = proto.string_data(static_cast<int>(i));
+    if (!s.empty()) std::memcpy(next, s.data(), s.size());
+    out[i] = StringRef{next, s.size()};
+    next += s.size();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FillTensor(const onnx::TensorProto& proto,
                         ConstantTensor& tensor) {
+  if (tensor.dtype == DataType::kBytes) {
+    if (proto.has_raw_data())
+      return absl::InvalidArgumentError("a STRING tensor cannot use raw_data");
+    return CopyStrings(proto, tensor);
+  }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != tensor.byte_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -53,29 +104,80 @@ absl::Status FillTensor(const onnx::TensorProto& proto,
   switch (tensor.dtype) {
     case DataType::kFp32:
       return CopyTyped<float>(proto.float_data(), tensor);
+    case DataType::kFp64:
+      return CopyTyped<double>(proto.double_data(), tensor);
+    case DataType::kInt64:
+      return CopyTyped<int64_t>(proto.int64_data(), tensor);
+    case DataType::kUint32:
+      return CopyTyped<uint32_t>(proto.uint64_data(), tensor);
+    case DataType::kUint64:
+      return CopyTyped<uint64_t>(proto.uint64_data(), tensor);
     case DataType::kInt32:
       return CopyTyped<int32_t>(proto.int32_data(), tensor);
-    case DataType::kBool:  // ONNX keeps bools in int32_data
+    case DataType::kBool:  // the narrow types all live in int32_data
       return CopyTyped<bool>(proto.int32_data(), tensor);
+    case DataType::kInt8:
+      return CopyTyped<int8_t>(proto.int32_data(), tensor);
+    case DataType::kUint8:
+      return CopyTyped<uint8_t>(proto.int32_data(), tensor);
+    case DataType::kInt16:
+      return CopyTyped<int16_t>(proto.int32_data(), tensor);
+    case DataType::kUint16:
+    case DataType::kFp16:
+    case DataType::kBf16:
+      return CopyTyped<uint16_t>(proto.int32_data(), tensor);
     default:
-      return CopyTyped<int64_t>(proto.int64_data(), tensor);
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read a tensor of type ",
+                       std::string(DataTypeName(tensor.dtype))));
   }
+}
+
+absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportListAttribute(
+    const onnx::AttributeProto& attr) {
+  absl::StatusOr<std::unique_ptr<ConstantTensor>> t;
+  const bool scalar = attr.name() == "value_float" ||
+                      attr.name() == "value_int" ||
+                      attr.name() == "value_string";
+  if (attr.name() == "value_float" || attr.name() == "value_floats") {
+    t = MakeConstant(DataType::kFp32,
+                     scalar ? Shape{} : Shape{attr.floats_size()});
+    if (!t.ok()) return t.status();
+    if (scalar)
+      *reinterpret_cast<float*>((*t)->data.data()) = attr.f();
+    else
+      std::copy(attr.floats().begin(), attr.floats().end(),
+                reinterpret_cast<float*>((*t)->data.data()));
+    return t;
+  }
+  if (attr.name() == "value_int" || attr.name() == "value_ints") {
+    t = MakeConstant(DataType::kInt64,
+                     scalar ? Shape{} : Shape{attr.ints_size()});
+    if (!t.ok()) return t.status();
+    if (scalar)
+      *reinterpret_cast<int64_t*>((*t)->data.data()) = attr.i();
+    else
+      std::copy(attr.ints().begin(), attr.ints().end(),
+                reinterpret_cast<int64_t*>((*t)->data.data()));
+    return t;
+  }
+  // value_string(s): read through a TensorProto of string_data.
+  onnx::TensorProto strings;
+  strings.set_data_type(onnx::TensorProto::STRING);
+  if (scalar) {
+    strings.add_string_data(attr.s());
+  } else {
+    strings.add_dims(attr.strings_size());
+    *strings.mutable_string_data() = attr.strings();
+  }
+  return ImportTensor(strings);
 }
 
 }  // namespace
 
 absl::StatusOr<DataType> DataTypeFromOnnx(int32_t elem_type) {
-  switch (elem_type) {
-    case onnx::TensorProto::FLOAT:
-      return DataType::kFp32;
-    case onnx::TensorProto::INT64:
-      return DataType::kInt64;
-    case onnx::TensorProto::INT32:
-      return DataType::kInt32;
-    case onnx::TensorProto::BOOL:
-      return DataType::kBool;
-    default:
-      break;
+  for (const auto& [onnx_type, dtype] : kOnnxTypes) {
+    if (onnx_type == elem_type) return dtype;
   }
   if (onnx::TensorProto::DataType_IsValid(elem_type) && elem_type != 0) {
     return absl::InvalidArgumentError(
@@ -85,6 +187,13 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t elem_type) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown element type ", elem_type));
+}
+
+int32_t OnnxTypeOf(DataType dtype) {
+  for (const auto& [onnx_type, type] : kOnnxTypes) {
+    if (type == dtype) return onnx_type;
+  }
+  return onnx::TensorProto::UNDEFINED;
 }
 
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
@@ -112,30 +221,10 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportConstantNode(
     const onnx::NodeProto& node) {
   for (const onnx::AttributeProto& attr : node.attribute()) {
     if (attr.name() == "value") return ImportTensor(attr.t());
-    absl::StatusOr<std::unique_ptr<ConstantTensor>> t;
-    if (attr.name() == "value_float" || attr.name() == "value_floats") {
-      const bool scalar = attr.name() == "value_float";
-      t = MakeConstant(DataType::kFp32,
-                       scalar ? Shape{} : Shape{attr.floats_size()});
-      if (!t.ok()) return t.status();
-      if (scalar)
-        *reinterpret_cast<float*>((*t)->data.data()) = attr.f();
-      else
-        std::copy(attr.floats().begin(), attr.floats().end(),
-                  reinterpret_cast<float*>((*t)->data.data()));
-      return t;
-    }
-    if (attr.name() == "value_int" || attr.name() == "value_ints") {
-      const bool scalar = attr.name() == "value_int";
-      t = MakeConstant(DataType::kInt64,
-                       scalar ? Shape{} : Shape{attr.ints_size()});
-      if (!t.ok()) return t.status();
-      if (scalar)
-        *reinterpret_cast<int64_t*>((*t)->data.data()) = attr.i();
-      else
-        std::copy(attr.ints().begin(), attr.ints().end(),
-                  reinterpret_cast<int64_t*>((*t)->data.data()));
-      return t;
+    if (attr.name() == "value_float" || attr.name() == "value_floats" ||
+        attr.name() == "value_int" || attr.name() == "value_ints" ||
+        attr.name() == "value_string" || attr.name() == "value_strings") {
+      return ImportListAttribute(attr);
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -12,17 +12,27 @@
 
 namespace coalesce {
 
-// The DataType of an ONNX TensorProto.DataType value. InvalidArgument for a
-// type the engine does not compute with (FLOAT, INT64, INT32 and BOOL are
-// supported) or an unknown value.
+// The DataType of an ONNX TensorProto.DataType value: every numeric type
+// Triton has (BOOL, UINT8..UINT64, INT8..INT64, FLOAT16, BFLOAT16, FLOAT,
+// DOUBLE) and STRING (kBytes). InvalidArgument for the others (COMPLEX*) or
+// an unknown value.
 absl::StatusOr<DataType> DataTypeFromOnnx(int32_t elem_type);
 
-// An initializer's contents (raw_data or the typed repeated fields).
-// InvalidArgument for external data, an unsupported type or a size mismatch.
+// The inverse of DataTypeFromOnnx; TensorProto::UNDEFINED for kInvalid.
+int32_t OnnxTypeOf(DataType dtype);
+
+// An initializer's contents: raw_data (little-endian), or the typed field
+// ONNX keeps the type in: float_data, double_data, int64_data; int32_data for
+// INT32, INT16, INT8, UINT16, UINT8, BOOL, and FLOAT16/BFLOAT16 bit patterns;
+// uint64_data for UINT32 and UINT64; string_data for STRING (whose bytes the
+// tensor then owns, ConstantTensor::string_bytes). InvalidArgument for
+// external data, an unsupported type, raw_data on a STRING tensor, or a
+// value or byte count that does not match the shape.
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
     const onnx::TensorProto& tensor);
 
-// The value of a Constant node (attribute value, value_float(s), value_int(s)).
+// The value of a Constant node (attribute value, value_float(s),
+// value_int(s), value_string(s)).
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportConstantNode(
     const onnx::NodeProto& node);
 

@@ -4,6 +4,9 @@
 // Infer and Run are const and keep no state between calls.
 //
 // Optional inputs that the node leaves empty arrive with dtype kInvalid.
+// STRING (kBytes) tensors hold StringRef handles (engine/string_ref.h), 16
+// bytes per element (StorageByteSize); an op that makes new strings puts
+// their bytes in the output's `strings` store.
 #ifndef COALESCE_ENGINE_OP_KERNEL_H_
 #define COALESCE_ENGINE_OP_KERNEL_H_
 
@@ -26,6 +29,7 @@ class NodeProto;
 namespace coalesce {
 
 class PreparedKernel;
+class StringStore;
 
 // TensorInfo (engine/neutral_plan.h): what shape inference knows about a
 // tensor, including its value when known at plan time.
@@ -46,6 +50,10 @@ struct TensorView {
   DataType dtype = DataType::kInvalid;
   const Shape* shape = nullptr;
   char* data = nullptr;
+  // Where new string bytes for this output go (engine/string_store.h), for
+  // ops that make strings; null when the caller gives none (the op then
+  // fails instead of making strings).
+  StringStore* strings = nullptr;
   template <typename T>
   T* as() const {
     return reinterpret_cast<T*>(data);

@@ -624,6 +624,14 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
                                             bool allow_view) {
   auto family = FamilyOf(node);
   if (!family.ok()) return family.status();
+  // STRING tensors hold host pointers (engine/string_ref.h).
+  for (const std::vector<int>* ids : {&node.inputs, &node.outputs}) {
+    for (int id : *ids) {
+      if (id >= 0 && plan.values[id].info.dtype == DataType::kBytes)
+        return absl::UnimplementedError(
+            "STRING tensors run on the CPU executor only");
+    }
+  }
   const NodeView v(plan, node);
   switch (*family) {
     case Family::kActivation:

@@ -159,6 +159,14 @@ absl::Status GraphProgram::Init() {
   // while planning never run, so they need no kernel.
   auto smallest = source_.planner(SmallestShapes(source_.signature));
   std::vector<std::string> errors;
+  for (const auto* specs :
+       {&source_.signature.inputs, &source_.signature.outputs}) {
+    for (const TensorSpec& spec : *specs) {
+      if (spec.dtype == DataType::kBytes)
+        errors.push_back(absl::StrCat("'", spec.name,
+                                      "': BYTES tensors run on the CPU only"));
+    }
+  }
   for (size_t n = 0; n < source_.nodes.size(); ++n) {
     if (smallest.ok() && (*smallest)->nodes[n].folded) continue;
     const PlanNode& node = source_.nodes[n];

@@ -1,3 +1,5 @@
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "engine/testing/onnx_model_builder.h"
@@ -117,6 +119,94 @@ TEST(BinaryOpTest, Int64) {
 
 TEST(BinaryOpTest, Int32) {
   CheckInt<int32_t>(DataType::kInt32, onnx::TensorProto::INT32);
+}
+
+TEST(BinaryOpTest, Int16AndInt8) {
+  CheckInt<int16_t>(DataType::kInt16, onnx::TensorProto::INT16);
+  CheckInt<int8_t>(DataType::kInt8, onnx::TensorProto::INT8);
+}
+
+// `op` on two 1-D inputs of one type.
+template <typename T>
+absl::StatusOr<std::vector<T>> RunBinary(const std::string& op, DataType dtype,
+                                         int32_t onnx_type,
+                                         const std::vector<T>& a,
+                                         const std::vector<T>& b) {
+  const Shape shape = {static_cast<int64_t>(a.size())};
+  testing::OnnxModelBuilder builder;
+  builder.Input("a", shape, onnx_type).Input("b", shape, onnx_type);
+  builder.Output("y", {}, onnx_type);
+  builder.Node(op, {"a", "b"}, {"y"});
+  auto model = builder.Load();
+  if (!model.ok()) return model.status();
+  auto out =
+      testing::RunModelTyped(*model, {testing::MakeTyped(dtype, shape, a),
+                                      testing::MakeTyped(dtype, shape, b)});
+  if (!out.ok()) return out.status();
+  return (*out)[0].template values<T>();
+}
+
+TEST(BinaryOpTest, Uint8WrapsAndDividesByZeroToZero) {
+  const std::vector<uint8_t> a = {250, 3, 16, 9}, b = {10, 5, 0, 255};
+  const auto run = [&](const char* op) {
+    auto y = RunBinary<uint8_t>(op, DataType::kUint8, onnx::TensorProto::UINT8,
+                                a, b);
+    EXPECT_TRUE(y.ok()) << op << ": " << y.status();
+    return y.ok() ? *y : std::vector<uint8_t>{};
+  };
+  EXPECT_EQ(run("Add"), (std::vector<uint8_t>{4, 8, 16, 8}));
+  EXPECT_EQ(run("Sub"), (std::vector<uint8_t>{240, 254, 16, 10}));
+  EXPECT_EQ(run("Mul"), (std::vector<uint8_t>{196, 15, 0, 247}));
+  EXPECT_EQ(run("Div"), (std::vector<uint8_t>{25, 0, 0, 0}));
+}
+
+TEST(BinaryOpTest, WiderUnsignedTypes) {
+  auto u16 =
+      RunBinary<uint16_t>("Mul", DataType::kUint16, onnx::TensorProto::UINT16,
+                          {65535, 300}, {65535, 300});
+  ASSERT_TRUE(u16.ok()) << u16.status();
+  EXPECT_EQ(*u16, (std::vector<uint16_t>{1, 24464}));
+  // A divisor with every bit set is not -1.
+  auto u32 =
+      RunBinary<uint32_t>("Div", DataType::kUint32, onnx::TensorProto::UINT32,
+                          {4294967295u, 10}, {4294967295u, 4294967295u});
+  ASSERT_TRUE(u32.ok()) << u32.status();
+  EXPECT_EQ(*u32, (std::vector<uint32_t>{1, 0}));
+  auto u64 = RunBinary<uint64_t>("Sub", DataType::kUint64,
+                                 onnx::TensorProto::UINT64, {0, 5}, {1, 2});
+  ASSERT_TRUE(u64.ok()) << u64.status();
+  EXPECT_EQ(*u64, (std::vector<uint64_t>{18446744073709551615ull, 3}));
+}
+
+TEST(BinaryOpTest, Float64) {
+  auto sum =
+      RunBinary<double>("Add", DataType::kFp64, onnx::TensorProto::DOUBLE,
+                        {0.1, 1e300}, {0.2, 1e300});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(*sum, (std::vector<double>{0.30000000000000004, 2e300}));
+  auto quotient =
+      RunBinary<double>("Div", DataType::kFp64, onnx::TensorProto::DOUBLE,
+                        {1.0, -1.0}, {0.0, 3.0});
+  ASSERT_TRUE(quotient.ok());
+  EXPECT_EQ(*quotient,
+            (std::vector<double>{std::numeric_limits<double>::infinity(),
+                                 -1.0 / 3.0}));
+}
+
+TEST(BinaryOpTest, BoolAndHalfTypesRefusedWhenPlanning) {
+  auto b = RunBinary<uint8_t>("Add", DataType::kBool, onnx::TensorProto::BOOL,
+                              {1}, {0});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(b.status().message()).find("BOOL"), std::string::npos)
+      << b.status();
+  EXPECT_NE(std::string(b.status().message()).find("node 'Add_0'"),
+            std::string::npos)
+      << b.status();
+  auto h = RunBinary<uint16_t>("Mul", DataType::kFp16,
+                               onnx::TensorProto::FLOAT16, {0x3c00}, {0x3c00});
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(h.status().message()).find("FP16"), std::string::npos)
+      << h.status();
 }
 
 TEST(BinaryOpTest, MixedTypesRejected) {

@@ -53,8 +53,37 @@ TEST(CastOpTest, UnsupportedTargetRejectedAtLoad) {
   testing::OnnxModelBuilder builder(/*opset=*/13);
   builder.Input("x", {1}).Output("y");
   testing::SetIntAttr(builder.Node("Cast", {"x"}, {"y"}), "to",
-                      onnx::TensorProto::DOUBLE);
+                      onnx::TensorProto::COMPLEX64);
   EXPECT_EQ(builder.Load().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CastOpTest, NewNumericTypes) {
+  // int8 -> float16 -> float -> uint16 -> double.
+  const std::vector<int8_t> x = {-128, -3, 0, 100};
+  auto h = RunCast(MakeTyped(DataType::kInt8, {4}, x), onnx::TensorProto::INT8,
+                   onnx::TensorProto::FLOAT16);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->dtype, DataType::kFp16);
+  EXPECT_EQ(h->values<uint16_t>(),
+            (std::vector<uint16_t>{0xd800, 0xc200, 0x0000, 0x5640}));
+  auto f = RunCast(*h, onnx::TensorProto::FLOAT16, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->values<float>(), (std::vector<float>{-128, -3, 0, 100}));
+  auto u16 = RunCast(*f, onnx::TensorProto::FLOAT, onnx::TensorProto::UINT16);
+  ASSERT_TRUE(u16.ok()) << u16.status();
+  EXPECT_EQ(u16->values<uint16_t>(), (std::vector<uint16_t>{0, 0, 0, 100}));
+  auto d = RunCast(MakeTyped(DataType::kUint64, {2},
+                             std::vector<uint64_t>{18446744073709551615ull, 1}),
+                   onnx::TensorProto::UINT64, onnx::TensorProto::DOUBLE);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->values<double>(),
+            (std::vector<double>{18446744073709551616.0, 1.0}));
+  // bfloat16 3.140625 and -100 -> int32 3, -100.
+  auto i = RunCast(
+      MakeTyped(DataType::kBf16, {2}, std::vector<uint16_t>{0x4049, 0xc2c8}),
+      onnx::TensorProto::BFLOAT16, onnx::TensorProto::INT32);
+  ASSERT_TRUE(i.ok()) << i.status();
+  EXPECT_EQ(i->values<int32_t>(), (std::vector<int32_t>{3, -100}));
 }
 
 }  // namespace

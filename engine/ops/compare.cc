@@ -1,13 +1,16 @@
-// Equal, Less, Greater (bool output, broadcasting; float32, int64 and int32
-// inputs, and bool for Equal), Not, and Where (broadcasting over all three
-// inputs; any element type for X and Y).
+// Equal, Less, Greater (bool output, broadcasting; every numeric type, FP16
+// and BF16 compared as floats; BOOL and STRING for Equal, strings equal when
+// their bytes are), Not, and Where (broadcasting over all three inputs; any
+// element type for X and Y, STRING included: it selects handles).
 #include "kernels/cpu/compare.h"
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace coalesce {
@@ -21,6 +24,11 @@ absl::StatusOr<Shape> Broadcast(const Shape& a, const Shape& b) {
                                                    " do not broadcast"));
   }
   return *std::move(out);
+}
+
+bool SameString(const void* a, const void* b) {
+  return static_cast<const StringRef*>(a)->view() ==
+         static_cast<const StringRef*>(b)->view();
 }
 
 class CompareOp : public OpKernel {
@@ -38,10 +46,10 @@ class CompareOp : public OpKernel {
       return absl::InvalidArgumentError("needs two inputs");
     if (absl::Status s = ExpectInputType(in, 1, in[0].dtype); !s.ok()) return s;
     const DataType t = in[0].dtype;
+    const bool equal = op_ == kernels::CompareOp::kEqual;
     const bool supported =
-        t == DataType::kFp32 || t == DataType::kInt64 ||
-        t == DataType::kInt32 ||
-        (t == DataType::kBool && op_ == kernels::CompareOp::kEqual);
+        (CastTypeOf(t).has_value() && t != DataType::kBool) ||
+        (equal && (t == DataType::kBool || t == DataType::kBytes));
     if (!supported) {
       return absl::InvalidArgumentError(
           absl::StrCat("unsupported type ", std::string(DataTypeName(t))));
@@ -55,16 +63,15 @@ class CompareOp : public OpKernel {
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    switch (in[0].dtype) {
-      case DataType::kFp32:
-        return Compare<float>(in, out[0]);
-      case DataType::kInt64:
-        return Compare<int64_t>(in, out[0]);
-      case DataType::kInt32:
-        return Compare<int32_t>(in, out[0]);
-      default:
-        return Compare<bool>(in, out[0]);
+    if (in[0].dtype == DataType::kBytes) {
+      kernels::BroadcastEqualBy(in[0].data, *in[0].shape, in[1].data,
+                                *in[1].shape, *out[0].shape, sizeof(StringRef),
+                                &SameString, out[0].as<bool>());
+      return absl::OkStatus();
     }
+    return VisitNumericType(in[0].dtype, [&](auto tag) {
+      return Compare<decltype(tag)>(in, out[0]);
+    });
   }
 
  private:
@@ -127,7 +134,7 @@ class WhereOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     kernels::BroadcastWhere(
         in[0].as<bool>(), *in[0].shape, in[1].data, *in[1].shape, in[2].data,
-        *in[2].shape, *out[0].shape, ElementByteSize(in[1].dtype), out[0].data);
+        *in[2].shape, *out[0].shape, StorageByteSize(in[1].dtype), out[0].data);
     return absl::OkStatus();
   }
 };

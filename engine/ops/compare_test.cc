@@ -62,6 +62,57 @@ TEST(CompareOpTest, MismatchedTypesRejected) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// `op` on two [3] inputs of one type, as bools.
+template <typename T>
+std::vector<uint8_t> RunCompare(const std::string& op, DataType dtype,
+                                int32_t onnx_type, const std::vector<T>& a,
+                                const std::vector<T>& b) {
+  testing::OnnxModelBuilder builder(/*opset=*/13);
+  builder.Input("a", {3}, onnx_type).Input("b", {3}, onnx_type);
+  builder.Output("y", {}, onnx::TensorProto::BOOL);
+  builder.Node(op, {"a", "b"}, {"y"});
+  auto model = builder.Load();
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return {};
+  auto out = testing::RunModelTyped(
+      *model, {MakeTyped(dtype, {3}, a), MakeTyped(dtype, {3}, b)});
+  EXPECT_TRUE(out.ok()) << op << ": " << out.status();
+  return out.ok() ? (*out)[0].template values<uint8_t>()
+                  : std::vector<uint8_t>{};
+}
+
+TEST(CompareOpTest, EveryNumericType) {
+  EXPECT_EQ(
+      RunCompare<uint8_t>("Equal", DataType::kUint8, onnx::TensorProto::UINT8,
+                          {1, 200, 3}, {1, 201, 3}),
+      (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(RunCompare<int8_t>("Less", DataType::kInt8, onnx::TensorProto::INT8,
+                               {-128, 5, 7}, {127, 5, -7}),
+            (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_EQ(RunCompare<uint64_t>("Greater", DataType::kUint64,
+                                 onnx::TensorProto::UINT64,
+                                 {18446744073709551615ull, 0, 2}, {1, 1, 2}),
+            (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_EQ(
+      RunCompare<double>("Equal", DataType::kFp64, onnx::TensorProto::DOUBLE,
+                         {0.30000000000000004, 0.5, -0.0}, {0.3, 0.5, 0.0}),
+      (std::vector<uint8_t>{0, 1, 1}));
+  // float16 -2.5, 1.0, NaN against 1.0, 1.0, NaN.
+  EXPECT_EQ(
+      RunCompare<uint16_t>("Less", DataType::kFp16, onnx::TensorProto::FLOAT16,
+                           {0xc100, 0x3c00, 0x7e00}, {0x3c00, 0x3c00, 0x7e00}),
+      (std::vector<uint8_t>{1, 0, 0}));
+  // bfloat16 -0 == 0; NaN != NaN.
+  EXPECT_EQ(RunCompare<uint16_t>(
+                "Equal", DataType::kBf16, onnx::TensorProto::BFLOAT16,
+                {0x8000, 0x3f80, 0x7fc0}, {0x0000, 0x4000, 0x7fc0}),
+            (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_EQ(RunCompare<uint16_t>("Greater", DataType::kUint16,
+                                 onnx::TensorProto::UINT16, {65535, 1, 2},
+                                 {1, 65535, 2}),
+            (std::vector<uint8_t>{1, 0, 0}));
+}
+
 TEST(NotWhereOpTest, NotThenWhereBroadcasts) {
   testing::OnnxModelBuilder b(/*opset=*/13);
   b.Input("c", {2, 1}, onnx::TensorProto::BOOL).Input("x", {3}).Output("y");

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/copy.h"
 
 namespace coalesce {
@@ -54,7 +55,7 @@ class ConcatOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     const Shape& out_shape = *out[0].shape;
     const int64_t axis = *NormalizeAxis(axis_, out_shape.size());
-    const size_t element = ElementByteSize(in[0].dtype);
+    const size_t element = StorageByteSize(in[0].dtype);
     std::vector<const void*> sources;
     std::vector<size_t> chunk_bytes;
     for (const ConstTensorView& t : in) {

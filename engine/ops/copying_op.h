@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "engine/op_kernel.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/copy.h"
 
 namespace coalesce {
@@ -16,7 +17,7 @@ class CopyingOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
     kernels::CopyBytes(
-        in[0].data, DimProduct(s, 0, s.size()) * ElementByteSize(in[0].dtype),
+        in[0].data, DimProduct(s, 0, s.size()) * StorageByteSize(in[0].dtype),
         out[0].data);
     return absl::OkStatus();
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
@@ -81,7 +82,7 @@ class DepthSpaceOp : public OpKernel {
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    const size_t element = ElementByteSize(in[0].dtype);
+    const size_t element = StorageByteSize(in[0].dtype);
     if (to_space_) {
       kernels::DepthToSpace(in[0].data, DepthSide(*in[0].shape), mode_, element,
                             out[0].data);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/strided_copy.h"
 
@@ -41,7 +42,7 @@ class ExpandOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     kernels::StridedCopy(in[0].data, *out[0].shape,
                          kernels::BroadcastStrides(*in[0].shape, *out[0].shape),
-                         ElementByteSize(in[0].dtype), out[0].data);
+                         StorageByteSize(in[0].dtype), out[0].data);
     return absl::OkStatus();
   }
 };
@@ -87,7 +88,7 @@ class TileOp : public OpKernel {
       strides.push_back(dense[d]);
     }
     kernels::StridedCopy(in[0].data, dims, strides,
-                         ElementByteSize(in[0].dtype), out[0].data);
+                         StorageByteSize(in[0].dtype), out[0].data);
     return absl::OkStatus();
   }
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
@@ -44,7 +45,7 @@ class GatherOp : public OpKernel {
     const int64_t axis = *NormalizeAxis(axis_, data.size());
     const int64_t outer = DimProduct(data, 0, axis);
     const size_t inner_bytes =
-        DimProduct(data, axis + 1, data.size()) * ElementByteSize(in[0].dtype);
+        DimProduct(data, axis + 1, data.size()) * StorageByteSize(in[0].dtype);
     const int64_t count = DimProduct(*in[1].shape, 0, in[1].shape->size());
     return in[1].dtype == DataType::kInt64
                ? kernels::Gather(in[0].data, outer, data[axis], inner_bytes,

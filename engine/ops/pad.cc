@@ -3,15 +3,19 @@
 // inputs (pads known while planning; optional constant_value), and from
 // opset 18 an optional `axes` input picks the padded axes. Pads are
 // [begin of each axis..., end of each axis...]; negative pads crop. Any
-// element type.
+// element type; STRING pads with the empty string unless constant_value
+// gives one.
 #include "kernels/cpu/pad.h"
 
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/cast.h"
 #include "onnx/onnx_pb.h"
 
@@ -82,20 +86,13 @@ class PadOp : public OpKernel {
     absl::StatusOr<std::vector<int64_t>> pads = Pads(info, data);
     if (!pads.ok()) return pads.status();
     const size_t rank = in[0].shape->size();
-    const size_t element = ElementByteSize(in[0].dtype);
-    alignas(8) char fill[8] = {};
+    const size_t element = StorageByteSize(in[0].dtype);
+    // Zero bytes: 0 in every numeric type, the empty string for STRING.
+    alignas(16) char fill[sizeof(StringRef)] = {};
     if (in.size() > 2 && in[2].present()) {
       std::memcpy(fill, in[2].data, element);
-    } else if (in[0].dtype == DataType::kFp32 ||
-               in[0].dtype == DataType::kInt64 ||
-               in[0].dtype == DataType::kInt32 ||
-               in[0].dtype == DataType::kBool) {
-      kernels::CastType to =
-          in[0].dtype == DataType::kFp32    ? kernels::CastType::kFloat32
-          : in[0].dtype == DataType::kInt64 ? kernels::CastType::kInt64
-          : in[0].dtype == DataType::kInt32 ? kernels::CastType::kInt32
-                                            : kernels::CastType::kBool;
-      kernels::Cast(kernels::CastType::kFloat32, &value_, to, 1, fill);
+    } else if (std::optional<kernels::CastType> to = CastTypeOf(in[0].dtype)) {
+      kernels::Cast(kernels::CastType::kFloat32, &value_, *to, 1, fill);
     }
     kernels::Pad(in[0].data, *in[0].shape,
                  std::vector<int64_t>(pads->begin(), pads->begin() + rank),

@@ -75,6 +75,10 @@ class ConstantOfShapeOp : public OpKernel {
       absl::StatusOr<std::unique_ptr<ConstantTensor>> value =
           ImportTensor(attr.t());
       if (!value.ok()) return value.status();
+      if ((*value)->dtype == DataType::kBytes) {
+        return absl::InvalidArgumentError(
+            "attribute 'value' of type STRING is not supported");
+      }
       if ((*value)->byte_size != ElementByteSize((*value)->dtype)) {
         return absl::InvalidArgumentError(
             "attribute 'value' must hold one element");

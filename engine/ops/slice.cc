@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "kernels/cpu/strided_copy.h"
 
 namespace coalesce {
@@ -76,7 +77,7 @@ void CopySlice(const ConstTensorView& in, const SliceSpec& spec, char* out) {
     offset += spec.start[d] * dense[d];
     strides[d] = spec.step[d] * dense[d];
   }
-  const size_t element = ElementByteSize(in.dtype);
+  const size_t element = StorageByteSize(in.dtype);
   kernels::StridedCopy(in.data + offset * static_cast<int64_t>(element),
                        spec.out_shape, strides, element, out);
 }
@@ -191,7 +192,7 @@ class SplitOp : public OpKernel {
     const Shape& shape = *in[0].shape;
     const int64_t axis = *NormalizeAxis(axis_, shape.size());
     const std::vector<int64_t> dense = kernels::DenseStrides(shape);
-    const size_t element = ElementByteSize(in[0].dtype);
+    const size_t element = StorageByteSize(in[0].dtype);
     int64_t begin = 0;
     for (const TensorView& o : out) {
       const int64_t size = (*o.shape)[axis];

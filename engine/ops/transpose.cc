@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
@@ -46,7 +47,7 @@ class TransposeOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
     kernels::Transpose(in[0].data, s, PermFor(s.size()),
-                       ElementByteSize(in[0].dtype), out[0].data);
+                       StorageByteSize(in[0].dtype), out[0].data);
     return absl::OkStatus();
   }
 

@@ -2,9 +2,12 @@
 // inputs are all initializers is run once with the engine's own kernel and
 // its outputs become initializers, until nothing changes. Outputs above
 // kMaxFoldedBytes stay computed at run time, so an absurd ConstantOfShape
-// cannot exhaust memory at load.
+// cannot exhaust memory at load. Nodes with a STRING output are not folded
+// (the strings they make would need an owner); STRING Constants become
+// string_data initializers.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -15,34 +18,30 @@
 #include "engine/op_registry.h"
 #include "engine/optimizer/passes.h"
 #include "engine/prepared_kernel.h"
+#include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
 
 constexpr size_t kMaxFoldedBytes = size_t{1} << 30;
 
-int32_t OnnxElemType(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFp32:
-      return onnx::TensorProto::FLOAT;
-    case DataType::kInt64:
-      return onnx::TensorProto::INT64;
-    case DataType::kInt32:
-      return onnx::TensorProto::INT32;
-    case DataType::kBool:
-      return onnx::TensorProto::BOOL;
-    default:
-      return onnx::TensorProto::UNDEFINED;
-  }
-}
-
+// `data` holds the tensor as the engine does: elements, or StringRef
+// handles for STRING, whose bytes go to string_data.
 onnx::TensorProto ToTensorProto(const std::string& name, const TensorInfo& info,
                                 const char* data, size_t bytes) {
   onnx::TensorProto t;
   t.set_name(name);
-  t.set_data_type(OnnxElemType(info.dtype));
+  t.set_data_type(OnnxTypeOf(info.dtype));
   for (int64_t d : info.shape) t.add_dims(d);
-  t.set_raw_data(data, bytes);
+  if (info.dtype == DataType::kBytes) {
+    const StringRef* strings = reinterpret_cast<const StringRef*>(data);
+    for (size_t i = 0; i < bytes / sizeof(StringRef); ++i) {
+      const std::string_view s = strings[i].view();
+      t.add_string_data(s.data(), s.size());
+    }
+  } else {
+    t.set_raw_data(data, bytes);
+  }
   return t;
 }
 
@@ -111,6 +110,9 @@ class Folder {
     std::vector<TensorView> out;
     for (size_t o = 0; o < outs.size(); ++o) {
       std::optional<int64_t> count = ElementCount(outs[o].shape);
+      // STRING outputs stay computed at run time: nothing here would own
+      // the strings they make.
+      if (outs[o].dtype == DataType::kBytes) return false;
       const size_t elem = ElementByteSize(outs[o].dtype);
       if (!outs[o].present() || !count || elem == 0 ||
           static_cast<uint64_t>(*count) > kMaxFoldedBytes / elem)

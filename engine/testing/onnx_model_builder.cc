@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/aligned_buffer.h"
 #include "engine/execution_plan.h"
+#include "engine/string_io.h"
+#include "engine/string_ref.h"
 
 namespace coalesce::testing {
 namespace {
@@ -78,6 +80,17 @@ OnnxModelBuilder& OnnxModelBuilder::Int64Initializer(
   t->set_data_type(onnx::TensorProto::INT64);
   for (int64_t d : dims) t->add_dims(d);
   for (int64_t v : values) t->add_int64_data(v);
+  return *this;
+}
+
+OnnxModelBuilder& OnnxModelBuilder::StringInitializer(
+    const std::string& name, const Shape& dims,
+    const std::vector<std::string>& values) {
+  onnx::TensorProto* t = proto_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::STRING);
+  for (int64_t d : dims) t->add_dims(d);
+  for (const std::string& v : values) t->add_string_data(v);
   return *this;
 }
 
@@ -166,6 +179,42 @@ absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
     outputs[i].data.resize((*plan)->output_byte_size(i) / sizeof(float));
   }
   return outputs;
+}
+
+TypedTensor MakeStrings(Shape shape, const std::vector<std::string>& v) {
+  std::vector<StringRef> refs;
+  for (const std::string& s : v) refs.push_back({s.data(), s.size()});
+  return MakeTyped(DataType::kBytes, std::move(shape), refs);
+}
+
+std::vector<std::string> StringsOf(const TypedTensor& t) {
+  std::vector<std::string> out;
+  for (const StringRef& r : t.values<StringRef>()) out.emplace_back(r.view());
+  return out;
+}
+
+std::string SerializeBytes(const std::vector<std::string>& v) {
+  std::vector<StringRef> refs;
+  for (const std::string& s : v) refs.push_back({s.data(), s.size()});
+  const int64_t count = static_cast<int64_t>(refs.size());
+  std::string out(*SerializedStringsSize(refs.data(), count), '\0');
+  SerializeStrings(refs.data(), count, out.data());
+  return out;
+}
+
+std::vector<std::string> DeserializeBytes(const char* data, size_t size) {
+  // At most one element per 4 bytes; count them first.
+  int64_t count = 0;
+  for (size_t at = 0; at + 4 <= size; ++count) {
+    uint32_t length;
+    std::memcpy(&length, data + at, 4);  // little-endian hosts only
+    at += 4 + static_cast<size_t>(length);
+  }
+  std::vector<StringRef> refs(count);
+  if (!ParseSerializedStrings(data, size, count, refs.data()).ok()) return {};
+  std::vector<std::string> out;
+  for (const StringRef& r : refs) out.emplace_back(r.view());
+  return out;
 }
 
 absl::Status LoadAndRunOnZeros(const OnnxModelBuilder& builder,

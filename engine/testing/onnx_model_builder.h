@@ -31,6 +31,10 @@ class OnnxModelBuilder {
                                      const std::vector<float>& values);
   OnnxModelBuilder& Int64Initializer(const std::string& name, const Shape& dims,
                                      const std::vector<int64_t>& values);
+  // A STRING initializer (string_data).
+  OnnxModelBuilder& StringInitializer(const std::string& name,
+                                      const Shape& dims,
+                                      const std::vector<std::string>& values);
   // An initializer of any fixed-size type from raw little-endian bytes.
   OnnxModelBuilder& RawInitializer(const std::string& name, int32_t elem_type,
                                    const Shape& dims, const void* data,
@@ -92,6 +96,17 @@ TypedTensor MakeTyped(DataType dtype, Shape shape, const std::vector<T>& v) {
 inline TypedTensor MakeBool(Shape shape, const std::vector<uint8_t>& v) {
   return MakeTyped(DataType::kBool, std::move(shape), v);
 }
+
+// A STRING tensor as the engine holds it: StringRef handles
+// (engine/string_ref.h) pointing into `v`, which must outlive the tensor.
+TypedTensor MakeStrings(Shape shape, const std::vector<std::string>& v);
+// The strings a STRING TypedTensor's handles point at.
+std::vector<std::string> StringsOf(const TypedTensor& t);
+
+// KServe v2's serialized BYTES form of `v` (engine/string_io.h), and back
+// (empty on malformed data).
+std::string SerializeBytes(const std::vector<std::string>& v);
+std::vector<std::string> DeserializeBytes(const char* data, size_t size);
 
 // Loads the builder's model and runs it once on a single all-zero float
 // input of `shape`: OK, or the status of the step that failed (load, plan or

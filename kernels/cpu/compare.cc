@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/strided_copy.h"
 
 namespace coalesce::kernels {
@@ -29,6 +30,14 @@ void ForEachBroadcast(const std::array<std::vector<int64_t>, N>& strides,
   }
 }
 
+// 16-bit floats compare as the floats they hold (so -0 == 0, NaN != NaN).
+template <typename T>
+T ValueOf(T v) {
+  return v;
+}
+float ValueOf(Float16 v) { return ToFloat(v); }
+float ValueOf(BFloat16 v) { return ToFloat(v); }
+
 template <typename T>
 bool Compare(CompareOp op, T a, T b) {
   switch (op) {
@@ -52,28 +61,41 @@ void BroadcastCompare(CompareOp op, const T* a,
   std::array<std::vector<int64_t>, 2> strides = {
       BroadcastStrides(a_dims, out_dims), BroadcastStrides(b_dims, out_dims)};
   ForEachBroadcast<2>(strides, out_dims, [&](const std::array<int64_t, 2>& at) {
-    *out++ = Compare(op, a[at[0]], b[at[1]]);
+    *out++ = Compare(op, ValueOf(a[at[0]]), ValueOf(b[at[1]]));
   });
 }
 
-template void BroadcastCompare<float>(CompareOp, const float*,
-                                      const std::vector<int64_t>&, const float*,
-                                      const std::vector<int64_t>&,
-                                      const std::vector<int64_t>&, bool*);
-template void BroadcastCompare<int64_t>(CompareOp, const int64_t*,
-                                        const std::vector<int64_t>&,
-                                        const int64_t*,
-                                        const std::vector<int64_t>&,
-                                        const std::vector<int64_t>&, bool*);
-template void BroadcastCompare<int32_t>(CompareOp, const int32_t*,
-                                        const std::vector<int64_t>&,
-                                        const int32_t*,
-                                        const std::vector<int64_t>&,
-                                        const std::vector<int64_t>&, bool*);
-template void BroadcastCompare<bool>(CompareOp, const bool*,
-                                     const std::vector<int64_t>&, const bool*,
-                                     const std::vector<int64_t>&,
-                                     const std::vector<int64_t>&, bool*);
+#define COALESCE_INSTANTIATE(T)                                   \
+  template void BroadcastCompare<T>(                              \
+      CompareOp, const T*, const std::vector<int64_t>&, const T*, \
+      const std::vector<int64_t>&, const std::vector<int64_t>&, bool*);
+COALESCE_INSTANTIATE(float)
+COALESCE_INSTANTIATE(double)
+COALESCE_INSTANTIATE(Float16)
+COALESCE_INSTANTIATE(BFloat16)
+COALESCE_INSTANTIATE(int8_t)
+COALESCE_INSTANTIATE(int16_t)
+COALESCE_INSTANTIATE(int32_t)
+COALESCE_INSTANTIATE(int64_t)
+COALESCE_INSTANTIATE(uint8_t)
+COALESCE_INSTANTIATE(uint16_t)
+COALESCE_INSTANTIATE(uint32_t)
+COALESCE_INSTANTIATE(uint64_t)
+COALESCE_INSTANTIATE(bool)
+#undef COALESCE_INSTANTIATE
+
+void BroadcastEqualBy(const void* a, const std::vector<int64_t>& a_dims,
+                      const void* b, const std::vector<int64_t>& b_dims,
+                      const std::vector<int64_t>& out_dims,
+                      size_t element_bytes, ElementEqualFn equal, bool* out) {
+  std::array<std::vector<int64_t>, 2> strides = {
+      BroadcastStrides(a_dims, out_dims), BroadcastStrides(b_dims, out_dims)};
+  const char* as = static_cast<const char*>(a);
+  const char* bs = static_cast<const char*>(b);
+  ForEachBroadcast<2>(strides, out_dims, [&](const std::array<int64_t, 2>& at) {
+    *out++ = equal(as + at[0] * element_bytes, bs + at[1] * element_bytes);
+  });
+}
 
 void LogicalNot(const bool* in, int64_t count, bool* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = !in[i];

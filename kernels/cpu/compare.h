@@ -13,13 +13,25 @@ namespace coalesce::kernels {
 enum class CompareOp { kEqual, kLess, kGreater };
 
 // out[i] = a[i'] op b[i''] over out_dims, the broadcast of a_dims and b_dims.
-// Defined for T = float, int64_t, int32_t and bool.
+// Defined for T = float, double, Float16, BFloat16 (kernels/cpu/half.h;
+// compared as floats), int8_t ... int64_t, uint8_t ... uint64_t and bool.
 // REQUIRES: out_dims is that broadcast; out holds its element count.
 template <typename T>
 void BroadcastCompare(CompareOp op, const T* a,
                       const std::vector<int64_t>& a_dims, const T* b,
                       const std::vector<int64_t>& b_dims,
                       const std::vector<int64_t>& out_dims, bool* out);
+
+// Whether two elements (each `element_bytes` long) are equal.
+using ElementEqualFn = bool (*)(const void* a, const void* b);
+
+// out[i] = equal(a[i'], b[i'']) over out_dims, the broadcast of a_dims and
+// b_dims, for elements of any type (the engine's strings).
+// REQUIRES: out_dims is that broadcast; out holds its element count.
+void BroadcastEqualBy(const void* a, const std::vector<int64_t>& a_dims,
+                      const void* b, const std::vector<int64_t>& b_dims,
+                      const std::vector<int64_t>& out_dims,
+                      size_t element_bytes, ElementEqualFn equal, bool* out);
 
 // out[i] = !in[i].
 void LogicalNot(const bool* in, int64_t count, bool* out);

@@ -58,6 +58,11 @@ void SpaceToDepthTyped(const T* x, const DepthSpaceShape& s,
   }
 }
 
+// A 16-byte element (the engine's string handles), moved whole.
+struct Element16 {
+  uint64_t lo, hi;
+};
+
 template <typename Fn>
 void ByElementSize(size_t element_bytes, Fn&& fn) {
   switch (element_bytes) {
@@ -69,6 +74,9 @@ void ByElementSize(size_t element_bytes, Fn&& fn) {
       break;
     case 4:
       fn(uint32_t{});
+      break;
+    case 16:
+      fn(Element16{});
       break;
     default:
       fn(uint64_t{});

@@ -1,6 +1,6 @@
 // DepthToSpace and SpaceToDepth: moves [block, block] tiles between the
 // channel axis and the spatial axes of a [N, C, H, W] tensor, for elements of
-// 1, 2, 4 or 8 bytes. Stateless and thread-safe; parallel over output rows.
+// 1, 2, 4, 8 or 16 bytes. Stateless and thread-safe; parallel over output rows.
 #ifndef COALESCE_KERNELS_CPU_DEPTH_SPACE_H_
 #define COALESCE_KERNELS_CPU_DEPTH_SPACE_H_
 
@@ -23,7 +23,7 @@ struct DepthSpaceShape {
 
 // x [n, c, h, w] -> y [n, c / block^2, h * block, w * block], with
 // y[b, k, h * block + i, w * block + j] = x[b, channel(k, i, j), h, w].
-// REQUIRES: c % (block * block) == 0; element_bytes in {1, 2, 4, 8}.
+// REQUIRES: c % (block * block) == 0; element_bytes in {1, 2, 4, 8, 16}.
 void DepthToSpace(const void* x, const DepthSpaceShape& depth,
                   DepthSpaceMode mode, size_t element_bytes, void* y);
 

@@ -12,17 +12,19 @@ namespace {
 // Runs of at least this many elements are split across OpenMP threads.
 constexpr int64_t kParallelElements = 1 << 16;
 
-// Integer Add, Sub and Mul go through the unsigned type, where overflow
-// wraps instead of being undefined.
+// Integer Add, Sub and Mul go through an unsigned type, where overflow wraps
+// instead of being undefined: the type's unsigned counterpart, or unsigned
+// int for types narrower than int (which would otherwise be promoted to int
+// and could overflow it, e.g. uint16 * uint16). Converting the result back
+// keeps the low bits (modulo 2^bits, defined since C++20).
 template <typename T, bool = std::is_integral_v<T>>
 struct WideOf {
   using type = T;
 };
 template <typename T>
 struct WideOf<T, true> {
-  // Narrower unsigned types would be promoted to int, and overflow again.
-  static_assert(sizeof(T) >= sizeof(int), "wraps only from int's width up");
-  using type = std::make_unsigned_t<T>;
+  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
+                                  std::make_unsigned_t<T>>;
 };
 template <typename T>
 using Wide = typename WideOf<T>::type;
@@ -44,9 +46,12 @@ struct DivFn {
   T operator()(T x, T y) const {
     if constexpr (std::is_integral_v<T>) {
       if (y == 0) return 0;
-      if (y == -1) return T(Wide<T>(0) - Wide<T>(x));  // MIN / -1 wraps to MIN
+      if constexpr (std::is_signed_v<T>) {
+        // MIN / -1 wraps to MIN.
+        if (y == -1) return T(Wide<T>(0) - Wide<T>(x));
+      }
     }
-    return x / y;
+    return T(x / y);
   }
 };
 
@@ -190,8 +195,15 @@ void BroadcastBinary(BinaryOp op, const T* a,
                                    const std::vector<int64_t>&, const T*,   \
                                    const std::vector<int64_t>&, T*);
 COALESCE_INSTANTIATE(float)
+COALESCE_INSTANTIATE(double)
 COALESCE_INSTANTIATE(int64_t)
 COALESCE_INSTANTIATE(int32_t)
+COALESCE_INSTANTIATE(int16_t)
+COALESCE_INSTANTIATE(int8_t)
+COALESCE_INSTANTIATE(uint64_t)
+COALESCE_INSTANTIATE(uint32_t)
+COALESCE_INSTANTIATE(uint16_t)
+COALESCE_INSTANTIATE(uint8_t)
 #undef COALESCE_INSTANTIATE
 
 }  // namespace coalesce::kernels

@@ -118,6 +118,92 @@ TEST(ElementwiseTest, IntegerEdgeCases) {
   EXPECT_EQ(z, (std::vector<int32_t>{-2, -36}));  // max * 2 wraps to -2
 }
 
+template <typename T>
+std::vector<T> Apply(BinaryOp op, const std::vector<T>& a,
+                     const std::vector<T>& b) {
+  std::vector<T> out(a.size());
+  const std::vector<int64_t> dims = {static_cast<int64_t>(a.size())};
+  BroadcastBinary<T>(op, a.data(), dims, b.data(), dims, out.data());
+  return out;
+}
+
+TEST(ElementwiseTest, EightBitIntegersWrap) {
+  const std::vector<int8_t> a = {127, -128, 100, -128, 7, -7};
+  const std::vector<int8_t> b = {1, 1, 3, -1, 0, 2};
+  EXPECT_EQ(Apply(BinaryOp::kAdd, a, b),
+            (std::vector<int8_t>{-128, -127, 103, 127, 7, -5}));
+  EXPECT_EQ(Apply(BinaryOp::kSub, a, b),
+            (std::vector<int8_t>{126, 127, 97, -127, 7, -9}));
+  EXPECT_EQ(Apply(BinaryOp::kMul, a, b),
+            (std::vector<int8_t>{127, -128, 44, -128, 0, -14}));
+  EXPECT_EQ(Apply(BinaryOp::kDiv, a, b),
+            (std::vector<int8_t>{127, -128, 33, -128, 0, -3}));
+  const std::vector<uint8_t> u = {250, 3, 16, 200, 9};
+  const std::vector<uint8_t> v = {10, 5, 16, 0, 255};
+  EXPECT_EQ(Apply(BinaryOp::kAdd, u, v),
+            (std::vector<uint8_t>{4, 8, 32, 200, 8}));
+  EXPECT_EQ(Apply(BinaryOp::kSub, u, v),
+            (std::vector<uint8_t>{240, 254, 0, 200, 10}));
+  EXPECT_EQ(Apply(BinaryOp::kMul, u, v),
+            (std::vector<uint8_t>{196, 15, 0, 0, 247}));
+  EXPECT_EQ(Apply(BinaryOp::kDiv, u, v),
+            (std::vector<uint8_t>{25, 0, 1, 0, 0}));
+}
+
+TEST(ElementwiseTest, SixteenBitIntegersWrap) {
+  // 65535 * 65535 would overflow int if computed after promotion.
+  const std::vector<uint16_t> u = {65535, 1, 65535, 7};
+  const std::vector<uint16_t> v = {65535, 2, 1, 0};
+  EXPECT_EQ(Apply(BinaryOp::kMul, u, v),
+            (std::vector<uint16_t>{1, 2, 65535, 0}));
+  EXPECT_EQ(Apply(BinaryOp::kSub, u, v),
+            (std::vector<uint16_t>{0, 65535, 65534, 7}));
+  EXPECT_EQ(Apply(BinaryOp::kDiv, u, v),
+            (std::vector<uint16_t>{1, 0, 65535, 0}));
+  const std::vector<int16_t> a = {32767, -32768, 300, -32768};
+  const std::vector<int16_t> b = {1, -1, 300, 2};
+  EXPECT_EQ(Apply(BinaryOp::kAdd, a, b),
+            (std::vector<int16_t>{-32768, 32767, 600, -32766}));
+  EXPECT_EQ(Apply(BinaryOp::kMul, a, b),
+            (std::vector<int16_t>{32767, -32768, 24464, 0}));
+  EXPECT_EQ(Apply(BinaryOp::kDiv, a, b),
+            (std::vector<int16_t>{32767, -32768, 1, -16384}));
+}
+
+// Unsigned divisors with all bits set are not -1.
+TEST(ElementwiseTest, WideUnsignedIntegers) {
+  constexpr uint32_t kMax32 = std::numeric_limits<uint32_t>::max();
+  const std::vector<uint32_t> a = {kMax32, 10, kMax32 - 1, 0};
+  const std::vector<uint32_t> b = {kMax32, kMax32, 2, 1};
+  EXPECT_EQ(Apply(BinaryOp::kDiv, a, b),
+            (std::vector<uint32_t>{1, 0, kMax32 / 2, 0}));
+  EXPECT_EQ(Apply(BinaryOp::kAdd, a, b),
+            (std::vector<uint32_t>{kMax32 - 1, 9, 0, 1}));
+  EXPECT_EQ(Apply(BinaryOp::kSub, std::vector<uint32_t>{0}, {1}),
+            (std::vector<uint32_t>{kMax32}));
+  constexpr uint64_t kMax64 = std::numeric_limits<uint64_t>::max();
+  const std::vector<uint64_t> c = {kMax64, 1ull << 63, 12};
+  const std::vector<uint64_t> d = {kMax64, 2, 0};
+  EXPECT_EQ(Apply(BinaryOp::kDiv, c, d),
+            (std::vector<uint64_t>{1, 1ull << 62, 0}));
+  EXPECT_EQ(Apply(BinaryOp::kMul, c, d), (std::vector<uint64_t>{1, 0, 0}));
+  EXPECT_EQ(Apply(BinaryOp::kAdd, c, d),
+            (std::vector<uint64_t>{kMax64 - 1, (1ull << 63) + 2, 12}));
+}
+
+TEST(ElementwiseTest, DoubleKeepsPrecisionAndIeeeDivision) {
+  const std::vector<double> a = {0.1, 1e300, 1.0, -1.0};
+  const std::vector<double> b = {0.2, 1e300, 0.0, 3.0};
+  const std::vector<double> sum = Apply(BinaryOp::kAdd, a, b);
+  EXPECT_EQ(sum[0], 0.30000000000000004);
+  EXPECT_EQ(sum[1], 2e300);
+  const std::vector<double> q = Apply(BinaryOp::kDiv, a, b);
+  EXPECT_EQ(q[2], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(q[3], -1.0 / 3.0);
+  EXPECT_EQ(Apply(BinaryOp::kMul, a, b)[1],
+            std::numeric_limits<double>::infinity());
+}
+
 TEST(ElementwiseTest, ZeroSizedAndIncompatible) {
   CheckCase(BinaryOp::kAdd, {0, 3}, {3}, {0, 3});
   EXPECT_FALSE(BroadcastShapes({2, 3}, {4}).has_value());
