@@ -1,12 +1,22 @@
 #include "batching/batch_assembler.h"
 
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "batching/serialized_bytes.h"
 
 namespace coalesce {
 namespace {
+
+// Product of shape[begin:].
+int64_t DimProduct(const Shape& shape, size_t begin) {
+  int64_t product = 1;
+  for (size_t i = begin; i < shape.size(); ++i) product *= shape[i];
+  return product;
+}
 
 const std::string& InputName(const QueuedRequest& q, size_t model_input) {
   return q.request->inputs[q.layout.input_order[model_input]].name;
@@ -25,6 +35,29 @@ std::vector<Shape> BatchAssembler::InputShapes(
   for (const QueuedRequest& q : requests) rows += q.layout.batch_size;
   for (Shape& shape : shapes) shape.insert(shape.begin(), rows);
   return shapes;
+}
+
+absl::Status BatchAssembler::SizeInputs(
+    const std::vector<QueuedRequest>& requests, BatchSlot* slot) const {
+  if (absl::Status s = slot->SetInputShapes(InputShapes(requests)); !s.ok()) {
+    return s;
+  }
+  const QueuedRequest& first = requests.front();
+  for (size_t i = 0; i < first.layout.input_order.size(); ++i) {
+    if (first.request->inputs[first.layout.input_order[i]].dtype !=
+        DataType::kBytes) {
+      continue;
+    }
+    size_t total = 0;
+    for (const QueuedRequest& q : requests) {
+      total += q.request->inputs[q.layout.input_order[i]].data.size();
+    }
+    if (absl::Status s = slot->SetInputByteSize(static_cast<int>(i), total);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status BatchAssembler::Gather(const std::vector<QueuedRequest>& requests,
@@ -53,10 +86,26 @@ absl::Status BatchAssembler::Gather(const std::vector<QueuedRequest>& requests,
 
 absl::Status BatchAssembler::CheckOutputs(const BatchSlot& slot,
                                           int64_t batch_size) const {
-  if (!batched_) return absl::OkStatus();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const Shape& shape = slot.output_shape(static_cast<int>(o));
     const size_t bytes = slot.output_byte_size(static_cast<int>(o));
+    if (outputs_[o].dtype == DataType::kBytes) {
+      const std::optional<int64_t> count = ElementCount(shape);
+      const std::optional<size_t> used =
+          count ? SerializedPrefixSize({slot.output_data(static_cast<int>(o)),
+                                        bytes},
+                                       *count)
+                : std::nullopt;
+      if (used != bytes || (batched_ && shape[0] != batch_size)) {
+        return absl::InternalError(absl::StrCat(
+            "output '", outputs_[o].name, "' (BYTES) has shape ",
+            ShapeToString(shape), " and ", bytes,
+            " bytes that do not hold its serialized elements in ",
+            batch_size, " rows"));
+      }
+      continue;
+    }
+    if (!batched_) continue;
     if (shape.empty() || shape[0] != batch_size ||
         bytes % static_cast<size_t>(batch_size) != 0) {
       return absl::InternalError(
@@ -75,7 +124,15 @@ absl::Status BatchAssembler::Scatter(const BatchSlot& slot, int64_t batch_size,
     Shape shape = slot.output_shape(o);
     const char* src = slot.output_data(o);
     size_t bytes = slot.output_byte_size(o);
-    if (batched_) {
+    if (batched_ && outputs_[o].dtype == DataType::kBytes) {
+      const int64_t per_row = DimProduct(shape, 1);
+      const std::string_view all(src, bytes);
+      const size_t begin = *SerializedPrefixSize(all, per_row * row_offset);
+      bytes = *SerializedPrefixSize(all.substr(begin),
+                                    per_row * request.layout.batch_size);
+      src += begin;
+      shape[0] = request.layout.batch_size;
+    } else if (batched_) {
       const size_t row_bytes = bytes / static_cast<size_t>(batch_size);
       src += row_bytes * static_cast<size_t>(row_offset);
       bytes = row_bytes * static_cast<size_t>(request.layout.batch_size);

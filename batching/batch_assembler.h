@@ -3,7 +3,8 @@
 // Gather writes each request's input bytes once, straight into the slot's
 // input buffers at the request's row offset (requests in batch order).
 // Scatter hands each request its rows of every output it asked for through
-// ResponseSink::AddOutput, with the batch dim replaced by the request's own.
+// ResponseSink::AddOutput, with the batch dim replaced by the request's own
+// (for a BYTES output, the serialized elements of those rows).
 // When the model does not batch (max_batch_size 0) a batch is one request and
 // shapes are passed through unchanged.
 //
@@ -31,14 +32,23 @@ class BatchAssembler {
   std::vector<Shape> InputShapes(
       const std::vector<QueuedRequest>& requests) const;
 
-  // Copies every request's input bytes into slot->input_data(i).
-  // REQUIRES: slot->SetInputShapes(InputShapes(requests)) returned OK.
+  // slot->SetInputShapes(InputShapes(requests)), then for each BYTES input
+  // SetInputByteSize with the requests' serialized bytes together. The
+  // slot's status when it refuses.
+  absl::Status SizeInputs(const std::vector<QueuedRequest>& requests,
+                          BatchSlot* slot) const;
+
+  // Copies every request's input bytes into slot->input_data(i) (BYTES
+  // inputs: the requests' serialized elements one after the other, which is
+  // the batch's serialized tensor).
+  // REQUIRES: SizeInputs(requests, slot) returned OK.
   // Internal when the slot's buffer size disagrees with the requests.
   absl::Status Gather(const std::vector<QueuedRequest>& requests,
                       BatchSlot* slot) const;
 
   // Internal when the slot's outputs cannot be split into `batch_size` rows
-  // (wrong rank, batch dim or byte size). Check before any Scatter.
+  // (wrong rank, batch dim or byte size; a BYTES output not holding its
+  // shape's serialized elements exactly). Check before any Scatter.
   absl::Status CheckOutputs(const BatchSlot& slot, int64_t batch_size) const;
 
   // Adds to `request`'s sink its outputs, taken from rows

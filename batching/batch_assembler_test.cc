@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "batching/fake_executor.h"
@@ -105,6 +106,60 @@ TEST_F(BatchAssemblerTest, UnbatchedModelPassesShapesThrough) {
   batch.push_back(Request(3, 'a', &r));
   batch[0].layout.item_shapes = {{3, 2}};
   EXPECT_THAT(assembler.InputShapes(batch), ElementsAre(Shape{3, 2}));
+}
+
+// "ab" -> 4-byte little-endian length 2, then "ab".
+std::string Serialized(const std::vector<std::string>& elements) {
+  std::string out;
+  for (const std::string& e : elements) {
+    const uint32_t n = static_cast<uint32_t>(e.size());
+    out += std::string{char(n & 0xff), char(n >> 8 & 0xff), char(n >> 16 & 0xff),
+                       char(n >> 24)};
+    out += e;
+  }
+  return out;
+}
+
+TEST(BatchAssemblerBytesTest, GathersSerializedRowsAndScattersEachRequestsRows) {
+  const std::vector<TensorSpec> specs = {{"s", DataType::kBytes, {2}}};
+  BatchAssembler assembler(/*batched=*/true, {{"t", DataType::kBytes, {2}}});
+  FakeExecutorInstance::Options options;
+  options.inputs = specs;
+  FakeExecutorInstance executor(options);
+  const std::string one = Serialized({"a", ""});
+  const std::string two = Serialized({"bcd", "e", "fg", "hijk"});
+  std::vector<QueuedRequest> batch;
+  std::shared_ptr<SinkRecord> r1, r2;
+  for (auto [data, rows, record] :
+       {std::tuple{&one, 1, &r1}, std::tuple{&two, 2, &r2}}) {
+    QueuedRequest q;
+    q.request = std::make_unique<InferenceRequest>();
+    q.request->inputs.push_back({"s", DataType::kBytes, {rows, 2}, *data});
+    *record = std::make_shared<SinkRecord>();
+    q.request->sink = std::make_unique<RecordingSink>(*record);
+    q.layout = {rows, {0}, {0}, {{2}}};
+    batch.push_back(std::move(q));
+  }
+  BatchSlot* slot = executor.slot(0);
+  ASSERT_TRUE(assembler.SizeInputs(batch, slot).ok());
+  EXPECT_EQ(slot->input_byte_size(0), one.size() + two.size());
+  ASSERT_TRUE(assembler.Gather(batch, slot).ok());
+  EXPECT_EQ(std::string(slot->input_data(0), slot->input_byte_size(0)),
+            Serialized({"a", "", "bcd", "e", "fg", "hijk"}));
+  executor.CopyIn(slot);
+  executor.Run(slot);
+  executor.CopyOut(slot);
+  executor.CompleteNextBatch();  // Echo.
+  ASSERT_TRUE(assembler.CheckOutputs(*slot, 3).ok());
+  ASSERT_TRUE(assembler.Scatter(*slot, 3, 1, batch[1]).ok());
+  ASSERT_TRUE(assembler.Scatter(*slot, 3, 0, batch[0]).ok());
+  EXPECT_EQ(r1->outputs().at(0).data, one);
+  EXPECT_EQ(r1->outputs().at(0).dtype, DataType::kBytes);
+  EXPECT_EQ(r2->outputs().at(0).data, two);
+  EXPECT_EQ(r2->outputs().at(0).shape, (Shape{2, 2}));
+  // Two rows claimed, elements for one and a half: refused before Scatter.
+  EXPECT_EQ(assembler.CheckOutputs(*slot, 4).code(),
+            absl::StatusCode::kInternal);
 }
 
 }  // namespace

@@ -273,8 +273,7 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
 void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
   const Clock::TimePoint start = clock_->Now();
   BatchSlot* slot = batch->slot.slot;
-  absl::Status status =
-      slot->SetInputShapes(assembler_.InputShapes(batch->requests));
+  absl::Status status = assembler_.SizeInputs(batch->requests, slot);
   if (status.ok()) status = assembler_.Gather(batch->requests, slot);
   const Clock::TimePoint gathered = clock_->Now();
   batch->gather = gathered - start;

@@ -28,6 +28,13 @@ class FakeExecutorInstance::Slot : public BatchSlot {
     }
     return absl::OkStatus();
   }
+  absl::Status SetInputByteSize(int index, size_t byte_size) override {
+    if ((*specs_)[index].dtype != DataType::kBytes) {
+      return absl::InvalidArgumentError("not a BYTES input");
+    }
+    buffers_[index].assign(byte_size, '\0');
+    return absl::OkStatus();
+  }
   char* input_data(int index) override { return buffers_[index].data(); }
   size_t input_byte_size(int index) const override {
     return buffers_[index].size();

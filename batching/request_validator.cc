@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "batching/serialized_bytes.h"
 
 namespace coalesce {
 namespace {
@@ -19,9 +20,32 @@ Shape FullDims(const TensorSpec& spec, bool batched) {
   return dims;
 }
 
+// InvalidArgument unless serialized BYTES `input.data` holds exactly `count`
+// elements.
+absl::Status CheckSerialized(const TensorSpec& spec, const RequestInput& input,
+                             int64_t count) {
+  const std::optional<size_t> used = SerializedPrefixSize(input.data, count);
+  if (!used.has_value()) {
+    return InputError(
+        spec.name, absl::StrCat("BYTES data ends before its ", count,
+                                " elements (shape ", ShapeToString(input.shape),
+                                "; each element is a 4-byte length and its "
+                                "bytes)"));
+  }
+  if (*used != input.data.size()) {
+    return InputError(spec.name,
+                      absl::StrCat("BYTES data has ", input.data.size() - *used,
+                                   " bytes after its ", count, " elements"));
+  }
+  return absl::OkStatus();
+}
+
 // InvalidArgument unless `input.data` holds exactly its shape's bytes.
 absl::Status CheckByteSize(const TensorSpec& spec, const RequestInput& input) {
   const std::optional<int64_t> count = ElementCount(input.shape);
+  if (count.has_value() && spec.dtype == DataType::kBytes) {
+    return CheckSerialized(spec, input, *count);
+  }
   const size_t element_size = ElementByteSize(spec.dtype);
   if (!count.has_value() ||
       static_cast<uint64_t>(*count) >

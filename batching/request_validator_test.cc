@@ -142,5 +142,26 @@ TEST(RequestValidatorNoBatchTest, FullShapeIsMatchedAndBatchSizeIsOne) {
                         "dims [2,-1]"));
 }
 
+TEST(RequestValidatorBytesTest, SerializedElementsMustMatchTheShapeExactly) {
+  const RequestValidator validator(/*max_batch_size=*/4,
+                                   {{"s", DataType::kBytes, {2}}},
+                                   {{"t", DataType::kBytes, {2}}});
+  auto check = [&](const std::string& data) {
+    InferenceRequest request;
+    request.inputs.push_back({"s", DataType::kBytes, {1, 2}, data});
+    return validator.Validate(request).status();
+  };
+  const std::string len1("\x01\x00\x00\x00", 4), len0("\0\0\0\0", 4);
+  EXPECT_TRUE(check(len1 + "x" + len0).ok());
+  absl::Status s = check(len1 + "x");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("input 's': BYTES data ends before its 2"));
+  s = check(len1 + "x" + len0 + "zz");
+  EXPECT_THAT(s.message(), HasSubstr("2 bytes after its 2 elements"));
+  // A length pointing past the end of the data.
+  s = check(std::string("\xff\x00\x00\x00", 4) + "x" + len0);
+  EXPECT_THAT(s.message(), HasSubstr("ends before"));
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -18,12 +18,7 @@ absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors,
       return absl::InvalidArgumentError(
           absl::StrCat("duplicate ", kind, " '", t.name, "'"));
     }
-    if (t.dtype == DataType::kBytes) {
-      return absl::UnimplementedError(
-          absl::StrCat(kind, " '", t.name,
-                       "': BYTES tensors are not supported by the batcher"));
-    }
-    if (ElementByteSize(t.dtype) == 0) {
+    if (t.dtype != DataType::kBytes && ElementByteSize(t.dtype) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(kind, " '", t.name, "' has an invalid datatype"));
     }

@@ -44,15 +44,16 @@ struct SchedulerOptions {
   // Overrides per level; keys in [1, priority_levels].
   std::map<uint32_t, QueuePolicy> priority_queue_policy;
   // Config dims (batch dim excluded when max_batch_size > 0), in the
-  // executor's input order. At least one; BYTES is not supported.
+  // executor's input order. At least one. BYTES tensors travel serialized
+  // (serialized_bytes.h).
   std::vector<TensorSpec> inputs;
-  // In the executor's output order. At least one; BYTES is not supported.
+  // In the executor's output order. At least one.
   std::vector<TensorSpec> outputs;
   Clock* clock = RealClock();  // Not owned; must outlive the batcher.
 };
 
-// OK when `options` can configure a DynamicBatcher; InvalidArgument (or
-// Unimplemented for BYTES tensors) naming the offending field otherwise.
+// OK when `options` can configure a DynamicBatcher; InvalidArgument naming
+// the offending field otherwise.
 absl::Status ValidateSchedulerOptions(const SchedulerOptions& options);
 
 }  // namespace coalesce

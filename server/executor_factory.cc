@@ -63,6 +63,20 @@ absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
   return chosen;
 }
 
+// String tensors live only in the CPU engine: Unimplemented (so KIND_AUTO
+// falls back to the CPU) naming the first BYTES input or output.
+absl::Status CheckNoStrings(const ModelSignature& signature) {
+  for (const auto* specs : {&signature.inputs, &signature.outputs}) {
+    for (const TensorSpec& spec : *specs) {
+      if (spec.dtype != DataType::kBytes) continue;
+      return absl::UnimplementedError(
+          absl::StrCat("tensor '", spec.name,
+                       "' is a string (BYTES) tensor; those run on the CPU only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                              const inference::ModelConfig& config,
                              const Group& group,
@@ -70,6 +84,7 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                              Instances* instances) {
   auto gpus = GroupGpus(group, options);
   if (!gpus.ok()) return gpus.status();
+  if (absl::Status s = CheckNoStrings(model->signature()); !s.ok()) return s;
   auto instance_options = GpuInstanceOptionsFromConfig(config);
   if (!instance_options.ok()) return instance_options.status();
   auto plugin = LoadDevicePlugin(options.cuda_plugin_path);

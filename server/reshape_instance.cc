@@ -41,6 +41,9 @@ class ReshapeSlot : public BatchSlot {
     }
     return inner_->SetInputShapes(mapped);
   }
+  absl::Status SetInputByteSize(int index, size_t byte_size) override {
+    return inner_->SetInputByteSize(index, byte_size);
+  }
   char* input_data(int index) override { return inner_->input_data(index); }
   size_t input_byte_size(int index) const override {
     return inner_->input_byte_size(index);
