@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,6 +52,17 @@ class ResponseSink {
   virtual bool IsCancelled() const = 0;
 };
 
+// A sequence's correlation ID: KServe's `sequence_id` parameter, an unsigned
+// integer or a string. 0 and "" mean "no sequence".
+using CorrelationId = std::variant<uint64_t, std::string>;
+
+// The sequence parameters of a request to a sequence-batched model.
+struct SequenceFlags {
+  CorrelationId id = uint64_t{0};
+  bool start = false;  // `sequence_start`: the first request of a sequence.
+  bool end = false;    // `sequence_end`: the last one.
+};
+
 struct InferenceRequest {
   std::string id;
   std::vector<RequestInput> inputs;
@@ -61,6 +73,8 @@ struct InferenceRequest {
   std::optional<Clock::Duration> timeout;
   // The gRPC deadline, on the batcher's clock.
   Clock::TimePoint deadline = Clock::TimePoint::max();
+  // Set when the request carried any sequence parameter.
+  std::optional<SequenceFlags> sequence;
   std::unique_ptr<ResponseSink> sink;  // Required.
 };
 

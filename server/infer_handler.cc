@@ -26,7 +26,7 @@ absl::Status InferHandler::Enqueue(const inference::ModelInferRequest& proto,
   // The response must be complete before Enqueue: once queued, the request
   // may finish on another thread at any moment.
   response->set_model_version(std::to_string((*served)->version));
-  absl::Status status = (*served)->batcher->Enqueue(request);
+  absl::Status status = (*served)->Enqueue(request);
   if (status.code() != absl::StatusCode::kUnavailable) return status;
   // Unavailable is also what a batcher that is being shut down answers: a
   // reload or unload raced with this request. Ask again.
@@ -35,7 +35,7 @@ absl::Status InferHandler::Enqueue(const inference::ModelInferRequest& proto,
   if (*now_serving == *served) return status;
   *served = *std::move(now_serving);
   response->set_model_version(std::to_string((*served)->version));
-  return (*served)->batcher->Enqueue(request);
+  return (*served)->Enqueue(request);
 }
 
 absl::StatusOr<std::map<std::string, SharedMemorySpan>>

@@ -180,6 +180,34 @@ absl::StatusOr<RequestInput> DecodeInput(
   return decoded;
 }
 
+// `sequence_id` (int64, uint64 or string), `sequence_start` and
+// `sequence_end` (bool), as tritonclient sends them.
+absl::Status ReadSequenceParameter(const std::string& key,
+                                   const inference::InferParameter& value,
+                                   InferenceRequest* request) {
+  SequenceFlags& flags =
+      request->sequence ? *request->sequence : request->sequence.emplace();
+  if (key != "sequence_id") {
+    if (!value.has_bool_param()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", key, "' must be a bool"));
+    }
+    (key == "sequence_start" ? flags.start : flags.end) = value.bool_param();
+    return absl::OkStatus();
+  }
+  if (value.has_string_param()) {
+    flags.id = value.string_param();
+  } else if (value.has_uint64_param()) {
+    flags.id = value.uint64_param();
+  } else if (value.has_int64_param() && value.int64_param() >= 0) {
+    flags.id = static_cast<uint64_t>(value.int64_param());
+  } else {
+    return absl::InvalidArgumentError(
+        "parameter 'sequence_id' must be a non-negative integer or a string");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadParameters(const inference::ModelInferRequest& proto,
                             InferenceRequest* request) {
   for (const auto& [key, value] : proto.parameters()) {
@@ -192,6 +220,18 @@ absl::Status ReadParameters(const inference::ModelInferRequest& proto,
         return absl::InvalidArgumentError(
             "parameter 'priority' must be a non-negative integer");
       }
+    } else if (key == "sequence_id" || key == "sequence_start" ||
+               key == "sequence_end") {
+      if (absl::Status s = ReadSequenceParameter(key, value, request);
+          !s.ok()) {
+        return s;
+      }
+    } else if (key.starts_with("triton_") &&
+               key != "triton_enable_empty_final_response") {
+      // Triton reserves the prefix and refuses its unknown keys.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter '", key,
+          "' is reserved: 'triton_' parameters are Triton's own"));
     } else if (key == "timeout") {
       if (!value.has_int64_param() || value.int64_param() < 0) {
         return absl::InvalidArgumentError(

@@ -73,6 +73,51 @@ TEST(InferRequestDecoderTest, ParametersPriorityAndTimeout) {
   EXPECT_EQ(*request.timeout, std::chrono::microseconds(1500));
 }
 
+TEST(InferRequestDecoderTest, SequenceParametersAsTritonclientSendsThem) {
+  ModelInferRequest proto;
+  (*proto.mutable_parameters())["sequence_id"].set_int64_param(42);
+  (*proto.mutable_parameters())["sequence_start"].set_bool_param(true);
+  std::deque<std::string> converted;
+  InferenceRequest request;
+  ASSERT_TRUE(DecodeInferRequest(proto, &converted, &request).ok());
+  ASSERT_TRUE(request.sequence.has_value());
+  EXPECT_EQ(request.sequence->id, CorrelationId(uint64_t{42}));
+  EXPECT_TRUE(request.sequence->start);
+  EXPECT_FALSE(request.sequence->end);
+
+  (*proto.mutable_parameters())["sequence_id"].set_string_param("abc");
+  (*proto.mutable_parameters())["sequence_end"].set_bool_param(true);
+  InferenceRequest text;
+  ASSERT_TRUE(DecodeInferRequest(proto, &converted, &text).ok());
+  EXPECT_EQ(text.sequence->id, CorrelationId(std::string("abc")));
+  EXPECT_TRUE(text.sequence->end);
+
+  (*proto.mutable_parameters())["sequence_id"].set_int64_param(-1);
+  InferenceRequest negative;
+  EXPECT_EQ(DecodeInferRequest(proto, &converted, &negative).code(),
+            absl::StatusCode::kInvalidArgument);
+  (*proto.mutable_parameters())["sequence_id"].set_int64_param(1);
+  (*proto.mutable_parameters())["sequence_end"].set_int64_param(1);
+  InferenceRequest not_bool;
+  EXPECT_EQ(DecodeInferRequest(proto, &converted, &not_bool).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  InferenceRequest none;
+  ASSERT_TRUE(DecodeInferRequest(ModelInferRequest(), &converted, &none).ok());
+  EXPECT_FALSE(none.sequence.has_value());
+}
+
+TEST(InferRequestDecoderTest, ReservedTritonParametersAreRefused) {
+  ModelInferRequest proto;
+  (*proto.mutable_parameters())["triton_made_up"].set_bool_param(true);
+  std::deque<std::string> converted;
+  InferenceRequest request;
+  const absl::Status s = DecodeInferRequest(proto, &converted, &request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'triton_made_up' is reserved"),
+            absl::string_view::npos);
+}
+
 TEST(InferRequestDecoderTest, MalformedRequestsNameTheTensor) {
   auto decode = [](const ModelInferRequest& proto) {
     std::deque<std::string> converted;

@@ -212,6 +212,14 @@ Reactor* InferenceService::RepositoryModelUnload(
     return Done(c, absl::UnavailableError(
                        "model unload needs --model-control-mode explicit"));
   }
+  // Only ensembles have dependents (the models they compose), and ensembles
+  // are refused at load, so `unload_dependents` never has more to unload.
+  auto dependents = req->parameters().find("unload_dependents");
+  if (dependents != req->parameters().end() &&
+      !dependents->second.has_bool_param()) {
+    return Done(c, absl::InvalidArgumentError(
+                       "parameter 'unload_dependents' must be a bool"));
+  }
   return Done(c, manager_->Unload(req->model_name()));
 }
 

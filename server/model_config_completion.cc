@@ -1,12 +1,14 @@
 #include "server/model_config_completion.h"
 
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "server/reshape_instance.h"
 #include "absl/strings/str_join.h"
+#include "server/reshape_instance.h"
+#include "server/sequence_config.h"
 
 namespace coalesce {
 namespace {
@@ -163,9 +165,11 @@ absl::Status CheckInputFlags(const ModelConfig& config) {
 }
 
 absl::Status CheckScheduling(const ModelConfig& config) {
-  if (config.has_sequence_batching() || config.has_ensemble_scheduling()) {
-    return absl::InvalidArgumentError(
-        "sequence batching and ensemble scheduling are not supported");
+  if (config.has_ensemble_scheduling()) {
+    return absl::InvalidArgumentError("ensemble scheduling is not supported");
+  }
+  if (config.has_sequence_batching()) {
+    if (absl::Status s = CheckSequenceBatching(config); !s.ok()) return s;
   }
   if (config.batch_input_size() > 0 || config.batch_output_size() > 0) {
     return absl::InvalidArgumentError(
@@ -246,6 +250,20 @@ absl::Status CheckBackendSupported(const ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// The tensors clients send and receive: all but sequence batching's.
+ModelSignature ClientSignature(const ModelSignature& signature,
+                               const ModelConfig& config) {
+  const std::set<std::string> hidden = SequenceTensorNames(config);
+  ModelSignature client;
+  for (const TensorSpec& spec : signature.inputs) {
+    if (!hidden.contains(spec.name)) client.inputs.push_back(spec);
+  }
+  for (const TensorSpec& spec : signature.outputs) {
+    if (!hidden.contains(spec.name)) client.outputs.push_back(spec);
+  }
+  return client;
+}
+
 absl::Status CompleteModelConfig(const ModelSignature& signature,
                                  ModelConfig* config) {
   if (absl::Status s = CheckBackendSupported(*config); !s.ok()) return s;
@@ -253,11 +271,12 @@ absl::Status CompleteModelConfig(const ModelSignature& signature,
   AutoCompleteBatching(signature, config);
   if (absl::Status s = CheckScheduling(*config); !s.ok()) return s;
   const bool batching = config->max_batch_size() > 0;
-  absl::Status s = CompleteTensors(signature.inputs, batching, "input",
+  const ModelSignature client = ClientSignature(signature, *config);
+  absl::Status s = CompleteTensors(client.inputs, batching, "input",
                                    config->mutable_input(),
                                    [config] { return config->add_input(); });
   if (!s.ok()) return s;
-  s = CompleteTensors(signature.outputs, batching, "output",
+  s = CompleteTensors(client.outputs, batching, "output",
                       config->mutable_output(),
                       [config] { return config->add_output(); });
   if (!s.ok()) return s;

@@ -26,9 +26,11 @@ inline constexpr int kAutoMaxBatchSize = 4;
 // type and compatible dims; batching models have a variable first dimension;
 // preferred batch sizes and priority levels are in range; no KIND_MODEL
 // instances (KIND_GPU and KIND_AUTO are resolved by executor_factory.h);
-// features Coalesce does not implement
-// (sequence batching, ensembles, ragged batching, shape tensors, reshape) are
-// refused rather than ignored. InvalidArgument naming the tensor or field.
+// features Coalesce does not implement (ensembles, ragged batching, shape
+// tensors, decoupled models) are refused rather than ignored. With
+// sequence_batching, the control and state tensors are not clients' and stay
+// out of the input and output lists (sequence_config.h). InvalidArgument
+// naming the tensor or field.
 absl::Status CompleteModelConfig(const ModelSignature& signature,
                                  inference::ModelConfig* config);
 

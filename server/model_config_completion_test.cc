@@ -84,7 +84,9 @@ TEST(ModelConfigCompletionTest, MismatchesNameTheTensor) {
       {"max_batch_size: 4 instance_group [ { kind: KIND_MODEL } ]",
        "KIND_MODEL"},
       {"platform: \"tensorflow_savedmodel\"", "platform"},
-      {"max_batch_size: 4 sequence_batching { }", "sequence batching"},
+      {"max_batch_size: 4 sequence_batching { iterative_sequence: true }",
+       "iterative_sequence"},
+      {"max_batch_size: 4 ensemble_scheduling { }", "ensemble scheduling"},
   };
   for (const Case& c : cases) {
     inference::ModelConfig config = Config(c.config);

@@ -64,7 +64,7 @@ class OverrideDirectory {
 void ShutdownEach(const std::vector<std::shared_ptr<ServedModel>>& models) {
   std::vector<std::thread> drains;
   for (const auto& m : models) {
-    drains.emplace_back([m] { m->batcher->Shutdown(); });
+    drains.emplace_back([m] { m->Shutdown(); });
   }
   for (auto& t : drains) t.join();
 }

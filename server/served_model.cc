@@ -1,6 +1,7 @@
 #include "server/served_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "server/model_config_completion.h"
 #include "server/reshape_instance.h"
 #include "server/scheduler_options_from_config.h"
+#include "server/sequence_config.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
@@ -92,11 +94,29 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   for (auto& instance : *instances) {
     instance = WithReshape(std::move(instance), reshape);
   }
-  auto batcher = DynamicBatcher::Create(
-      SchedulerOptionsFromConfig(config, (*model)->signature(), clock),
-      *std::move(instances));
+  SchedulerOptions scheduler =
+      SchedulerOptionsFromConfig(config, (*model)->signature(), clock);
+  std::optional<SequenceOptions> sequence;
+  if (config.has_sequence_batching()) {
+    auto options = SequenceOptionsFromConfig(config, model_dir);
+    if (!options.ok()) return options.status();
+    sequence = *std::move(options);
+    if (absl::Status s =
+            AddSequenceTensors(config, (*model)->signature(), &scheduler);
+        !s.ok()) {
+      return s;
+    }
+  }
+  auto batcher = DynamicBatcher::Create(scheduler, *std::move(instances));
   if (!batcher.ok()) return batcher.status();
+  std::unique_ptr<SequenceBatcher> sequencer;
+  if (sequence.has_value()) {
+    auto created = SequenceBatcher::Create(*sequence, scheduler, batcher->get());
+    if (!created.ok()) return created.status();
+    sequencer = *std::move(created);
+  }
   auto served = std::make_shared<ServedModel>();
+  served->sequencer = std::move(sequencer);
   served->name = config.name();
   served->version = version;
   served->config = std::move(config);
@@ -104,6 +124,17 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   served->batcher = *std::move(batcher);
   served->labels = std::make_shared<const OutputLabels>(*std::move(labels));
   return served;
+}
+
+absl::Status ServedModel::Enqueue(
+    std::unique_ptr<InferenceRequest>* request) const {
+  if (sequencer != nullptr) return sequencer->Enqueue(request);
+  return batcher->Enqueue(request);
+}
+
+void ServedModel::Shutdown() const {
+  if (sequencer != nullptr) sequencer->Shutdown();
+  batcher->Shutdown();
 }
 
 }  // namespace coalesce

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "batching/clock.h"
 #include "batching/dynamic_batcher.h"
+#include "batching/sequence_batcher.h"
 #include "engine/model.h"
 #include "proto/model_config.pb.h"
 #include "server/classification.h"
@@ -28,8 +29,17 @@ struct ServedModel {
   inference::ModelConfig config;  // completed from the model
   std::shared_ptr<const Model> model;
   std::unique_ptr<DynamicBatcher> batcher;
+  // With sequence_batching: requests go through it to `batcher`. Declared
+  // after `batcher`, so destroyed before it.
+  std::unique_ptr<SequenceBatcher> sequencer;
   // Labels of the outputs with a label_filename (classification.h).
   std::shared_ptr<const OutputLabels> labels;
+
+  // Hands a request to the sequencer when there is one, else the batcher
+  // (their Enqueue contracts).
+  absl::Status Enqueue(std::unique_ptr<InferenceRequest>* request) const;
+  // Drains the sequencer (if any), then the batcher.
+  void Shutdown() const;
 };
 
 // Loads <model_dir>/<version>/<default_model_filename or model.onnx>,
