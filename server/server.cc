@@ -105,8 +105,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                ms(options.exit_timeout));
   }
-  builder.SetMaxReceiveMessageSize(INT_MAX);
-  builder.SetMaxSendMessageSize(INT_MAX);
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(options.grpc_max_message_bytes));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(options.grpc_max_message_bytes));
   builder.RegisterService(server->service_.get());
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {

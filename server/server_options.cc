@@ -1,6 +1,7 @@
 #include "server/server_options.h"
 
 #include <charconv>
+#include <climits>
 #include <functional>
 #include <map>
 
@@ -120,6 +121,13 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          o.grpc_max_connection_age = std::chrono::seconds(*secs);
          return absl::OkStatus();
        }},
+      {"grpc-max-message-bytes",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto bytes = ParseInt("grpc-max-message-bytes", v, 1024, INT_MAX);
+         if (!bytes.ok()) return bytes.status();
+         o.grpc_max_message_bytes = *bytes;
+         return absl::OkStatus();
+       }},
       {"grpc-use-ssl", BoolFlag("grpc-use-ssl", &ServerOptions::grpc_use_ssl)},
       {"grpc-use-ssl-mutual",
        BoolFlag("grpc-use-ssl-mutual", &ServerOptions::grpc_use_ssl_mutual)},
@@ -184,6 +192,9 @@ Flags:
                              (its calls then have --exit-timeout-secs to
                              finish), so clients re-resolve and new replicas
                              get traffic (default 0: never).
+  --grpc-max-message-bytes N Largest gRPC message received or sent, in bytes
+                             (default 268435456 = 256 MiB, at most 2^31-1);
+                             a larger request gets RESOURCE_EXHAUSTED.
   --grpc-use-ssl BOOL        Serve gRPC over TLS (default false); needs
                              --grpc-server-cert and --grpc-server-key.
   --grpc-server-cert FILE    The server's certificate chain, PEM.

@@ -31,6 +31,9 @@ struct ServerOptions {
   // exit_timeout to finish), so clients re-resolve and new replicas get
   // traffic. 0 = connections live forever.
   std::chrono::seconds grpc_max_connection_age{0};
+  // Largest gRPC message received or sent; a larger one is refused by gRPC
+  // with RESOURCE_EXHAUSTED before any of it is decoded.
+  int64_t grpc_max_message_bytes = 256LL << 20;
   // TLS on the gRPC port, with Triton's flags. PEM file paths.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;  // require and verify client certificates
