@@ -1,6 +1,8 @@
 // The CPU executor end to end, through the BatchSlot protocol, with the
 // types beyond FP32: narrow integers, FP16/BF16, FP64 and BYTES (STRING),
 // whose inputs and outputs cross the slot in KServe v2's serialized form.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "engine/testing/onnx_model_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/half.h"
 
 namespace coalesce {
 namespace {
@@ -249,6 +252,135 @@ TEST(CpuExecutorTypesTest, Fp16AndBf16CastToFloatAndBack) {
             (std::vector<uint16_t>{0x4000, 0xc500, 0x7c00, 0x0002}));
   EXPECT_EQ(As<uint16_t>(r.Output(1)),
             (std::vector<uint16_t>{0x4000, 0x40c9, 0xc348, 0x7f80}));
+}
+
+// FP16 and BF16 models compute in FP32 (engine/optimizer/half_precision.cc).
+// Values are made representable in the half type, so the FP32 reference
+// below sees exactly the model's weights and inputs; the outputs then differ
+// from it only by their own rounding to the half type (2^-11 relative for
+// FP16, 2^-9 for BF16) and FP32 summation order.
+struct HalfType {
+  int32_t onnx_type;
+  uint16_t (*to_bits)(float);
+  float (*from_bits)(uint16_t);
+};
+constexpr HalfType kFp16{onnx::TensorProto::FLOAT16, kernels::FloatToHalfBits,
+                         kernels::HalfBitsToFloat};
+constexpr HalfType kBf16{onnx::TensorProto::BFLOAT16, kernels::FloatToBf16Bits,
+                         kernels::Bf16BitsToFloat};
+
+// `values` rounded to the half type, as bits.
+std::vector<uint16_t> HalfBits(const HalfType& type,
+                               const std::vector<float>& values) {
+  std::vector<uint16_t> bits;
+  for (float v : values) bits.push_back(type.to_bits(v));
+  return bits;
+}
+// The floats `bits` hold.
+std::vector<float> HalfValues(const HalfType& type,
+                              const std::vector<uint16_t>& bits) {
+  std::vector<float> values;
+  for (uint16_t b : bits) values.push_back(type.from_bits(b));
+  return values;
+}
+
+void HalfInitializer(OnnxModelBuilder& b, const HalfType& type,
+                     const std::string& name, const Shape& dims,
+                     const std::vector<uint16_t>& bits) {
+  b.RawInitializer(name, type.onnx_type, dims, bits.data(),
+                   bits.size() * sizeof(uint16_t));
+}
+
+void ExpectCloseRelative(const std::vector<float>& got,
+                         const std::vector<float>& want, double rtol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], rtol * std::abs(want[i]) + 1e-5) << "at " << i;
+  }
+}
+
+// FP16 [2,8] -> MatMul FP16 [8,4] -> Add FP16 [4] -> Relu -> Softmax -> FP16.
+TEST(CpuExecutorTypesTest, Fp16MatMulAddReluSoftmax) {
+  constexpr int kRows = 2, kIn = 8, kOut = 4;
+  const std::vector<uint16_t> x =
+      HalfBits(kFp16, testing::RandomFloats(kRows * kIn, 21));
+  const std::vector<uint16_t> w =
+      HalfBits(kFp16, testing::RandomFloats(kIn * kOut, 22));
+  const std::vector<uint16_t> bias =
+      HalfBits(kFp16, {0.25f, -0.5f, 0.125f, 1.0f});
+  OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {-1, kIn}, onnx::TensorProto::FLOAT16)
+      .Output("y", {-1, kOut}, onnx::TensorProto::FLOAT16);
+  HalfInitializer(b, kFp16, "w", {kIn, kOut}, w);
+  HalfInitializer(b, kFp16, "bias", {kOut}, bias);
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"a"});
+  b.Node("Relu", {"a"}, {"r"});
+  testing::SetIntAttr(b.Node("Softmax", {"r"}, {"y"}), "axis", -1);
+  Runner r(b);
+  ASSERT_TRUE(r.Run({{kRows, kIn}}, {Raw(x)}).ok());
+  ASSERT_EQ(r.OutputShape(0), (Shape{kRows, kOut}));
+  const std::string out = r.Output(0);
+  ASSERT_EQ(out.size(), kRows * kOut * sizeof(uint16_t));  // FP16 on the wire
+
+  const std::vector<float> xf = HalfValues(kFp16, x), wf = HalfValues(kFp16, w),
+                           bf = HalfValues(kFp16, bias);
+  std::vector<float> want(kRows * kOut);
+  for (int i = 0; i < kRows; ++i) {
+    float row[kOut], max = 0.0f, sum = 0.0f;
+    for (int j = 0; j < kOut; ++j) {
+      float acc = bf[j];
+      for (int k = 0; k < kIn; ++k) acc += xf[i * kIn + k] * wf[k * kOut + j];
+      row[j] = std::max(acc, 0.0f);
+      max = std::max(max, row[j]);
+    }
+    for (int j = 0; j < kOut; ++j) sum += row[j] = std::exp(row[j] - max);
+    for (int j = 0; j < kOut; ++j) want[i * kOut + j] = row[j] / sum;
+  }
+  ExpectCloseRelative(HalfValues(kFp16, As<uint16_t>(out)), want,
+                      /*rtol=*/1e-3);
+}
+
+// BF16 NCHW [1,2,5,5] -> Conv 3x3 (pads 1, BF16 weights and bias) -> BF16.
+TEST(CpuExecutorTypesTest, Bf16Conv) {
+  constexpr int kC = 2, kM = 3, kH = 5, kW = 5, kK = 3;
+  const std::vector<uint16_t> x =
+      HalfBits(kBf16, testing::RandomFloats(kC * kH * kW, 31));
+  const std::vector<uint16_t> w =
+      HalfBits(kBf16, testing::RandomFloats(kM * kC * kK * kK, 32));
+  const std::vector<uint16_t> bias = HalfBits(kBf16, {0.5f, -0.25f, 0.0f});
+  OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {-1, kC, kH, kW}, onnx::TensorProto::BFLOAT16)
+      .Output("y", {-1, kM, kH, kW}, onnx::TensorProto::BFLOAT16);
+  HalfInitializer(b, kBf16, "w", {kM, kC, kK, kK}, w);
+  HalfInitializer(b, kBf16, "bias", {kM}, bias);
+  testing::SetIntsAttr(b.Node("Conv", {"x", "w", "bias"}, {"y"}), "pads",
+                       {1, 1, 1, 1});
+  Runner r(b);
+  ASSERT_TRUE(r.Run({{1, kC, kH, kW}}, {Raw(x)}).ok());
+  ASSERT_EQ(r.OutputShape(0), (Shape{1, kM, kH, kW}));
+  const std::string out = r.Output(0);
+  ASSERT_EQ(out.size(), kM * kH * kW * sizeof(uint16_t));  // BF16 on the wire
+
+  const std::vector<float> xf = HalfValues(kBf16, x), wf = HalfValues(kBf16, w),
+                           bf = HalfValues(kBf16, bias);
+  std::vector<float> want(kM * kH * kW);
+  for (int m = 0; m < kM; ++m)
+    for (int oh = 0; oh < kH; ++oh)
+      for (int ow = 0; ow < kW; ++ow) {
+        float acc = bf[m];
+        for (int c = 0; c < kC; ++c)
+          for (int kh = 0; kh < kK; ++kh)
+            for (int kw = 0; kw < kK; ++kw) {
+              const int ih = oh + kh - 1, iw = ow + kw - 1;
+              if (ih < 0 || ih >= kH || iw < 0 || iw >= kW) continue;
+              acc += xf[(c * kH + ih) * kW + iw] *
+                     wf[((m * kC + c) * kK + kh) * kK + kw];
+            }
+        want[(m * kH + oh) * kW + ow] = acc;
+      }
+  ExpectCloseRelative(HalfValues(kBf16, As<uint16_t>(out)), want,
+                      /*rtol=*/1e-2);
 }
 
 TEST(CpuExecutorTypesTest, Fp64Add) {

@@ -55,8 +55,9 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
   absl::StatusOr<int64_t> opset = DefaultOpset(proto);
   if (!opset.ok()) return opset.status();
 
-  // The rewrites keep every graph input and output, so the signature read
-  // below is the one the file declares.
+  // The rewrites keep every graph input and output (names and declared
+  // types, FP16/BF16 included), so the signature read below is the one the
+  // file declares.
   if (absl::Status s =
           OptimizeGraph(options.optimizer, *opset, proto.mutable_graph());
       !s.ok())

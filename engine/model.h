@@ -21,7 +21,8 @@ namespace coalesce {
 
 struct ModelOptions {
   // Load-time graph rewrites (engine/optimizer/graph_optimizer.h); all on by
-  // default. OptimizerOptions::None() runs the graph exactly as written.
+  // default. OptimizerOptions::None() runs the graph as written, except
+  // that FLOAT16/BFLOAT16 is always computed in FLOAT (graph_optimizer.h).
   OptimizerOptions optimizer;
 };
 

@@ -8,6 +8,9 @@ namespace coalesce {
 absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
                            onnx::GraphProto* graph) {
   GraphEditor editor(graph);
+  // Not an optimization and not optional: without it no compute operator
+  // accepts a FLOAT16/BFLOAT16 model.
+  if (absl::Status s = ComputeHalfInFloat(editor); !s.ok()) return s;
   if (options.constant_folding) {
     if (absl::Status s = FoldConstants(opset, editor); !s.ok()) return s;
   }

@@ -1,8 +1,15 @@
 // Graph optimization at load: rewrites an ONNX graph into an equivalent one
 // that runs faster, before the engine builds kernels for it.
 //
-// Passes, in order (each can be switched off, which the tests use to compare
-// optimized and unoptimized outputs):
+// First, always (OptimizerOptions::None() included, because without it no
+// compute operator accepts the model): a model that uses FLOAT16 or BFLOAT16
+// is rewritten to compute in FLOAT, with Casts at its half inputs and
+// outputs so that its signature stays as declared (half_precision.cc;
+// docs/engine.md, "Half precision"). A model without either type is left
+// exactly as it is.
+//
+// Then the passes, in order (each can be switched off, which the tests use
+// to compare optimized and unoptimized outputs):
 //   1. constant folding: nodes whose inputs are all constants are run once
 //      with the engine's own kernels and become initializers (this includes
 //      the ConstantOfShape weights of the ONNX "light" models and shape
@@ -48,9 +55,10 @@ struct OptimizerOptions {
   }
 };
 
-// Rewrites `graph` (of a model importing default-domain `opset`) in place.
-// Errors only for a graph the engine would reject anyway (a constant that
-// cannot be read); on error `graph` may be partly rewritten.
+// Rewrites `graph` (of a model importing default-domain `opset`) in place;
+// graph inputs and outputs keep their names and declared types. Errors only
+// for a graph the engine would reject anyway (a constant that cannot be
+// read); on error `graph` may be partly rewritten.
 absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
                            onnx::GraphProto* graph);
 

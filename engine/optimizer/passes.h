@@ -10,6 +10,7 @@
 
 namespace coalesce {
 
+absl::Status ComputeHalfInFloat(GraphEditor& editor);
 absl::Status FoldConstants(int64_t opset, GraphEditor& editor);
 void FoldConvChannelAffine(GraphEditor& editor);
 void FuseMatMulBias(GraphEditor& editor);
