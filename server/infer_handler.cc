@@ -68,6 +68,15 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
     const inference::ModelInferRequest& proto,
     std::chrono::system_clock::time_point deadline,
     std::unique_ptr<ProtoResponseSink> sink) {
+  if (budget_ != nullptr) {
+    auto lease =
+        budget_->Acquire(static_cast<int64_t>(proto.ByteSizeLong()));
+    if (!lease.ok()) {
+      sink->Finish(lease.status());
+      return nullptr;
+    }
+    sink->set_lease(*std::move(lease));
+  }
   auto served = manager_->Find(proto.model_name(), proto.model_version());
   if (!served.ok()) {
     sink->Finish(served.status());

@@ -10,6 +10,7 @@
 
 #include "batching/clock.h"
 #include "proto/grpc_service.pb.h"
+#include "server/inflight_budget.h"
 #include "server/model_manager.h"
 #include "server/response_sinks.h"
 #include "server/shared_memory.h"
@@ -18,16 +19,21 @@ namespace coalesce {
 
 class InferHandler {
  public:
-  // REQUIRES: manager, clock and shared_memory (may be null: no shared
-  // memory) outlive the handler.
+  // REQUIRES: manager, clock, shared_memory (may be null: no shared memory)
+  // and budget (may be null: no limit) outlive the handler.
   InferHandler(ModelManager* manager, Clock* clock,
-               const SharedMemoryManager* shared_memory = nullptr)
-      : manager_(manager), clock_(clock), shared_memory_(shared_memory) {}
+               const SharedMemoryManager* shared_memory = nullptr,
+               InflightBudget* budget = nullptr)
+      : manager_(manager),
+        clock_(clock),
+        shared_memory_(shared_memory),
+        budget_(budget) {}
 
   // Submits `proto` for execution. The sink is always finished exactly once:
   // by the batcher when the request runs (or times out, is cancelled...), or
   // right here with the error when the model is unknown (NotFound), the
-  // request is malformed (InvalidArgument) or the queue is full (Unavailable).
+  // request is malformed (InvalidArgument), the queue is full or the
+  // server holds --max-inflight-bytes of requests already (Unavailable).
   // `deadline` is the RPC's (system_clock::time_point::max() for none).
   // Returns the model the request was queued on (null when it was answered
   // here), so that the caller can tell it about a cancellation.
@@ -54,6 +60,7 @@ class InferHandler {
   ModelManager* const manager_;
   Clock* const clock_;
   const SharedMemoryManager* const shared_memory_;
+  InflightBudget* const budget_;
 };
 
 }  // namespace coalesce

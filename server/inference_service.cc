@@ -26,6 +26,15 @@ Reactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
   return reactor;
 }
 
+// A stream refused before it started: answers its status and goes away.
+class RefusedStreamReactor
+    : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                     inference::ModelStreamInferResponse> {
+ public:
+  explicit RefusedStreamReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 void FillTensorMetadata(bool batching, const std::string& name,
                         inference::DataType type,
                         const google::protobuf::RepeatedField<int64_t>& dims,
@@ -91,14 +100,19 @@ absl::StatusOr<LoadOverrides> LoadOverridesOf(
 }  // namespace
 
 InferenceService::InferenceService(ModelManager* manager, Clock* clock,
-                                   ModelControlMode mode)
+                                   const ServerOptions& options)
     : manager_(manager),
-      handler_(manager, clock, &shared_memory_),
-      mode_(mode) {}
+      budget_(options.max_inflight_bytes),
+      handler_(manager, clock, &shared_memory_, &budget_),
+      mode_(options.model_control_mode),
+      restrictions_(options.grpc_restricted_protocols) {}
 
 Reactor* InferenceService::ServerLive(Context* c,
                                       const inference::ServerLiveRequest*,
                                       inference::ServerLiveResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kHealth); !s.ok()) {
+    return Done(c, s);
+  }
   resp->set_live(true);
   return Done(c, absl::OkStatus());
 }
@@ -106,6 +120,9 @@ Reactor* InferenceService::ServerLive(Context* c,
 Reactor* InferenceService::ServerReady(Context* c,
                                        const inference::ServerReadyRequest*,
                                        inference::ServerReadyResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kHealth); !s.ok()) {
+    return Done(c, s);
+  }
   resp->set_ready(ready_.load());
   return Done(c, absl::OkStatus());
 }
@@ -113,6 +130,9 @@ Reactor* InferenceService::ServerReady(Context* c,
 Reactor* InferenceService::ModelReady(Context* c,
                                       const inference::ModelReadyRequest* req,
                                       inference::ModelReadyResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kHealth); !s.ok()) {
+    return Done(c, s);
+  }
   resp->set_ready(ready_.load() &&
                   manager_->Find(req->name(), req->version()).ok());
   return Done(c, absl::OkStatus());
@@ -121,6 +141,9 @@ Reactor* InferenceService::ModelReady(Context* c,
 Reactor* InferenceService::ServerMetadata(
     Context* c, const inference::ServerMetadataRequest*,
     inference::ServerMetadataResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kMetadata); !s.ok()) {
+    return Done(c, s);
+  }
   resp->set_name(kServerName);
   resp->set_version(kServerVersion);
   for (const char* extension : kExtensions) resp->add_extensions(extension);
@@ -130,6 +153,9 @@ Reactor* InferenceService::ServerMetadata(
 Reactor* InferenceService::ModelMetadata(
     Context* c, const inference::ModelMetadataRequest* req,
     inference::ModelMetadataResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kMetadata); !s.ok()) {
+    return Done(c, s);
+  }
   auto served = manager_->Find(req->name(), req->version());
   if (!served.ok()) return Done(c, served.status());
   auto versions = manager_->Served(req->name());
@@ -156,6 +182,9 @@ Reactor* InferenceService::ModelMetadata(
 Reactor* InferenceService::ModelConfig(Context* c,
                                        const inference::ModelConfigRequest* req,
                                        inference::ModelConfigResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kModelConfig); !s.ok()) {
+    return Done(c, s);
+  }
   auto served = manager_->Find(req->name(), req->version());
   if (!served.ok()) return Done(c, served.status());
   *resp->mutable_config() = (*served)->config;
@@ -165,6 +194,9 @@ Reactor* InferenceService::ModelConfig(Context* c,
 Reactor* InferenceService::ModelStatistics(
     Context* c, const inference::ModelStatisticsRequest* req,
     inference::ModelStatisticsResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kStatistics); !s.ok()) {
+    return Done(c, s);
+  }
   if (!req->version().empty()) {
     auto served = manager_->Find(req->name(), req->version());
     if (!served.ok()) return Done(c, served.status());
@@ -182,6 +214,9 @@ Reactor* InferenceService::ModelStatistics(
 Reactor* InferenceService::RepositoryIndex(
     Context* c, const inference::RepositoryIndexRequest* req,
     inference::RepositoryIndexResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kModelRepository); !s.ok()) {
+    return Done(c, s);
+  }
   for (const ModelIndexEntry& entry : manager_->Index(req->ready())) {
     auto* model = resp->add_models();
     model->set_name(entry.name);
@@ -195,6 +230,9 @@ Reactor* InferenceService::RepositoryIndex(
 Reactor* InferenceService::RepositoryModelLoad(
     Context* c, const inference::RepositoryModelLoadRequest* req,
     inference::RepositoryModelLoadResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kModelRepository); !s.ok()) {
+    return Done(c, s);
+  }
   if (mode_ != ModelControlMode::kExplicit) {
     return Done(c, absl::UnavailableError(
                        "model load needs --model-control-mode explicit"));
@@ -208,6 +246,9 @@ Reactor* InferenceService::RepositoryModelLoad(
 Reactor* InferenceService::RepositoryModelUnload(
     Context* c, const inference::RepositoryModelUnloadRequest* req,
     inference::RepositoryModelUnloadResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kModelRepository); !s.ok()) {
+    return Done(c, s);
+  }
   if (mode_ != ModelControlMode::kExplicit) {
     return Done(c, absl::UnavailableError(
                        "model unload needs --model-control-mode explicit"));
@@ -226,6 +267,9 @@ Reactor* InferenceService::RepositoryModelUnload(
 Reactor* InferenceService::SystemSharedMemoryStatus(
     Context* c, const inference::SystemSharedMemoryStatusRequest* req,
     inference::SystemSharedMemoryStatusResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
   auto regions = shared_memory_.Status(req->name());
   if (!regions.ok()) return Done(c, regions.status());
   for (const SharedMemoryRegionInfo& r : *regions) {
@@ -241,6 +285,9 @@ Reactor* InferenceService::SystemSharedMemoryStatus(
 Reactor* InferenceService::SystemSharedMemoryRegister(
     Context* c, const inference::SystemSharedMemoryRegisterRequest* req,
     inference::SystemSharedMemoryRegisterResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
   return Done(c, shared_memory_.Register(req->name(), req->key(), req->offset(),
                                          req->byte_size()));
 }
@@ -248,6 +295,9 @@ Reactor* InferenceService::SystemSharedMemoryRegister(
 Reactor* InferenceService::SystemSharedMemoryUnregister(
     Context* c, const inference::SystemSharedMemoryUnregisterRequest* req,
     inference::SystemSharedMemoryUnregisterResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
   shared_memory_.Unregister(req->name());
   return Done(c, absl::OkStatus());
 }
@@ -255,6 +305,9 @@ Reactor* InferenceService::SystemSharedMemoryUnregister(
 Reactor* InferenceService::ModelInfer(Context* c,
                                       const inference::ModelInferRequest* req,
                                       inference::ModelInferResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kInference); !s.ok()) {
+    return Done(c, s);
+  }
   // gRPC calls OnDone (which deletes the reactor) only after this handler
   // has returned it, so the reactor stays valid here even if the request
   // already finished on another thread.
@@ -270,7 +323,20 @@ Reactor* InferenceService::ModelInfer(Context* c,
 grpc::ServerBidiReactor<inference::ModelInferRequest,
                         inference::ModelStreamInferResponse>*
 InferenceService::ModelStreamInfer(Context* c) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kInference); !s.ok()) {
+    return new RefusedStreamReactor(ToGrpcStatus(s));
+  }
   return new StreamInferReactor(c, &handler_);
+}
+
+absl::Status InferenceService::Allowed(Context* c, ProtocolGroup group) const {
+  return restrictions_.Check(
+      group, [c](absl::string_view key) -> std::optional<absl::string_view> {
+        const auto& metadata = c->client_metadata();
+        auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+        if (it == metadata.end()) return std::nullopt;
+        return absl::string_view(it->second.data(), it->second.size());
+      });
 }
 
 }  // namespace coalesce

@@ -11,6 +11,7 @@
 #include "batching/clock.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/infer_handler.h"
+#include "server/inflight_budget.h"
 #include "server/model_manager.h"
 #include "server/server_options.h"
 
@@ -19,8 +20,11 @@ namespace coalesce {
 class InferenceService final
     : public inference::GRPCInferenceService::CallbackService {
  public:
+  // Reads the model control mode, --max-inflight-bytes and
+  // --grpc-restricted-protocol from `options`.
   // REQUIRES: manager and clock outlive the service.
-  InferenceService(ModelManager* manager, Clock* clock, ModelControlMode mode);
+  InferenceService(ModelManager* manager, Clock* clock,
+                   const ServerOptions& options);
 
   // Readiness as ServerReady reports it; false once shutdown has begun.
   void set_ready(bool ready) { ready_.store(ready); }
@@ -69,10 +73,16 @@ class InferenceService final
   ModelStreamInfer(Context* c) override;
 
  private:
+  // OK, or Unavailable when `group` is restricted and the call lacks its
+  // header (protocol_restrictions.h).
+  absl::Status Allowed(Context* c, ProtocolGroup group) const;
+
   ModelManager* const manager_;
   SharedMemoryManager shared_memory_;  // before handler_, which uses it
+  InflightBudget budget_;              // before handler_, which uses it
   InferHandler handler_;
   const ModelControlMode mode_;
+  const ProtocolRestrictions restrictions_;
   std::atomic<bool> ready_{false};
 };
 

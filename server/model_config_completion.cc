@@ -233,6 +233,41 @@ absl::Status CompleteInstanceGroups(ModelConfig* config) {
   return absl::OkStatus();
 }
 
+// The tensors clients send and receive: all but sequence batching's.
+ModelSignature ClientSignature(const ModelSignature& signature,
+                               const ModelConfig& config) {
+  const std::set<std::string> hidden = SequenceTensorNames(config);
+  ModelSignature client;
+  for (const TensorSpec& spec : signature.inputs) {
+    if (!hidden.contains(spec.name)) client.inputs.push_back(spec);
+  }
+  for (const TensorSpec& spec : signature.outputs) {
+    if (!hidden.contains(spec.name)) client.outputs.push_back(spec);
+  }
+  return client;
+}
+
+template <typename Tensors>
+absl::Status CheckItemSizes(const Tensors& tensors, const char* kind,
+                            int64_t memory_limit) {
+  for (const auto& t : tensors) {
+    const auto dtype = static_cast<DataType>(t.data_type());
+    const int64_t element =
+        dtype == DataType::kBytes ? 4 : int64_t(ElementByteSize(dtype));
+    int64_t bytes = element;
+    for (int64_t d : t.dims()) {
+      if (d > 0 && bytes > memory_limit / d) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kind, " '", t.name(), "': dims [", absl::StrJoin(t.dims(), ","),
+            "] need more than ", memory_limit,
+            " bytes per batch item, the memory this server has"));
+      }
+      if (d > 0) bytes *= d;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckBackendSupported(const ModelConfig& config) {
@@ -250,18 +285,12 @@ absl::Status CheckBackendSupported(const ModelConfig& config) {
   return absl::OkStatus();
 }
 
-// The tensors clients send and receive: all but sequence batching's.
-ModelSignature ClientSignature(const ModelSignature& signature,
-                               const ModelConfig& config) {
-  const std::set<std::string> hidden = SequenceTensorNames(config);
-  ModelSignature client;
-  for (const TensorSpec& spec : signature.inputs) {
-    if (!hidden.contains(spec.name)) client.inputs.push_back(spec);
+absl::Status CheckTensorSizes(const ModelConfig& config, int64_t memory_limit) {
+  if (absl::Status s = CheckItemSizes(config.input(), "input", memory_limit);
+      !s.ok()) {
+    return s;
   }
-  for (const TensorSpec& spec : signature.outputs) {
-    if (!hidden.contains(spec.name)) client.outputs.push_back(spec);
-  }
-  return client;
+  return CheckItemSizes(config.output(), "output", memory_limit);
 }
 
 absl::Status CompleteModelConfig(const ModelSignature& signature,

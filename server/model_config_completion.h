@@ -34,6 +34,13 @@ inline constexpr int kAutoMaxBatchSize = 4;
 absl::Status CompleteModelConfig(const ModelSignature& signature,
                                  inference::ModelConfig* config);
 
+// InvalidArgument naming the tensor when one batch item of a config input or
+// output (its dims; a -1 counts as 1) cannot exist here: the element count
+// overflows, or it needs more than `memory_limit` bytes (a BYTES element
+// counts its 4-byte length). Such a model could never serve a request.
+absl::Status CheckTensorSizes(const inference::ModelConfig& config,
+                              int64_t memory_limit);
+
 // InvalidArgument "backend 'python' is not supported by this server: ..."
 // (or the platform) for anything but ONNX models (backend onnxruntime,
 // platform onnxruntime_onnx, or neither given). Checked before the model

@@ -37,6 +37,27 @@ TEST(ModelConfigCompletionTest, EmptyConfigOfBatchedModelBatches) {
   EXPECT_EQ(config.platform(), "onnxruntime_onnx");
 }
 
+TEST(ModelConfigCompletionTest, ImpossibleDimsAreRefusedNamingTheTensor) {
+  inference::ModelConfig config = Config(
+      "max_batch_size: 4 input [ { name: \"x\", data_type: TYPE_FP32, dims: "
+      "[ 1099511627776 ] } ] output [ { name: \"out\", data_type: TYPE_FP32, "
+      "dims: [ 10 ] } ]");
+  const int64_t memory = int64_t{64} << 30;  // 64 GiB
+  absl::Status s = CheckTensorSizes(config, memory);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("input 'x': dims [1099511627776] need more than"),
+            std::string::npos)
+      << s;
+  // Overflowing products are caught before they overflow.
+  config.mutable_input(0)->set_dims(0, int64_t{1} << 40);
+  config.mutable_input(0)->add_dims(int64_t{1} << 40);
+  EXPECT_FALSE(CheckTensorSizes(config, memory).ok());
+  config.mutable_input(0)->clear_dims();
+  config.mutable_input(0)->add_dims(-1);
+  config.mutable_input(0)->add_dims(1 << 20);
+  EXPECT_TRUE(CheckTensorSizes(config, memory).ok());
+}
+
 TEST(ModelConfigCompletionTest, FixedFirstDimensionDoesNotBatch) {
   ModelSignature signature{{{"x", DataType::kFp32, {3, 4}}},
                            {{"out", DataType::kFp32, {3}}}};

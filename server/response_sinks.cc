@@ -32,6 +32,9 @@ char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
 }
 
 absl::Status ProtoResponseSink::Finalize(const absl::Status& status) {
+  // Returned before the answer leaves, so a client's next request never
+  // finds this one's bytes still counted.
+  lease_ = InflightBudget::Lease();
   if (!status.ok()) return status;
   if (!output_error_.ok()) return output_error_;
   if (classification_.top_k.empty()) return status;

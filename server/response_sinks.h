@@ -20,6 +20,7 @@
 #include "batching/inference_request.h"
 #include "grpcpp/grpcpp.h"
 #include "server/classification.h"
+#include "server/inflight_budget.h"
 #include "server/shared_memory.h"
 #include "proto/grpc_service.pb.h"
 
@@ -51,12 +52,14 @@ class ProtoResponseSink : public ResponseSink {
   void set_output_regions(std::map<std::string, SharedMemorySpan> regions) {
     output_regions_ = std::move(regions);
   }
+  // The request's share of --max-inflight-bytes, returned by Finalize.
+  void set_lease(InflightBudget::Lease lease) { lease_ = std::move(lease); }
   // Keeps input spans mapped until the sink is destroyed.
   std::vector<SharedMemorySpan>* input_spans() { return &input_spans_; }
 
  protected:
   // The status to answer with once the outputs are final: `status`, or the
-  // error of turning outputs into classes.
+  // error of turning outputs into classes. Returns the lease.
   absl::Status Finalize(const absl::Status& status);
 
  private:
@@ -67,6 +70,7 @@ class ProtoResponseSink : public ResponseSink {
   std::vector<SharedMemorySpan> input_spans_;
   std::string scratch_;        // where an output too large for its span goes
   absl::Status output_error_;  // the first such output
+  InflightBudget::Lease lease_;
 };
 
 // Completes a unary ModelInfer. `context`, `reactor` and `response` belong to

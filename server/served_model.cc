@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
+#include "server/memory_limit.h"
 #include "server/model_config_completion.h"
 #include "server/reshape_instance.h"
 #include "server/scheduler_options_from_config.h"
@@ -83,6 +84,9 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   }
   if (absl::Status s = CompleteModelConfig((*model)->signature(), &config);
       !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckTensorSizes(config, MemoryLimitBytes()); !s.ok()) {
     return s;
   }
   WarnIgnoredSettings(config);

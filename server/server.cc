@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   server->diagnostics_ = std::make_unique<IdleDiagnostics>(
       server->manager_.get(), RealClock(), diagnosis);
   server->service_ = std::make_unique<InferenceService>(
-      server->manager_.get(), RealClock(), options.model_control_mode);
+      server->manager_.get(), RealClock(), options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -128,6 +128,17 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          o.grpc_max_message_bytes = *bytes;
          return absl::OkStatus();
        }},
+      {"max-inflight-bytes",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         auto bytes = ParseInt("max-inflight-bytes", v, 0, INT64_MAX);
+         if (!bytes.ok()) return bytes.status();
+         o.max_inflight_bytes = *bytes;
+         return absl::OkStatus();
+       }},
+      {"grpc-restricted-protocol",
+       [](ServerOptions& o, absl::string_view v) -> absl::Status {
+         return o.grpc_restricted_protocols.Add(v);
+       }},
       {"grpc-use-ssl", BoolFlag("grpc-use-ssl", &ServerOptions::grpc_use_ssl)},
       {"grpc-use-ssl-mutual",
        BoolFlag("grpc-use-ssl-mutual", &ServerOptions::grpc_use_ssl_mutual)},
@@ -195,6 +206,18 @@ Flags:
   --grpc-max-message-bytes N Largest gRPC message received or sent, in bytes
                              (default 268435456 = 256 MiB, at most 2^31-1);
                              a larger request gets RESOURCE_EXHAUSTED.
+  --max-inflight-bytes N     Bytes of inference requests (their messages) the
+                             server holds at once, from arrival to answer; a
+                             request beyond it gets UNAVAILABLE at once
+                             (default: a quarter of the cgroup memory limit,
+                             or of physical memory; 0: no limit).
+  --grpc-restricted-protocol <protocols>:<header>=<value>
+                             Calls to these RPC groups (comma-separated:
+                             health, metadata, inference, shared-memory,
+                             model-config, model-repository, statistics,
+                             trace, logging) need the request header with
+                             that value, else UNAVAILABLE. Repeatable, one
+                             header per group (docs/security.md).
   --grpc-use-ssl BOOL        Serve gRPC over TLS (default false); needs
                              --grpc-server-cert and --grpc-server-key.
   --grpc-server-cert FILE    The server's certificate chain, PEM.

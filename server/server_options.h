@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/inflight_budget.h"
+#include "server/protocol_restrictions.h"
 
 namespace coalesce {
 
@@ -34,6 +36,12 @@ struct ServerOptions {
   // Largest gRPC message received or sent; a larger one is refused by gRPC
   // with RESOURCE_EXHAUSTED before any of it is decoded.
   int64_t grpc_max_message_bytes = 256LL << 20;
+  // Bytes of inference requests held at once, from arrival to answer; more
+  // is refused with UNAVAILABLE. 0 = no limit. Default: a quarter of the
+  // memory limit (inflight_budget.h).
+  int64_t max_inflight_bytes = DefaultInflightBytes();
+  // --grpc-restricted-protocol: RPC groups that need a header.
+  ProtocolRestrictions grpc_restricted_protocols;
   // TLS on the gRPC port, with Triton's flags. PEM file paths.
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;  // require and verify client certificates

@@ -200,19 +200,3 @@ def test_server_still_serves_after_errors(client):
     result = client.infer("two_io", make_inputs(a=a, b=b))
     np.testing.assert_array_equal(result.as_numpy("sum"), a + b)
 
-
-def test_message_above_grpc_max_message_bytes_is_resource_exhausted(start_server, tmp_path):
-    import generate_models as gm
-    from conftest import tiny_config
-    width = 1 << 18  # one row is 1 MiB of float32
-    repo = tmp_path / "repo_limit"
-    gm.write_model(repo, "wide", gm.make_tiny_model(width=width), tiny_config("wide", width=width))
-    srv = start_server(repo, "--grpc-max-message-bytes", str(3 << 19))  # 1.5 MiB
-    client = srv.client()
-    one = np.ones((1, width), dtype=np.float32)
-    np.testing.assert_allclose(client.infer("wide", make_inputs(x=one)).as_numpy("y"), one * 2 + 1)
-    with pytest.raises(InferenceServerException) as err:
-        client.infer("wide", make_inputs(x=np.ones((2, width), dtype=np.float32)))
-    assert err.value.status() == "StatusCode.RESOURCE_EXHAUSTED", err.value
-    # The server goes on serving.
-    np.testing.assert_allclose(client.infer("wide", make_inputs(x=one)).as_numpy("y"), one * 2 + 1)

@@ -1,0 +1,58 @@
+"""Resource limits: a message above --grpc-max-message-bytes gets
+RESOURCE_EXHAUSTED; a request that would take the bytes held by queued and
+running requests above --max-inflight-bytes gets UNAVAILABLE at once, and
+serving goes on once the held requests are answered."""
+
+from __future__ import annotations
+
+import queue
+
+import numpy as np
+import pytest
+from tritonclient.utils import InferenceServerException
+
+import generate_models as gm
+from conftest import tiny_config, wait_for
+from e2e_util import make_inputs
+from test_metrics import model_series, scrape
+
+
+def test_message_above_grpc_max_message_bytes_is_resource_exhausted(start_server, tmp_path):
+    width = 1 << 18  # one row is 1 MiB of float32
+    repo = tmp_path / "repo_limit"
+    gm.write_model(repo, "wide", gm.make_tiny_model(width=width), tiny_config("wide", width=width))
+    srv = start_server(repo, "--grpc-max-message-bytes", str(3 << 19))  # 1.5 MiB
+    client = srv.client()
+    one = np.ones((1, width), dtype=np.float32)
+    np.testing.assert_allclose(client.infer("wide", make_inputs(x=one)).as_numpy("y"), one * 2 + 1)
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("wide", make_inputs(x=np.ones((2, width), dtype=np.float32)))
+    assert err.value.status() == "StatusCode.RESOURCE_EXHAUSTED", err.value
+    # The server goes on serving.
+    np.testing.assert_allclose(client.infer("wide", make_inputs(x=one)).as_numpy("y"), one * 2 + 1)
+
+
+def test_inflight_bytes_budget_refuses_at_once_then_serves_again(start_server, tmp_path):
+    width = 1 << 17  # one row is 512 KiB of float32
+    repo = tmp_path / "repo_budget"
+    # The first request waits 1.5 s in the queue for company, holding its bytes.
+    config = tiny_config("wide", max_batch_size=2, width=width,
+                         dynamic_batching="max_queue_delay_microseconds: 1500000")
+    gm.write_model(repo, "wide", gm.make_tiny_model(width=width), config)
+    srv = start_server(repo, "--max-inflight-bytes", str(800 << 10))
+    client = srv.client()
+    row = np.ones((1, width), dtype=np.float32)
+    answers: queue.Queue = queue.Queue()
+    client.async_infer("wide", make_inputs(x=row), callback=lambda result, error: answers.put((result, error)))
+    wait_for(lambda: model_series(scrape(srv.metrics_url)[1],
+                                  "nv_inference_pending_request_count", "wide") == 1,
+             timeout=10, what="the first request queued")
+    with pytest.raises(InferenceServerException) as err:
+        client.infer("wide", make_inputs(x=row))
+    assert err.value.status() == "StatusCode.UNAVAILABLE", err.value
+    assert "--max-inflight-bytes" in str(err.value)
+    result, error = answers.get(timeout=30)
+    assert error is None, error
+    np.testing.assert_allclose(result.as_numpy("y"), row * 2 + 1)
+    # Its bytes are back: the next request is admitted.
+    np.testing.assert_allclose(client.infer("wide", make_inputs(x=row)).as_numpy("y"), row * 2 + 1)
