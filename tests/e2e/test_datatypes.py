@@ -95,12 +95,34 @@ def _casts_model():
     return gm.make_model(graph)
 
 
+def _half_model(elem):
+    """y = relu(x @ W + b), all in `elem` (FLOAT16 or BFLOAT16)."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]),
+             helper.make_node("Add", ["xw", "b"], ["pre"]),
+             helper.make_node("Relu", ["pre"], ["y"])]
+    dtype = np.float16 if elem == TensorProto.FLOAT16 else ml_dtypes.bfloat16
+    inits = [helper.make_tensor(n, elem, a.shape, a.astype(dtype).tobytes(), raw=True)
+             for n, a in (("w", w), ("b", b))]
+    graph = helper.make_graph(nodes, "half", [helper.make_tensor_value_info("x", elem, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", elem, ["batch", 3])], inits)
+    # The weights as the model holds them, for the reference.
+    return gm.make_model(graph), w.astype(dtype).astype(np.float32), b.astype(dtype).astype(np.float32)
+
+
+HALF = {"FP16": _half_model(TensorProto.FLOAT16), "BF16": _half_model(TensorProto.BFLOAT16)}
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo_types")
     gm.write_model(repo, "every_type", _identity_model(TYPES), _identity_config("every_type", TYPES))
     gm.write_model(repo, "typed", _identity_model(TYPED_FIELD), _identity_config("typed", TYPED_FIELD))
     gm.write_model(repo, "casts", _casts_model(), 'name: "casts"\nmax_batch_size: 4\n')
+    for name, (model, _, _) in HALF.items():
+        gm.write_model(repo, f"half_{name}", model, f'name: "half_{name}"\nmax_batch_size: 4\n')
     return repo
 
 
@@ -232,3 +254,16 @@ def test_malformed_bytes_are_refused_naming_the_tensor(server):
         err = raw.infer_error(request)
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "'word'" in err.details() and "BYTES" in err.details(), err.details()
+
+
+@pytest.mark.parametrize("datatype,rtol", [("FP16", 2e-3), ("BF16", 1.6e-2)])
+def test_half_precision_models_serve_in_their_declared_type(server, datatype, rtol):
+    _, w, b = HALF[datatype]
+    dtype = TYPES[datatype][1]
+    x = np.random.default_rng(9).standard_normal((2, 4)).astype(dtype)
+    inp = grpcclient.InferInput("x", [2, 4], datatype)
+    inp.set_data_from_numpy(x)
+    result = server.client().infer(f"half_{datatype}", [inp])
+    assert result.get_output("y").datatype == datatype
+    expected = np.maximum(x.astype(np.float32) @ w + b, 0)
+    np.testing.assert_allclose(result.as_numpy("y").astype(np.float32), expected, rtol=rtol, atol=1e-2)
