@@ -326,7 +326,7 @@ InferenceService::ModelStreamInfer(Context* c) {
   if (absl::Status s = Allowed(c, ProtocolGroup::kInference); !s.ok()) {
     return new RefusedStreamReactor(ToGrpcStatus(s));
   }
-  return new StreamInferReactor(c, &handler_);
+  return new StreamInferReactor(c, &handler_, &streams_);
 }
 
 absl::Status InferenceService::Allowed(Context* c, ProtocolGroup group) const {

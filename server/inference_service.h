@@ -14,6 +14,7 @@
 #include "server/inflight_budget.h"
 #include "server/model_manager.h"
 #include "server/server_options.h"
+#include "server/stream_infer_reactor.h"
 
 namespace coalesce {
 
@@ -28,6 +29,10 @@ class InferenceService final
 
   // Readiness as ServerReady reports it; false once shutdown has begun.
   void set_ready(bool ready) { ready_.store(ready); }
+
+  // Shutdown, once queued requests are answered: open streams finish as
+  // soon as theirs are (StreamRegistry::CloseAll).
+  void CloseStreams() { streams_.CloseAll(); }
 
   using Context = grpc::CallbackServerContext;
   using Reactor = grpc::ServerUnaryReactor;
@@ -81,6 +86,7 @@ class InferenceService final
   SharedMemoryManager shared_memory_;  // before handler_, which uses it
   InflightBudget budget_;              // before handler_, which uses it
   InferHandler handler_;
+  StreamRegistry streams_;
   const ModelControlMode mode_;
   const ProtocolRestrictions restrictions_;
   std::atomic<bool> ready_{false};

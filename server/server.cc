@@ -165,7 +165,12 @@ void Server::Shutdown(std::chrono::seconds grace) {
   // grace period ends, then cancels what is left.
   diagnostics_->Stop();
   if (poller_ != nullptr) poller_->Stop();
-  std::thread drain([this] { manager_->ShutdownAll(); });
+  std::thread drain([this] {
+    manager_->ShutdownAll();
+    // Streams a client keeps open would otherwise hold gRPC's shutdown
+    // until the grace period ends.
+    service_->CloseStreams();
+  });
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
   drain.join();
   grpc_server_->Wait();

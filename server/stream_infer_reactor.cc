@@ -6,10 +6,39 @@
 
 namespace coalesce {
 
+bool StreamRegistry::Add(StreamInferReactor* stream) {
+  absl::MutexLock lock(&mu_);
+  streams_.insert(stream);
+  return !closed_;
+}
+
+void StreamRegistry::Remove(StreamInferReactor* stream) {
+  absl::MutexLock lock(&mu_);
+  streams_.erase(stream);
+}
+
+void StreamRegistry::CloseAll() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  // Lock order: registry, then a reactor's own mutex (as in OnDone).
+  for (StreamInferReactor* stream : streams_) stream->Close();
+}
+
 StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* context,
-                                       InferHandler* handler)
-    : context_(context), handler_(handler) {
+                                       InferHandler* handler,
+                                       StreamRegistry* registry)
+    : context_(context), handler_(handler), registry_(registry) {
+  if (!registry_->Add(this)) {
+    Close();
+    return;
+  }
   StartRead(&incoming_);
+}
+
+void StreamInferReactor::Close() {
+  closing_.store(true);
+  absl::MutexLock lock(&mu_);
+  MaybeFinishLocked();
 }
 
 void StreamInferReactor::OnReadDone(bool ok) {
@@ -30,7 +59,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
   const inference::ModelInferRequest& proto = sink->request();
   cancel_notifier_.Add(
       handler_->Submit(proto, context_->deadline(), std::move(sink)));
-  if (!cancelled_.load()) StartRead(&incoming_);
+  if (!cancelled_.load() && !closing_.load()) StartRead(&incoming_);
 }
 
 void StreamInferReactor::Deliver(
@@ -77,13 +106,23 @@ void StreamInferReactor::OnCancel() {
 
 void StreamInferReactor::MaybeFinishLocked() {
   if (finish_called_ || writing_ != nullptr) return;
-  const bool drained = reads_done_ && pending_ == 0 && ready_.empty();
+  const bool closing = closing_.load() && !reads_done_;
+  const bool drained =
+      (reads_done_ || closing) && pending_ == 0 && ready_.empty();
   if (!drained && !cancelled_.load()) return;
   finish_called_ = true;
-  Finish(cancelled_.load() ? grpc::Status::CANCELLED : grpc::Status::OK);
+  if (cancelled_.load()) {
+    Finish(grpc::Status::CANCELLED);
+  } else if (closing) {
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the server is shutting down"));
+  } else {
+    Finish(grpc::Status::OK);
+  }
 }
 
 void StreamInferReactor::OnDone() {
+  registry_->Remove(this);
   bool delete_now = false;
   {
     absl::MutexLock lock(&mu_);

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.pb.h"
@@ -24,12 +25,39 @@
 
 namespace coalesce {
 
+class StreamInferReactor;
+
+// The live ModelStreamInfer calls of a service, so that shutdown can close
+// the ones a client keeps open without sending (gRPC would otherwise wait
+// for them until the exit timeout). Thread-safe.
+class StreamRegistry {
+ public:
+  // Registers a new stream; false once CloseAll has run (the stream is then
+  // to close as soon as it has nothing pending).
+  bool Add(StreamInferReactor* stream);
+  void Remove(StreamInferReactor* stream);
+  // Tells every live stream, and every later one, to finish once its
+  // pending requests are answered: it reads no more requests and ends with
+  // UNAVAILABLE "the server is shutting down".
+  void CloseAll();
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_set<StreamInferReactor*> streams_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class StreamInferReactor
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
+  // REQUIRES: `registry` outlives the reactor.
   StreamInferReactor(grpc::CallbackServerContext* context,
-                     InferHandler* handler);
+                     InferHandler* handler, StreamRegistry* registry);
+
+  // Reads no more requests; finishes with UNAVAILABLE once the pending ones
+  // are answered (StreamRegistry::CloseAll).
+  void Close();
 
   // Hands over the finished response of the request read as number
   // `sequence` (0, 1, ...). Called exactly once per request read.
@@ -49,6 +77,8 @@ class StreamInferReactor
 
   grpc::CallbackServerContext* const context_;
   InferHandler* const handler_;
+  StreamRegistry* const registry_;
+  std::atomic<bool> closing_{false};
   inference::ModelInferRequest incoming_;  // read buffer, reader callbacks only
   uint64_t next_sequence_ = 0;             // reader callbacks only
   std::atomic<bool> cancelled_{false};

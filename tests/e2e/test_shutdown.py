@@ -84,3 +84,30 @@ def test_idle_server_exits_promptly(start_server, tmp_path):
     srv.send_signal(signal.SIGTERM)
     assert srv.wait(timeout=20) == 0
     assert time.monotonic() - t0 < 10
+
+
+def test_open_idle_stream_does_not_hold_shutdown(start_server, tmp_path):
+    """A client that keeps its stream open without sending: after SIGTERM the
+    stream ends with UNAVAILABLE once its requests are answered, and the
+    server exits long before the 30 s grace."""
+    import queue
+    from e2e_util import make_inputs
+    repo = tmp_path / "repo_stream"
+    gm.write_model(repo, "fast", gm.make_tiny_model(), tiny_config("fast"))
+    srv = start_server(repo, "--exit-timeout-secs", "30")
+    client = srv.client()
+    answers: queue.Queue = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        x = np.ones((1, 4), np.float32)
+        client.async_stream_infer("fast", make_inputs(x=x))
+        result, error = answers.get(timeout=30)
+        assert error is None, error
+        t0 = time.monotonic()
+        srv.send_signal(signal.SIGTERM)
+        _, error = answers.get(timeout=20)
+        assert error is not None and "shutting down" in str(error), error
+        assert srv.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 10, "the open stream held shutdown"
+    finally:
+        client.stop_stream()
