@@ -51,14 +51,22 @@ absl::StatusOr<inference::ModelConfig> ReadModelConfig(
       return absl::InvalidArgumentError(
           absl::StrCat("cannot read config.pbtxt of model '", model_name, "'"));
     }
-    google::protobuf::TextFormat::Parser parser;
-    FirstError errors;
-    parser.RecordErrorsTo(&errors);
-    parser.AllowUnknownField(true);
-    if (!parser.ParseFromString(text.str(), &config)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config.pbtxt of model '", model_name, "': ", errors.error()));
-    }
+    return ParseModelConfigText(text.str(), model_name);
+  }
+  config.set_name(model_name);
+  return config;
+}
+
+absl::StatusOr<inference::ModelConfig> ParseModelConfigText(
+    const std::string& text, const std::string& model_name) {
+  inference::ModelConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  parser.AllowUnknownField(true);
+  if (!parser.ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.pbtxt of model '", model_name, "': ", errors.error()));
   }
   if (!config.name().empty() && config.name() != model_name) {
     return absl::InvalidArgumentError(

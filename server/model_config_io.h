@@ -22,6 +22,10 @@ namespace coalesce {
 absl::StatusOr<inference::ModelConfig> ReadModelConfig(
     const std::filesystem::path& model_dir, const std::string& model_name);
 
+// ReadModelConfig's parsing and name check, on the text of a config.pbtxt.
+absl::StatusOr<inference::ModelConfig> ParseModelConfigText(
+    const std::string& text, const std::string& model_name);
+
 // Version folders of a model (positive integer names), ascending.
 std::vector<int64_t> ListVersionFolders(const std::filesystem::path& model_dir);
 
