@@ -9,6 +9,7 @@
 #include "engine/cpu_executor.h"
 #include "server/gpu_instance.h"
 #include "server/executor_options_from_config.h"
+#include "server/resource_limits.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
@@ -20,7 +21,8 @@ using Group = inference::ModelInstanceGroup;
 absl::Status AddCpuInstances(const std::shared_ptr<const Model>& model,
                              const inference::ModelConfig& config,
                              const Group& group, Instances* instances) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  // The container's CPU quota, not the host's core count.
+  const int cores = CpuLimit();
   auto options = CpuExecutorOptionsFromConfig(config, cores);
   if (!options.ok()) return options.status();
   for (int i = 0; i < std::max(group.count(), 1); ++i) {

@@ -1,6 +1,7 @@
 // Turning a ModelConfig into the options of its executor instances.
 //
-// Threads: the machine's cores are shared evenly by the model's instances
+// Threads: the cores the process may use (resource_limits.h: affinity and
+// the cgroup quota) are shared evenly by the model's instances
 // (instance_group counts), at least one intra-op thread each.
 //
 // Config parameters read here (string values, as in Triton's `parameters`):

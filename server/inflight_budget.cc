@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/memory_limit.h"
+#include "server/resource_limits.h"
 
 namespace coalesce {
 

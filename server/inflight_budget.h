@@ -51,7 +51,8 @@ class InflightBudget {
   std::atomic<int64_t> held_{0};
 };
 
-// --max-inflight-bytes' default: a quarter of MemoryLimitBytes().
+// --max-inflight-bytes' default: a quarter of MemoryLimitBytes()
+// (resource_limits.h).
 int64_t DefaultInflightBytes();
 
 }  // namespace coalesce

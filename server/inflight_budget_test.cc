@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
-#include "server/memory_limit.h"
+#include "server/resource_limits.h"
 
 namespace coalesce {
 namespace {
@@ -38,19 +38,30 @@ TEST(InflightBudgetTest, ZeroMeansNoLimit) {
   EXPECT_TRUE(budget.Acquire(int64_t{1} << 50).ok());
 }
 
-TEST(MemoryLimitTest, CgroupLimitsWhenSetElsePhysicalMemory) {
-  const auto root = std::filesystem::path(testing::TempDir()) / "cgroup_test";
+TEST(ResourceLimitsTest, CgroupLimitsWhenSetElseTheMachine) {
+  const std::string root = testing::TempDir() + "/cgroup_test";
   std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root / "memory");
-  const int64_t physical = MemoryLimitBytes(root);  // no files: physical
+  std::filesystem::create_directories(root + "/memory");
+  std::filesystem::create_directories(root + "/cpu");
+  const int64_t physical = MemoryLimitBytes(root);  // no files: the machine
   EXPECT_GT(physical, int64_t{1} << 26);
-  std::ofstream(root / "memory.max") << "max\n";
+  const int cpus = CpuLimit(root);
+  EXPECT_GE(cpus, 1);
+  // cgroup v1: "unlimited" is a huge number, no quota is -1.
+  std::ofstream(root + "/memory/memory.limit_in_bytes")
+      << "9223372036854771712\n";
+  std::ofstream(root + "/cpu/cpu.cfs_quota_us") << "-1\n";
+  std::ofstream(root + "/cpu/cpu.cfs_period_us") << "100000\n";
   EXPECT_EQ(MemoryLimitBytes(root), physical);
-  std::ofstream(root / "memory" / "memory.limit_in_bytes")
-      << "9223372036854771712\n";  // cgroup v1's "unlimited"
-  EXPECT_EQ(MemoryLimitBytes(root), physical);
-  std::ofstream(root / "memory.max") << "1073741824\n";
+  EXPECT_EQ(CpuLimit(root), cpus);
+  // cgroup v2 (memory.current marks it): 1 GiB and half a core.
+  std::ofstream(root + "/memory.current") << "4096\n";
+  std::ofstream(root + "/memory.max") << "1073741824\n";
+  std::ofstream(root + "/cpu.max") << "50000 100000\n";
   EXPECT_EQ(MemoryLimitBytes(root), 1073741824);
+  EXPECT_EQ(CpuLimit(root), 1) << "a fraction of a core rounds up to one";
+  std::ofstream(root + "/cpu.max") << "max 100000\n";
+  EXPECT_EQ(CpuLimit(root), cpus);
 }
 
 }  // namespace

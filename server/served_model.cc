@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
-#include "server/memory_limit.h"
+#include "server/resource_limits.h"
 #include "server/model_config_completion.h"
 #include "server/reshape_instance.h"
 #include "server/scheduler_options_from_config.h"
