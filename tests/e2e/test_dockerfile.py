@@ -66,6 +66,8 @@ UBUNTU_ONLY: dict[str, str] = {}
 # scripts/bootstrap's -dev packages that no image build needs.
 NOT_IN_IMAGES = {
     "libbenchmark-dev": "Google Benchmark: only the micro-benchmarks in benchmarks/ use it",
+    "libomp-dev": "clang's OpenMP runtime: only the clang build of the fuzz targets "
+                  "(scripts/fuzz) needs it; the images build with GCC",
 }
 
 # Packages every Debian 12 image has (Priority: required), so the cpu stage
