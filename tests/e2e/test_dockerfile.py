@@ -68,6 +68,7 @@ NOT_IN_IMAGES = {
     "libbenchmark-dev": "Google Benchmark: only the micro-benchmarks in benchmarks/ use it",
     "libomp-dev": "clang's OpenMP runtime: only the clang build of the fuzz targets "
                   "(scripts/fuzz) needs it; the images build with GCC",
+    "libclang-rt-dev": "libFuzzer and clang's sanitizer runtimes: only scripts/fuzz uses them",
 }
 
 # Packages every Debian 12 image has (Priority: required), so the cpu stage
