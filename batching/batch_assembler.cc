@@ -92,16 +92,15 @@ absl::Status BatchAssembler::CheckOutputs(const BatchSlot& slot,
     if (outputs_[o].dtype == DataType::kBytes) {
       const std::optional<int64_t> count = ElementCount(shape);
       const std::optional<size_t> used =
-          count ? SerializedPrefixSize({slot.output_data(static_cast<int>(o)),
-                                        bytes},
-                                       *count)
+          count ? SerializedPrefixSize(
+                      {slot.output_data(static_cast<int>(o)), bytes}, *count)
                 : std::nullopt;
       if (used != bytes || (batched_ && shape[0] != batch_size)) {
-        return absl::InternalError(absl::StrCat(
-            "output '", outputs_[o].name, "' (BYTES) has shape ",
-            ShapeToString(shape), " and ", bytes,
-            " bytes that do not hold its serialized elements in ",
-            batch_size, " rows"));
+        return absl::InternalError(
+            absl::StrCat("output '", outputs_[o].name, "' (BYTES) has shape ",
+                         ShapeToString(shape), " and ", bytes,
+                         " bytes that do not hold its serialized elements in ",
+                         batch_size, " rows"));
       }
       continue;
     }

@@ -113,14 +113,15 @@ std::string Serialized(const std::vector<std::string>& elements) {
   std::string out;
   for (const std::string& e : elements) {
     const uint32_t n = static_cast<uint32_t>(e.size());
-    out += std::string{char(n & 0xff), char(n >> 8 & 0xff), char(n >> 16 & 0xff),
-                       char(n >> 24)};
+    out += std::string{char(n & 0xff), char(n >> 8 & 0xff),
+                       char(n >> 16 & 0xff), char(n >> 24)};
     out += e;
   }
   return out;
 }
 
-TEST(BatchAssemblerBytesTest, GathersSerializedRowsAndScattersEachRequestsRows) {
+TEST(BatchAssemblerBytesTest,
+     GathersSerializedRowsAndScattersEachRequestsRows) {
   const std::vector<TensorSpec> specs = {{"s", DataType::kBytes, {2}}};
   BatchAssembler assembler(/*batched=*/true, {{"t", DataType::kBytes, {2}}});
   FakeExecutorInstance::Options options;

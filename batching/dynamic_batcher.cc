@@ -27,7 +27,6 @@ FailureReason ReasonOf(const absl::Status& status) {
 
 }  // namespace
 
-
 struct DynamicBatcher::Batch {
   std::vector<QueuedRequest> requests;  // Batch order = row order.
   int64_t batch_size = 0;
@@ -350,8 +349,8 @@ void DynamicBatcher::FailRequest(QueuedRequest& request,
 void DynamicBatcher::ReleaseSlot(const Batch& batch,
                                  const BatchIntervals& steps) {
   absl::MutexLock lock(&mu_);
-  timelines_[batch.slot.instance_index].BatchReleased(
-      batch.ticket, clock_->Now(), steps);
+  timelines_[batch.slot.instance_index].BatchReleased(batch.ticket,
+                                                      clock_->Now(), steps);
   free_slots_.push_back(batch.slot);
   --in_flight_;
   // Signalled under the lock: once it is released Shutdown may return and

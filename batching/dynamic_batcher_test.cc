@@ -438,9 +438,13 @@ TEST_F(DynamicBatcherTest, NotifyCancelledAnswersAtOnceAndFreesTheQueuePlace) {
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(status.message(), HasSubstr("cancelled while queued"));
   EXPECT_EQ(clock_.Now(), start_);  // Answered before the delay passed.
-  EXPECT_EQ(batcher_->Stats().fail.count, 2u);   // Rejection + cancellation.
-  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kRejected)], 1u);
-  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kCanceled)], 1u);
+  EXPECT_EQ(batcher_->Stats().fail.count, 2u);  // Rejection + cancellation.
+  EXPECT_EQ(
+      batcher_->Stats().failures[static_cast<int>(FailureReason::kRejected)],
+      1u);
+  EXPECT_EQ(
+      batcher_->Stats().failures[static_cast<int>(FailureReason::kCanceled)],
+      1u);
   auto kept = Send(std::move(request), record);  // The place is free again.
   clock_.AwaitWaiterWithDeadline(start_ + Ms(1000));
   clock_.Advance(Ms(1000));
@@ -619,7 +623,8 @@ TEST_F(DynamicBatcherTest, ValidationErrorsNameTheTensorAndLeaveTheRequest) {
   request->inputs[0].shape = {1, 10};
   EXPECT_THAT(batcher_->Enqueue(&request).message(), HasSubstr("'nope'"));
   EXPECT_EQ(batcher_->Stats().fail.count, 2u);
-  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kOther)], 2u);
+  EXPECT_EQ(batcher_->Stats().failures[static_cast<int>(FailureReason::kOther)],
+            2u);
   EXPECT_FALSE(record->finished());
 }
 
@@ -757,7 +762,7 @@ TEST_F(DynamicBatcherTest, InstanceStatesSplitTheInstancesTime) {
   clock_.Advance(Ms(9));
   fakes_[0]->CompleteNextBatch();
   EXPECT_TRUE(a->AwaitFinish().ok());
-  batcher_->Shutdown();  // Waits until the slot is released.
+  batcher_->Shutdown();   // Waits until the slot is released.
   clock_.Advance(Ms(7));  // idle, queue empty again
   const std::vector<InstanceStateTotals> states = batcher_->InstanceStates();
   ASSERT_EQ(states.size(), 1u);

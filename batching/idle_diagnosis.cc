@@ -82,10 +82,10 @@ IdleDiagnosis DiagnoseInstance(const InstanceWindow& w) {
                          " of the time: offered load is too low to keep this "
                          "instance busy")};
   }
-  return {"ok", absl::StrCat("busy ", Percent(busy), ", queue empty ",
-                             Percent(empty), ", batching wait ",
-                             Percent(assembling), ", blocked ",
-                             Percent(blocked), ": no single cause dominates")};
+  return {"ok",
+          absl::StrCat("busy ", Percent(busy), ", queue empty ", Percent(empty),
+                       ", batching wait ", Percent(assembling), ", blocked ",
+                       Percent(blocked), ": no single cause dominates")};
 }
 
 }  // namespace coalesce

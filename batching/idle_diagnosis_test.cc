@@ -8,15 +8,17 @@
 namespace coalesce {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 using S = InstanceState;
 
 // A window whose states take the given milliseconds (of 1000 in all).
 InstanceWindow Window(int computing, int copy_in, int copy_out, int blocked,
                       int assembling, int empty) {
   InstanceWindow w;
-  auto set = [&](S s, int ms) { w.states.time[static_cast<int>(s)] = milliseconds(ms); };
+  auto set = [&](S s, int ms) {
+    w.states.time[static_cast<int>(s)] = milliseconds(ms);
+  };
   set(S::kComputing, computing);
   set(S::kCopyingIn, copy_in);
   set(S::kCopyingOut, copy_out);

@@ -102,9 +102,8 @@ void InstanceTimeline::FinalizeBusy(Clock::TimePoint until) {
     totals_.time[static_cast<int>(state)] += cuts[i + 1] - cuts[i];
   }
   final_until_ = until;
-  std::erase_if(pending_, [until](const Step& s) {
-    return s.interval.end <= until;
-  });
+  std::erase_if(pending_,
+                [until](const Step& s) { return s.interval.end <= until; });
 }
 
 InstanceStateTotals InstanceTimeline::Totals(Clock::TimePoint now) const {

@@ -95,9 +95,9 @@ TEST_F(InstanceTimelineTest, ComputeHidesOverlappingCopies) {
   timeline.BatchReleased(b, At(18), steps);
   timeline.QueueChanged(At(18), true);
   const InstanceStateTotals totals = timeline.Totals(At(20));
-  EXPECT_EQ(totals[State::kCopyingIn], milliseconds(2));    // [0,2)
-  EXPECT_EQ(totals[State::kComputing], milliseconds(14));   // [2,16)
-  EXPECT_EQ(totals[State::kCopyingOut], milliseconds(1));   // [16,17)
+  EXPECT_EQ(totals[State::kCopyingIn], milliseconds(2));        // [0,2)
+  EXPECT_EQ(totals[State::kComputing], milliseconds(14));       // [2,16)
+  EXPECT_EQ(totals[State::kCopyingOut], milliseconds(1));       // [16,17)
   EXPECT_EQ(totals[State::kBlockedPipeline], milliseconds(1));  // [17,18)
   EXPECT_EQ(totals[State::kIdleEmptyQueue], milliseconds(2));
   EXPECT_EQ(totals.Total(), milliseconds(20));

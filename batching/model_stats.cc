@@ -6,9 +6,10 @@ namespace coalesce {
 namespace {
 
 void Add(DurationStat* stat, DurationHistogram* hist, Clock::Duration d) {
-  const int64_t ns = d > Clock::Duration::zero()
-                         ? std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()
-                         : 0;
+  const int64_t ns =
+      d > Clock::Duration::zero()
+          ? std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()
+          : 0;
   stat->count += 1;
   stat->ns += static_cast<uint64_t>(ns);
   if (hist != nullptr) hist->Add(ns, kDurationBoundsNs);
@@ -33,7 +34,8 @@ void ModelStats::RecordSuccess(Clock::Duration queue, Clock::Duration total,
   Add(&stats_.queue, &stats_.queue_hist, queue);
   Add(&stats_.compute_input, &stats_.compute_input_hist, batch.compute_input);
   Add(&stats_.compute_infer, &stats_.compute_infer_hist, batch.compute_infer);
-  Add(&stats_.compute_output, &stats_.compute_output_hist, batch.compute_output);
+  Add(&stats_.compute_output, &stats_.compute_output_hist,
+      batch.compute_output);
   stats_.last_inference_ms = now_ms;
 }
 
@@ -48,7 +50,8 @@ void ModelStats::RecordExecution(uint64_t batch_size,
   absl::MutexLock lock(&mu_);
   stats_.inference_count += batch_size;
   stats_.execution_count += 1;
-  stats_.batch_size_hist.Add(static_cast<int64_t>(batch_size), kBatchSizeBounds);
+  stats_.batch_size_hist.Add(static_cast<int64_t>(batch_size),
+                             kBatchSizeBounds);
   BatchSizeStats& per_size = stats_.batch_stats[batch_size];
   Add(&per_size.compute_input, nullptr, batch.compute_input);
   Add(&per_size.compute_infer, nullptr, batch.compute_infer);

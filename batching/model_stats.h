@@ -35,8 +35,8 @@ enum class FailureReason {
               // timeout passed (kReject policy), shutting down
   kTimedOut,  // its deadline passed while it waited
   kCanceled,  // the client cancelled it
-  kBackend,   // its batch failed to execute or its outputs could not be returned
-  kOther,     // invalid request
+  kBackend,  // its batch failed to execute or its outputs could not be returned
+  kOther,    // invalid request
 };
 inline constexpr int kFailureReasons = 5;
 

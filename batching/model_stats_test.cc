@@ -43,8 +43,8 @@ TEST(ModelStatsTest, HistogramsMatchTheTotals) {
   };
   EXPECT_EQ(total(s.success_hist), s.success.count);
   EXPECT_EQ(total(s.queue_hist), 2u);
-  EXPECT_EQ(s.queue_hist.counts[0], 1u);  // 80 us <= 0.1 ms
-  EXPECT_EQ(s.queue_hist.counts[8], 1u);  // 30 ms in (25, 50] ms
+  EXPECT_EQ(s.queue_hist.counts[0], 1u);          // 80 us <= 0.1 ms
+  EXPECT_EQ(s.queue_hist.counts[8], 1u);          // 30 ms in (25, 50] ms
   EXPECT_EQ(s.compute_infer_hist.counts[5], 2u);  // 3 ms in (2.5, 5] ms
   EXPECT_EQ(total(s.batch_size_hist), s.execution_count);
   EXPECT_EQ(s.batch_size_hist.counts[1], 1u);  // 2

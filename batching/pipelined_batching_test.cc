@@ -46,11 +46,11 @@ class CopyKernelProgram : public DeviceProgram {
     const size_t bytes = shapes[0][0] * kCols * sizeof(float);
     const void* x = inputs[0];
     void* y = outputs[0];
-    SimulatedDevice::Kernel k{"copy", {{x, bytes}}, {{y, bytes}}, duration_,
-                              [=] {
-                                std::memcpy(y, x, bytes);
-                                return absl::OkStatus();
-                              }};
+    SimulatedDevice::Kernel k{
+        "copy", {{x, bytes}}, {{y, bytes}}, duration_, [=] {
+          std::memcpy(y, x, bytes);
+          return absl::OkStatus();
+        }};
     return device_->Launch(stream, std::move(k));
   }
 
@@ -74,7 +74,8 @@ class PipelinedBatchingTest : public ::testing::Test {
   void Start(std::chrono::microseconds kernel_time) {
     device_ = std::make_shared<SimulatedDevice>();
     auto executor = CreatePipelinedExecutor(
-        device_, std::make_unique<CopyKernelProgram>(device_.get(), kernel_time),
+        device_,
+        std::make_unique<CopyKernelProgram>(device_.get(), kernel_time),
         PipelinedExecutorOptions{/*num_slots=*/2});
     ASSERT_TRUE(executor.ok()) << executor.status();
     std::vector<std::unique_ptr<ExecutorInstance>> instances;
@@ -105,7 +106,8 @@ class PipelinedBatchingTest : public ::testing::Test {
       data = &data_.back();
     }
     auto request = std::make_unique<InferenceRequest>();
-    request->inputs.push_back(RequestInput{"x", DataType::kFp32, {rows, kCols}, *data});
+    request->inputs.push_back(
+        RequestInput{"x", DataType::kFp32, {rows, kCols}, *data});
     auto record = std::make_shared<SinkRecord>();
     request->sink = std::make_unique<RecordingSink>(record);
     EXPECT_TRUE(batcher_->Enqueue(&request).ok());
@@ -145,7 +147,8 @@ TEST_F(PipelinedBatchingTest, ConcurrentRequestsEachGetTheirOwnRows) {
   Start(std::chrono::microseconds(300));
   constexpr int kThreads = 4, kPerThread = 40;
   std::vector<std::thread> senders;
-  std::vector<std::vector<std::pair<std::shared_ptr<SinkRecord>, std::pair<float, int64_t>>>>
+  std::vector<std::vector<
+      std::pair<std::shared_ptr<SinkRecord>, std::pair<float, int64_t>>>>
       sent(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     senders.emplace_back([this, t, &sent] {

@@ -155,7 +155,8 @@ TEST(RequestValidatorBytesTest, SerializedElementsMustMatchTheShapeExactly) {
   EXPECT_TRUE(check(len1 + "x" + len0).ok());
   absl::Status s = check(len1 + "x");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("input 's': BYTES data ends before its 2"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("input 's': BYTES data ends before its 2"));
   s = check(len1 + "x" + len0 + "zz");
   EXPECT_THAT(s.message(), HasSubstr("2 bytes after its 2 elements"));
   // A length pointing past the end of the data.

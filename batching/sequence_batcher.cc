@@ -124,7 +124,10 @@ class SequenceBatcher::StepSink : public ResponseSink {
  public:
   StepSink(SequenceBatcher* owner, Sequence* sequence, bool end,
            std::unique_ptr<ResponseSink> client)
-      : owner_(owner), sequence_(sequence), end_(end), client_(std::move(client)) {
+      : owner_(owner),
+        sequence_(sequence),
+        end_(end),
+        client_(std::move(client)) {
     state_.resize(owner_->options_.states.size());
   }
 
@@ -220,9 +223,11 @@ absl::Status SequenceBatcher::CheckRequest(
   absl::StatusOr<RequestLayout> layout = client_validator_.Validate(request);
   if (!layout.ok()) return layout.status();
   if (batched_ && layout->batch_size != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model '", model_name_, "': a request of a sequence must have batch "
-        "size 1, got ", layout->batch_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model_name_,
+                     "': a request of a sequence must have batch "
+                     "size 1, got ",
+                     layout->batch_size));
   }
   for (const SequenceControl& control : options_.controls) {
     if (control.kind != SequenceControl::Kind::kCorrelationId) continue;
@@ -253,8 +258,8 @@ absl::Status SequenceBatcher::Enqueue(
     if (it == sequences_.end()) {
       if (!flags.start) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "inference request for sequence ", IdText(flags.id),
-            " to model '", model_name_,
+            "inference request for sequence ", IdText(flags.id), " to model '",
+            model_name_,
             "' must specify the START flag on the first request of the "
             "sequence"));
       }
@@ -335,8 +340,7 @@ SequenceBatcher::Step SequenceBatcher::MakeStep(
   for (size_t i = 0; i < options_.controls.size(); ++i) {
     const SequenceControl& control = options_.controls[i];
     request->inputs.push_back(RequestInput{control.input_name, control.dtype,
-                                           control_shape,
-                                           sink->controls()[i]});
+                                           control_shape, sink->controls()[i]});
   }
   for (size_t i = 0; i < options_.states.size(); ++i) {
     const SequenceState& state = options_.states[i];
@@ -355,8 +359,7 @@ SequenceBatcher::Step SequenceBatcher::MakeStep(
   return step;
 }
 
-std::vector<SequenceBatcher::StateValue> SequenceBatcher::InitialState()
-    const {
+std::vector<SequenceBatcher::StateValue> SequenceBatcher::InitialState() const {
   std::vector<StateValue> values;
   for (const SequenceState& state : options_.states) {
     StateValue value;

@@ -88,12 +88,11 @@ class SequenceBatcherTest : public ::testing::Test {
     SequenceOptions options;
     options.max_active_sequences = max_active;
     options.max_sequence_idle = Ms(100);
-    options.controls = {
-        Flag("START", SequenceControl::Kind::kStart),
-        Flag("END", SequenceControl::Kind::kEnd),
-        Flag("READY", SequenceControl::Kind::kReady),
-        {"CORRID", SequenceControl::Kind::kCorrelationId, DataType::kUint64,
-         "", ""}};
+    options.controls = {Flag("START", SequenceControl::Kind::kStart),
+                        Flag("END", SequenceControl::Kind::kEnd),
+                        Flag("READY", SequenceControl::Kind::kReady),
+                        {"CORRID", SequenceControl::Kind::kCorrelationId,
+                         DataType::kUint64, "", ""}};
     options.states = {
         {"STATE_IN", "STATE_OUT", DataType::kInt32, {1}, Int32Bytes(0)}};
     return options;
@@ -111,8 +110,8 @@ class SequenceBatcherTest : public ::testing::Test {
     auto batcher = DynamicBatcher::Create(scheduler, std::move(instances));
     ASSERT_TRUE(batcher.ok()) << batcher.status();
     batcher_ = *std::move(batcher);
-    auto sequencer =
-        SequenceBatcher::Create(Sequences(max_active), scheduler, batcher_.get());
+    auto sequencer = SequenceBatcher::Create(Sequences(max_active), scheduler,
+                                             batcher_.get());
     ASSERT_TRUE(sequencer.ok()) << sequencer.status();
     sequencer_ = *std::move(sequencer);
   }
@@ -202,8 +201,7 @@ TEST_F(SequenceBatcherTest, BatchesSequencesTogetherOneRequestEach) {
   clock_.Advance(Ms(10));
   fake_->AwaitBatches(1);
   EXPECT_THAT(Int32s(fake_->batches()[0].inputs[kX]), ElementsAre(1, 100));
-  EXPECT_THAT(Uint64s(fake_->batches()[0].inputs[kCorrId]),
-              ElementsAre(1, 2));
+  EXPECT_THAT(Uint64s(fake_->batches()[0].inputs[kCorrId]), ElementsAre(1, 2));
   fake_->CompleteNextBatch();
   EXPECT_EQ(Y(a1), 1);
   EXPECT_EQ(Y(b1), 100);
@@ -239,8 +237,8 @@ TEST_F(SequenceBatcherTest, RefusesRequestsThatCannotBelongToASequence) {
 
   auto two_rows = Request(1, uint64_t{3}, true, false, &r);
   data_.push_back(Int32Bytes(1) + Int32Bytes(2));
-  two_rows->inputs[0] = RequestInput{"x", DataType::kInt32, {2, 1},
-                                     data_.back()};
+  two_rows->inputs[0] =
+      RequestInput{"x", DataType::kInt32, {2, 1}, data_.back()};
   EXPECT_THAT(Refused(std::move(two_rows)).message(),
               HasSubstr("batch size 1, got 2"));
 

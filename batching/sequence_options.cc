@@ -22,16 +22,16 @@ absl::Status CheckTensor(const std::vector<TensorSpec>& specs,
         absl::StrCat(what, " '", name, "' is not a tensor of the model"));
   }
   if (spec->dtype != dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " '", name, "': the model's data type is ",
-        std::string(DataTypeName(spec->dtype)), ", the config says ",
-        std::string(DataTypeName(dtype))));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "': the model's data type is ",
+                     std::string(DataTypeName(spec->dtype)),
+                     ", the config says ", std::string(DataTypeName(dtype))));
   }
   if (spec->dims != dims) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " '", name, "' must have dims ", ShapeToString(dims),
-        " (without the batch dimension), the model has ",
-        ShapeToString(spec->dims)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "' must have dims ", ShapeToString(dims),
+                     " (without the batch dimension), the model has ",
+                     ShapeToString(spec->dims)));
   }
   return absl::OkStatus();
 }
@@ -72,9 +72,8 @@ absl::Status CheckState(const SequenceState& state,
                         const SchedulerOptions& scheduler) {
   for (int64_t d : state.dims) {
     if (d < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state '", state.input_name,
-                       "': variable dims are not supported"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state '", state.input_name, "': variable dims are not supported"));
     }
   }
   if (ElementByteSize(state.dtype) == 0) {

@@ -15,7 +15,8 @@ namespace {
 
 std::shared_ptr<const Model> MlpModel() {
   static const std::shared_ptr<const Model> model = [] {
-    auto m = Model::LoadFromBytes(testing::BuildMlpModel(1024, 2048, 1000, /*seed=*/1));
+    auto m = Model::LoadFromBytes(
+        testing::BuildMlpModel(1024, 2048, 1000, /*seed=*/1));
     return m.ok() ? *m : nullptr;
   }();
   return model;
@@ -25,7 +26,8 @@ void BM_MlpBatch(benchmark::State& state) {
   const int64_t batch = state.range(0);
   auto model = MlpModel();
   auto exec = CreateCpuExecutor(
-      model, {.intra_op_threads = static_cast<int>(state.range(1)), .num_slots = 1});
+      model,
+      {.intra_op_threads = static_cast<int>(state.range(1)), .num_slots = 1});
   if (model == nullptr || !exec.ok()) {
     state.SkipWithError("cannot create the executor");
     return;
@@ -37,7 +39,8 @@ void BM_MlpBatch(benchmark::State& state) {
       state.SkipWithError("SetInputShapes failed");
       return;
     }
-    std::memcpy(slot->input_data(0), input.data(), input.size() * sizeof(float));
+    std::memcpy(slot->input_data(0), input.data(),
+                input.size() * sizeof(float));
     (*exec)->CopyIn(slot);
     (*exec)->Run(slot);
     if (!(*exec)->CopyOut(slot)->Wait().ok()) {
@@ -46,11 +49,13 @@ void BM_MlpBatch(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(slot->output_data(0));
   }
-  state.counters["rows/s"] = benchmark::Counter(
-      static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["us/row"] = benchmark::Counter(
-      static_cast<double>(batch),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(batch),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["us/row"] =
+      benchmark::Counter(static_cast<double>(batch),
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
 }
 
 BENCHMARK(BM_MlpBatch)

@@ -42,7 +42,8 @@ void BM_MatMulPackedWeights(benchmark::State& state) {
   const memory::desc c_md({m, n}, f32, memory::format_tag::ab);
   const memory::desc bias_md({1, n}, f32, memory::format_tag::ab);
   const dnnl::matmul::primitive_desc pd(
-      dnnl::matmul::desc(a_md, memory::desc({k, n}, f32, memory::format_tag::any),
+      dnnl::matmul::desc(a_md,
+                         memory::desc({k, n}, f32, memory::format_tag::any),
                          bias_md, c_md),
       engine);
   memory b_user(b_plain, engine, b.data()), b_packed(pd.weights_desc(), engine);

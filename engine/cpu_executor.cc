@@ -181,7 +181,8 @@ class CpuExecutorInstance : public ExecutorInstance {
           if (options.flush_denormals) kernels::SetFlushDenormals(true);
         }) {
     for (int i = 0; i < options.num_slots; ++i) {
-      slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_, options.profile));
+      slots_.push_back(
+          std::make_unique<CpuBatchSlot>(&plans_, options.profile));
     }
   }
 
@@ -257,9 +258,9 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateCpuExecutor(
   }
   if (options.profile != nullptr &&
       options.profile->size() != model->graph().nodes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the profile has ", options.profile->size(), " nodes, the model ",
-        model->graph().nodes.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the profile has ", options.profile->size(),
+                     " nodes, the model ", model->graph().nodes.size()));
   }
   return std::make_unique<CpuExecutorInstance>(std::move(model), options);
 }

@@ -38,7 +38,7 @@ struct CpuExecutorOptions {
   // Denormal floats computed as zero on the worker and its intra-op threads
   // (kernels/cpu/denormals.h explains the cost this removes).
   bool flush_denormals = true;
-  int num_slots = 1;         // BatchSlots (in-flight batches) on this instance
+  int num_slots = 1;  // BatchSlots (in-flight batches) on this instance
   // When set, every Run adds each node's time to it (node_profile.h).
   // REQUIRES: sized for model->graph().nodes; outlives the instance and is
   // used by no other instance.

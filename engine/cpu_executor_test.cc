@@ -194,8 +194,8 @@ std::vector<float> RunTinyProducts(bool flush_denormals) {
   b.Node("Mul", {"x", "c"}, {"y"});
   auto model = b.Load();
   EXPECT_TRUE(model.ok()) << model.status();
-  auto exec = CreateCpuExecutor(*model, {.intra_op_threads = 2,
-                                         .flush_denormals = flush_denormals});
+  auto exec = CreateCpuExecutor(
+      *model, {.intra_op_threads = 2, .flush_denormals = flush_denormals});
   EXPECT_TRUE(exec.ok()) << exec.status();
   BatchSlot* slot = (*exec)->slot(0);
   EXPECT_TRUE(slot->SetInputShapes({{1, kN}}).ok());

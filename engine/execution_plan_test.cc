@@ -98,7 +98,8 @@ TEST(ExecutionPlanTest, ProfileTimesTheNodesThatRun) {
   auto plan = ExecutionPlan::Build(*model, {{3, 4}});
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<char> arena((*plan)->arena_bytes() + 64);
-  char* aligned = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  char* aligned =
+      arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
   std::vector<float> x(12, -1.0f), y(12, 5.0f);
   int64_t dims[2] = {};
   const char* in[] = {reinterpret_cast<const char*>(x.data())};

@@ -39,9 +39,9 @@ struct ConstantTensor {
 struct GraphNode {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" for ONNX's default domain
+  std::string domain;         // "" for ONNX's default domain
   NodeAttributes attributes;  // for device executors (engine/neutral_plan.h)
-  std::vector<int> inputs;  // value ids; -1 for an omitted optional input
+  std::vector<int> inputs;    // value ids; -1 for an omitted optional input
   std::vector<int> outputs;
   std::unique_ptr<const OpKernel> kernel;
 };

@@ -71,7 +71,8 @@ absl::Status LoadAndRun(const std::string& bytes) {
     out_ptrs.push_back(outputs.back().data());
   }
   std::vector<char> arena((*plan)->arena_bytes() + 64);
-  char* aligned = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  char* aligned =
+      arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
   return (*plan)->Execute(in_ptrs, out_ptrs, aligned);
 }
 

@@ -100,9 +100,9 @@ struct NeutralPlan {
   int64_t opset = 0;                 // the model's default-domain opset
   std::vector<PlannedValue> values;  // by value id
   const std::vector<std::string>* value_names = nullptr;  // by value id
-  std::vector<PlanNode> nodes;       // topological order
-  std::vector<int> inputs;           // value ids, model input order
-  std::vector<int> outputs;          // value ids, model output order
+  std::vector<PlanNode> nodes;                            // topological order
+  std::vector<int> inputs;   // value ids, model input order
+  std::vector<int> outputs;  // value ids, model output order
   // Owns what the pointers above point to (the model, folded values).
   std::vector<std::shared_ptr<const void>> owner;
 };

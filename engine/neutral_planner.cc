@@ -31,17 +31,16 @@ absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
   std::optional<int64_t> count = ElementCount(info.shape);
   const int64_t elem = StorageByteSize(info.dtype);
   if (!count || (elem > 0 && *count > kMaxTensorBytes / elem)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output '", name, "' would have shape ",
-                     ShapeToString(info.shape),
-                     ", which is negative or larger than 1 TiB"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output '", name, "' would have shape ", ShapeToString(info.shape),
+        ", which is negative or larger than 1 TiB"));
   }
   return static_cast<size_t>(*count * elem);
 }
 
 PlanNode PlanNodeOf(const GraphNode& node) {
-  return {&node.name,      &node.op_type, &node.domain, &node.attributes,
-          node.inputs,     node.outputs,  false};
+  return {&node.name,  &node.op_type, &node.domain, &node.attributes,
+          node.inputs, node.outputs,  false};
 }
 
 class Planner {

@@ -35,21 +35,43 @@ absl::StatusOr<Scores> RowScores(DataType type, const char* data,
                                  int64_t count) {
   Scores s;
   switch (type) {
-    case DataType::kFp32: ReadRow<float>(data, count, &s); break;
-    case DataType::kFp64: ReadRow<double>(data, count, &s); break;
-    case DataType::kInt8: ReadRow<int8_t>(data, count, &s); break;
-    case DataType::kInt16: ReadRow<int16_t>(data, count, &s); break;
-    case DataType::kInt32: ReadRow<int32_t>(data, count, &s); break;
-    case DataType::kInt64: ReadRow<int64_t>(data, count, &s); break;
-    case DataType::kUint8: ReadRow<uint8_t>(data, count, &s); break;
-    case DataType::kUint16: ReadRow<uint16_t>(data, count, &s); break;
-    case DataType::kUint32: ReadRow<uint32_t>(data, count, &s); break;
-    case DataType::kUint64: ReadRow<uint64_t>(data, count, &s); break;
-    case DataType::kBool: ReadRow<bool>(data, count, &s); break;
+    case DataType::kFp32:
+      ReadRow<float>(data, count, &s);
+      break;
+    case DataType::kFp64:
+      ReadRow<double>(data, count, &s);
+      break;
+    case DataType::kInt8:
+      ReadRow<int8_t>(data, count, &s);
+      break;
+    case DataType::kInt16:
+      ReadRow<int16_t>(data, count, &s);
+      break;
+    case DataType::kInt32:
+      ReadRow<int32_t>(data, count, &s);
+      break;
+    case DataType::kInt64:
+      ReadRow<int64_t>(data, count, &s);
+      break;
+    case DataType::kUint8:
+      ReadRow<uint8_t>(data, count, &s);
+      break;
+    case DataType::kUint16:
+      ReadRow<uint16_t>(data, count, &s);
+      break;
+    case DataType::kUint32:
+      ReadRow<uint32_t>(data, count, &s);
+      break;
+    case DataType::kUint64:
+      ReadRow<uint64_t>(data, count, &s);
+      break;
+    case DataType::kBool:
+      ReadRow<bool>(data, count, &s);
+      break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "classification needs a numeric output, not ",
-          std::string(DataTypeName(type))));
+      return absl::InvalidArgumentError(
+          absl::StrCat("classification needs a numeric output, not ",
+                       std::string(DataTypeName(type))));
   }
   return s;
 }
@@ -61,22 +83,24 @@ void AppendBytesElement(const std::string& element, std::string* out) {
 }
 
 // The classes of one output, replacing its contents, datatype and shape.
-absl::Status Classify(int64_t k, bool batching, const std::vector<std::string>* labels,
+absl::Status Classify(int64_t k, bool batching,
+                      const std::vector<std::string>* labels,
                       inference::ModelInferResponse::InferOutputTensor* output,
                       std::string* raw) {
   const DataType type = DataTypeFromName(output->datatype());
   const size_t element = ElementByteSize(type);
   if (element == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "output '", output->name(), "': classification needs a numeric output, not ",
-        output->datatype()));
+        "output '", output->name(),
+        "': classification needs a numeric output, not ", output->datatype()));
   }
   const int64_t elements = static_cast<int64_t>(raw->size() / element);
-  const int64_t rows = batching && output->shape_size() > 0 ? output->shape(0) : 1;
+  const int64_t rows =
+      batching && output->shape_size() > 0 ? output->shape(0) : 1;
   if (rows <= 0 || elements % rows != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output '", output->name(), "': cannot split its ", elements,
-        " values into ", rows, " rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output '", output->name(), "': cannot split its ",
+                     elements, " values into ", rows, " rows"));
   }
   const int64_t classes = elements / rows;
   const int64_t take = std::min(k, classes);
@@ -123,7 +147,8 @@ absl::StatusOr<OutputLabels> ReadOutputLabels(
           absl::StrCat("output '", output.name(), "': label_filename '",
                        output.label_filename(), "' ", what));
     };
-    if (name.is_absolute() || name.lexically_normal().string().starts_with("..")) {
+    if (name.is_absolute() ||
+        name.lexically_normal().string().starts_with("..")) {
       return error("must name a file inside the model directory");
     }
     std::ifstream in(model_dir / name);
@@ -146,7 +171,8 @@ absl::StatusOr<std::map<std::string, int64_t>> ReadClassificationParameters(
     const inference::InferParameter& p = it->second;
     int64_t k = 0;
     if (p.has_int64_param()) k = p.int64_param();
-    if (p.has_uint64_param()) k = static_cast<int64_t>(std::min<uint64_t>(p.uint64_param(), INT64_MAX));
+    if (p.has_uint64_param())
+      k = static_cast<int64_t>(std::min<uint64_t>(p.uint64_param(), INT64_MAX));
     if (k <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "output '", output.name(),
@@ -172,8 +198,9 @@ absl::Status ApplyClassification(const ClassificationRequest& classification,
       return absl::InternalError(
           absl::StrCat("output '", output->name(), "' has no contents"));
     }
-    if (absl::Status s = Classify(k->second, classification.batching, labels,
-                                  output, response->mutable_raw_output_contents(i));
+    if (absl::Status s =
+            Classify(k->second, classification.batching, labels, output,
+                     response->mutable_raw_output_contents(i));
         !s.ok()) {
       return s;
     }

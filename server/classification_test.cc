@@ -40,8 +40,9 @@ std::vector<std::string> Strings(const std::string& raw) {
 
 TEST(ClassificationTest, TopKPerRowWithLabels) {
   inference::ModelInferResponse r;
-  AddOutput<float>(&r, "probs", "FP32", {2, 4}, {0.1f, 0.7f, 0.2f, 0.7f,  //
-                                                  0.9f, 0.0f, 0.05f, 0.05f});
+  AddOutput<float>(&r, "probs", "FP32", {2, 4},
+                   {0.1f, 0.7f, 0.2f, 0.7f,  //
+                    0.9f, 0.0f, 0.05f, 0.05f});
   AddOutput<float>(&r, "other", "FP32", {2, 1}, {1, 2});
   auto labels = std::make_shared<OutputLabels>();
   (*labels)["probs"] = {"cat", "dog", "fish"};  // index 3 has no label
@@ -49,9 +50,10 @@ TEST(ClassificationTest, TopKPerRowWithLabels) {
   ASSERT_TRUE(ApplyClassification(c, &r).ok());
   EXPECT_EQ(r.outputs(0).datatype(), "BYTES");
   EXPECT_THAT(r.outputs(0).shape(), ElementsAre(2, 2));
-  EXPECT_THAT(Strings(r.raw_output_contents(0)),
-              ElementsAre("0.700000:1:dog", "0.700000:3",  // tie: lower index first
-                          "0.900000:0:cat", "0.050000:2:fish"));
+  EXPECT_THAT(
+      Strings(r.raw_output_contents(0)),
+      ElementsAre("0.700000:1:dog", "0.700000:3",  // tie: lower index first
+                  "0.900000:0:cat", "0.050000:2:fish"));
   EXPECT_EQ(r.outputs(1).datatype(), "FP32");  // not asked for
 }
 

@@ -58,7 +58,8 @@ TEST(ConfigCorpusTest, EveryConfigParsesStrictly) {
     Collector collector;
     parser.RecordErrorsTo(&collector);
     EXPECT_TRUE(parser.ParseFromString(Read(path), &config))
-        << path.filename() << ":\n" << collector.errors;
+        << path.filename() << ":\n"
+        << collector.errors;
     EXPECT_EQ(config.name(), path.stem().string()) << path.filename();
   }
 }
@@ -81,21 +82,27 @@ TEST(ConfigCorpusTest, OtherBackendsAreRefusedByName) {
     const char* message;
   };
   for (const Case& c : {
-           Case{"simple_identity", "backend 'python' is not supported by this server"},
-           Case{"tensorrt_plan_options", "platform 'tensorrt_plan' is not supported by this server"},
-           Case{"tensorflow_savedmodel_options", "platform 'tensorflow_savedmodel' is not supported"},
-           Case{"ensemble_preprocess_classify", "platform 'ensemble' is not supported"},
+           Case{"simple_identity",
+                "backend 'python' is not supported by this server"},
+           Case{"tensorrt_plan_options",
+                "platform 'tensorrt_plan' is not supported by this server"},
+           Case{"tensorflow_savedmodel_options",
+                "platform 'tensorflow_savedmodel' is not supported"},
+           Case{"ensemble_preprocess_classify",
+                "platform 'ensemble' is not supported"},
        }) {
     inference::ModelConfig config;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-        Read(fs::path(COALESCE_CONFIG_CORPUS) / (std::string(c.file) + ".pbtxt")),
+        Read(fs::path(COALESCE_CONFIG_CORPUS) /
+             (std::string(c.file) + ".pbtxt")),
         &config));
     const absl::Status status = CheckBackendSupported(config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.file;
     EXPECT_NE(status.message().find(c.message), absl::string_view::npos)
         << status.message();
   }
-  for (const char* ok : {"simple", "densenet_onnx", "inception_onnx", "operational_options"}) {
+  for (const char* ok :
+       {"simple", "densenet_onnx", "inception_onnx", "operational_options"}) {
     inference::ModelConfig config;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
         Read(fs::path(COALESCE_CONFIG_CORPUS) / (std::string(ok) + ".pbtxt")),

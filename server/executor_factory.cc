@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/cpu_executor.h"
-#include "server/gpu_instance.h"
 #include "server/executor_options_from_config.h"
+#include "server/gpu_instance.h"
 #include "server/resource_limits.h"
 #include "spdlog/spdlog.h"
 
@@ -40,11 +40,11 @@ absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
     const Group& group, const ExecutorFactoryOptions& options) {
   auto plugin = LoadDevicePlugin(options.cuda_plugin_path);
   if (!plugin.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no GPU executor: ", plugin.status().message(),
-        plugin.status().code() == absl::StatusCode::kNotFound
-            ? " (the server was built without the CUDA toolkit)"
-            : ""));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no GPU executor: ", plugin.status().message(),
+                     plugin.status().code() == absl::StatusCode::kNotFound
+                         ? " (the server was built without the CUDA toolkit)"
+                         : ""));
   }
   auto devices = (*plugin)->Devices();
   if (!devices.ok()) {
@@ -53,12 +53,13 @@ absl::StatusOr<std::vector<DeviceInfo>> GroupGpus(
   if (group.gpus_size() == 0) return devices;
   std::vector<DeviceInfo> chosen;
   for (int gpu : group.gpus()) {
-    auto it = std::find_if(devices->begin(), devices->end(),
-                           [gpu](const DeviceInfo& d) { return d.ordinal == gpu; });
+    auto it =
+        std::find_if(devices->begin(), devices->end(),
+                     [gpu](const DeviceInfo& d) { return d.ordinal == gpu; });
     if (it == devices->end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GPU ", gpu, " is listed but only ", devices->size(),
-          " CUDA devices exist"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU ", gpu, " is listed but only ", devices->size(),
+                       " CUDA devices exist"));
     }
     chosen.push_back(*it);
   }
@@ -71,9 +72,9 @@ absl::Status CheckNoStrings(const ModelSignature& signature) {
   for (const auto* specs : {&signature.inputs, &signature.outputs}) {
     for (const TensorSpec& spec : *specs) {
       if (spec.dtype != DataType::kBytes) continue;
-      return absl::UnimplementedError(
-          absl::StrCat("tensor '", spec.name,
-                       "' is a string (BYTES) tensor; those run on the CPU only"));
+      return absl::UnimplementedError(absl::StrCat(
+          "tensor '", spec.name,
+          "' is a string (BYTES) tensor; those run on the CPU only"));
     }
   }
   return absl::OkStatus();
@@ -105,20 +106,21 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                                        "): ", instance.status().message()));
     }
   }
-  spdlog::info("model '{}': {} GPU instance(s) of instance_group '{}' on {}",
-               config.name(), created.size(), group.name(),
-               absl::StrJoin(*gpus, ", ", [](std::string* out, const DeviceInfo& d) {
-                 absl::StrAppend(out, "cuda:", d.ordinal, " ", d.name);
-               }));
+  spdlog::info(
+      "model '{}': {} GPU instance(s) of instance_group '{}' on {}",
+      config.name(), created.size(), group.name(),
+      absl::StrJoin(*gpus, ", ", [](std::string* out, const DeviceInfo& d) {
+        absl::StrAppend(out, "cuda:", d.ordinal, " ", d.name);
+      }));
   for (auto& instance : created) instances->push_back(std::move(instance));
   return absl::OkStatus();
 }
 
 absl::Status WithGroup(const absl::Status& status, const Group& group) {
-  return absl::Status(status.code(),
-                      absl::StrCat("instance_group '", group.name(), "' (",
-                                   Group::Kind_Name(group.kind()), "): ",
-                                   status.message()));
+  return absl::Status(
+      status.code(),
+      absl::StrCat("instance_group '", group.name(), "' (",
+                   Group::Kind_Name(group.kind()), "): ", status.message()));
 }
 
 }  // namespace
@@ -144,8 +146,10 @@ absl::StatusOr<Instances> CreateExecutorInstances(
           status = gpu;  // a config error (a listed GPU that does not exist)
           break;
         }
-        spdlog::info("model '{}': instance_group '{}' is KIND_AUTO; using the "
-                     "CPU: {}", config->name(), group.name(), std::string(gpu.message()));
+        spdlog::info(
+            "model '{}': instance_group '{}' is KIND_AUTO; using the "
+            "CPU: {}",
+            config->name(), group.name(), std::string(gpu.message()));
         group.set_kind(Group::KIND_CPU);
         status = AddCpuInstances(model, *config, group, &instances);
         break;

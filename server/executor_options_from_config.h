@@ -25,8 +25,8 @@
 #include "absl/status/statusor.h"
 #include "engine/cpu_executor.h"
 #include "engine/device/pipelined_executor.h"
-#include "server/gpu_instance.h"
 #include "proto/model_config.pb.h"
+#include "server/gpu_instance.h"
 
 namespace coalesce {
 

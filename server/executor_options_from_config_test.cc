@@ -89,14 +89,16 @@ TEST(ExecutorOptionsFromConfigTest, BadGpuParametersAreRefusedByName) {
   auto fp16 = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
   EXPECT_EQ(fp16.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(fp16.status().message()), ::testing::HasSubstr("'gpu_precision'"));
+  EXPECT_THAT(std::string(fp16.status().message()),
+              ::testing::HasSubstr("'gpu_precision'"));
   auto bad = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "gpu_precision" value { string_value: "half" } })"));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   auto db = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "double_buffering" value { string_value: "no" } })"));
   EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(db.status().message()), ::testing::HasSubstr("'double_buffering'"));
+  EXPECT_THAT(std::string(db.status().message()),
+              ::testing::HasSubstr("'double_buffering'"));
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 namespace coalesce {
 
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
-    DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
+    DevicePlugin& plugin, int ordinal,
+    const std::shared_ptr<const Model>& model,
     const GpuInstanceOptions& options) {
   auto device = plugin.OpenDevice(ordinal);
   if (!device.ok()) return device.status();
@@ -19,7 +20,8 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
       options.program);
   if (!program.ok()) return program.status();
-  return CreatePipelinedExecutor(*device, *std::move(program), options.pipeline);
+  return CreatePipelinedExecutor(*device, *std::move(program),
+                                 options.pipeline);
 }
 
 }  // namespace coalesce

@@ -26,7 +26,8 @@ struct GpuInstanceOptions {
 };
 
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
-    DevicePlugin& plugin, int ordinal, const std::shared_ptr<const Model>& model,
+    DevicePlugin& plugin, int ordinal,
+    const std::shared_ptr<const Model>& model,
     const GpuInstanceOptions& options);
 
 }  // namespace coalesce

@@ -66,14 +66,16 @@ class NvmlGpuMetrics : public GpuMetrics {
       GpuReading r;
       r.uuid = uuid;
       NvmlUtilization util{};
-      if (api_.utilization(device, &util) == 0) r.utilization = util.gpu / 100.0;
+      if (api_.utilization(device, &util) == 0)
+        r.utilization = util.gpu / 100.0;
       NvmlMemory memory{};
       if (api_.memory(device, &memory) == 0) {
         r.memory_total_bytes = memory.total;
         r.memory_used_bytes = memory.used;
       }
       unsigned int milliwatts = 0;
-      if (api_.power(device, &milliwatts) == 0) r.power_watts = milliwatts / 1000.0;
+      if (api_.power(device, &milliwatts) == 0)
+        r.power_watts = milliwatts / 1000.0;
       readings.push_back(std::move(r));
     }
     return readings;
@@ -103,8 +105,8 @@ bool GpuVisible(const char* visible, unsigned index, const std::string& uuid) {
 
 absl::StatusOr<std::unique_ptr<GpuMetrics>> GpuMetrics::Open() {
   const char* override_path = std::getenv("COALESCE_NVML_LIBRARY");
-  const char* path = override_path != nullptr ? override_path
-                                              : "libnvidia-ml.so.1";
+  const char* path =
+      override_path != nullptr ? override_path : "libnvidia-ml.so.1";
   void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot load NVML: ", dlerror()));
@@ -116,9 +118,11 @@ absl::StatusOr<std::unique_ptr<GpuMetrics>> GpuMetrics::Open() {
       Bind(library, "nvmlShutdown", &api.shutdown, &missing) &&
       Bind(library, "nvmlErrorString", &api.error_string, &missing) &&
       Bind(library, "nvmlDeviceGetCount_v2", &api.device_count, &missing) &&
-      Bind(library, "nvmlDeviceGetHandleByIndex_v2", &api.handle_by_index, &missing) &&
+      Bind(library, "nvmlDeviceGetHandleByIndex_v2", &api.handle_by_index,
+           &missing) &&
       Bind(library, "nvmlDeviceGetUUID", &api.uuid, &missing) &&
-      Bind(library, "nvmlDeviceGetUtilizationRates", &api.utilization, &missing) &&
+      Bind(library, "nvmlDeviceGetUtilizationRates", &api.utilization,
+           &missing) &&
       Bind(library, "nvmlDeviceGetMemoryInfo", &api.memory, &missing) &&
       Bind(library, "nvmlDeviceGetPowerUsage", &api.power, &missing);
   if (!bound) {

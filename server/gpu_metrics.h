@@ -21,8 +21,8 @@
 namespace coalesce {
 
 struct GpuReading {
-  std::string uuid;                         // "GPU-..."
-  std::optional<double> utilization;        // 0.0 - 1.0
+  std::string uuid;                   // "GPU-..."
+  std::optional<double> utilization;  // 0.0 - 1.0
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_used_bytes;
   std::optional<double> power_watts;

@@ -40,9 +40,8 @@ void IdleDiagnostics::Update(Clock::TimePoint now) {
     }
     Diagnose(key, *model, tracked, now);
   }
-  std::erase_if(models_, [&](const auto& entry) {
-    return !seen.contains(entry.first);
-  });
+  std::erase_if(models_,
+                [&](const auto& entry) { return !seen.contains(entry.first); });
 }
 
 void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,

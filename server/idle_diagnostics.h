@@ -67,8 +67,8 @@ class IdleDiagnostics {
     std::vector<InstanceStateTotals> states;
   };
   struct Published {
-    IdleDiagnosis diagnosis;  // empty reason: none yet
-    Clock::TimePoint at;      // of the diagnosis
+    IdleDiagnosis diagnosis;    // empty reason: none yet
+    Clock::TimePoint at;        // of the diagnosis
     std::string logged_reason;  // the last one logged
     std::optional<Clock::TimePoint> logged_at;
   };

@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-
 #include "server/infer_request_decoder.h"
 
 namespace coalesce {
@@ -56,8 +55,8 @@ InferHandler::OutputRegions(const inference::ModelInferRequest& proto,
     if (top_k.contains(output.name())) {
       return error("classification results cannot go to shared memory");
     }
-    auto span = shared_memory_->Span((*ref)->region, (*ref)->offset,
-                                     (*ref)->byte_size);
+    auto span =
+        shared_memory_->Span((*ref)->region, (*ref)->offset, (*ref)->byte_size);
     if (!span.ok()) return error(span.status().message());
     regions[output.name()] = *std::move(span);
   }
@@ -69,8 +68,7 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
     std::chrono::system_clock::time_point deadline,
     std::unique_ptr<ProtoResponseSink> sink) {
   if (budget_ != nullptr) {
-    auto lease =
-        budget_->Acquire(static_cast<int64_t>(proto.ByteSizeLong()));
+    auto lease = budget_->Acquire(static_cast<int64_t>(proto.ByteSizeLong()));
     if (!lease.ok()) {
       sink->Finish(lease.status());
       return nullptr;

@@ -229,9 +229,9 @@ absl::Status ReadParameters(const inference::ModelInferRequest& proto,
     } else if (key.starts_with("triton_") &&
                key != "triton_enable_empty_final_response") {
       // Triton reserves the prefix and refuses its unknown keys.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter '", key,
-          "' is reserved: 'triton_' parameters are Triton's own"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", key,
+                       "' is reserved: 'triton_' parameters are Triton's own"));
     } else if (key == "timeout") {
       if (!value.has_int64_param() || value.int64_param() < 0) {
         return absl::InvalidArgumentError(
@@ -268,8 +268,9 @@ absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryRefOf(
     } else if (it->second.has_uint64_param()) {
       *out = it->second.uint64_param();
     } else {
-      return error("shared memory offsets and sizes must be non-negative "
-                   "integers");
+      return error(
+          "shared memory offsets and sizes must be non-negative "
+          "integers");
     }
     return absl::OkStatus();
   };
@@ -278,7 +279,8 @@ absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryRefOf(
   }
   SharedMemoryRef ref;
   ref.region = region->second.string_param();
-  if (absl::Status s = int_param("shared_memory_byte_size", true, &ref.byte_size);
+  if (absl::Status s =
+          int_param("shared_memory_byte_size", true, &ref.byte_size);
       !s.ok()) {
     return s;
   }
@@ -309,9 +311,10 @@ absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
     if (shared_memory == nullptr) {
       return InputError(input.name(), "shared memory is not available here");
     }
-    auto span = shared_memory->Span((*ref)->region, (*ref)->offset,
-                                    (*ref)->byte_size);
-    if (!span.ok()) return InputError(input.name(), std::string(span.status().message()));
+    auto span =
+        shared_memory->Span((*ref)->region, (*ref)->offset, (*ref)->byte_size);
+    if (!span.ok())
+      return InputError(input.name(), std::string(span.status().message()));
     shm[i] = *span;
     if (spans != nullptr) spans->push_back(*span);
   }
@@ -329,8 +332,8 @@ absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
     if (!shm[i] && proto.raw_input_contents_size() > 0) {
       raw = &proto.raw_input_contents(raw_index++);
     }
-    auto input = DecodeInput(proto, i, raw, shm[i] ? &*shm[i] : nullptr,
-                             converted);
+    auto input =
+        DecodeInput(proto, i, raw, shm[i] ? &*shm[i] : nullptr, converted);
     if (!input.ok()) return input.status();
     request->inputs.push_back(*std::move(input));
   }

@@ -30,11 +30,11 @@ namespace coalesce {
 // `timeout` or shared memory parameter, an unknown region or a span
 // outside its region.
 // REQUIRES: `proto` and `*converted` outlive the request's views.
-absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
-                                std::deque<std::string>* converted,
-                                InferenceRequest* request,
-                                const SharedMemoryManager* shared_memory = nullptr,
-                                std::vector<SharedMemorySpan>* spans = nullptr);
+absl::Status DecodeInferRequest(
+    const inference::ModelInferRequest& proto,
+    std::deque<std::string>* converted, InferenceRequest* request,
+    const SharedMemoryManager* shared_memory = nullptr,
+    std::vector<SharedMemorySpan>* spans = nullptr);
 
 // Where a tensor lives in shared memory, from its parameters.
 struct SharedMemoryRef {

@@ -17,8 +17,10 @@ constexpr char kServerName[] = "coalesce";
 constexpr char kServerVersion[] = "0.1.0";
 // Protocol extensions this server implements (and only those).
 constexpr const char* kExtensions[] = {
-    "classification",  "model_repository", "model_configuration",
-    "system_shared_memory", "schedule_policy", "parameters", "statistics"};
+    "classification",      "model_repository",
+    "model_configuration", "system_shared_memory",
+    "schedule_policy",     "parameters",
+    "statistics"};
 
 Reactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
   Reactor* reactor = context->DefaultReactor();
@@ -66,8 +68,8 @@ absl::StatusOr<LoadOverrides> LoadOverridesOf(
             "load parameter 'config' is larger than 1 MiB");
       }
       inference::ModelConfig config;
-      auto parsed =
-          google::protobuf::util::JsonStringToMessage(value.string_param(), &config);
+      auto parsed = google::protobuf::util::JsonStringToMessage(
+          value.string_param(), &config);
       if (!parsed.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "load parameter 'config' is not a model config in JSON: ",

@@ -34,8 +34,8 @@ ClientMetric HistogramMetric(const FixedHistogram<N>& hist,
   for (size_t i = 0; i <= N; ++i) {
     cumulative += hist.counts[i];
     metric.histogram.bucket.push_back(
-        {cumulative, i < N ? bounds[i] * scale
-                           : std::numeric_limits<double>::infinity()});
+        {cumulative,
+         i < N ? bounds[i] * scale : std::numeric_limits<double>::infinity()});
   }
   metric.histogram.sample_count = count;
   metric.histogram.sample_sum = sum;
@@ -53,8 +53,17 @@ class TritonCompatibleCollector : public prometheus::Collectable {
 
   std::vector<MetricFamily> Collect() const override {
     enum Family {
-      kSuccess, kFailure, kCount, kExecCount, kPending, kRequestUs, kQueueUs,
-      kInputUs, kInferUs, kOutputUs, kFamilies,
+      kSuccess,
+      kFailure,
+      kCount,
+      kExecCount,
+      kPending,
+      kRequestUs,
+      kQueueUs,
+      kInputUs,
+      kInferUs,
+      kOutputUs,
+      kFamilies,
     };
     std::vector<MetricFamily> families(kFamilies);
     auto define = [&](Family f, const char* name, const char* help,
@@ -77,7 +86,8 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "requests)",
            MetricType::Counter);
     define(kPending, "nv_inference_pending_request_count",
-           "Instantaneous number of pending requests awaiting execution per-model.",
+           "Instantaneous number of pending requests awaiting execution "
+           "per-model.",
            MetricType::Gauge);
     define(kRequestUs, "nv_inference_request_duration_us",
            "Cumulative inference request duration in microseconds (includes "
@@ -118,14 +128,19 @@ class TritonCompatibleCollector : public prometheus::Collectable {
         }
         families[f].metric.push_back(std::move(metric));
       };
-      auto us = [](const DurationStat& d) { return static_cast<double>(d.ns / 1000); };
+      auto us = [](const DurationStat& d) {
+        return static_cast<double>(d.ns / 1000);
+      };
       add(kSuccess, static_cast<double>(s.success.count));
       auto failures = [&s](FailureReason r) {
         return static_cast<double>(s.failures[static_cast<int>(r)]);
       };
-      add(kFailure, failures(FailureReason::kRejected) + failures(FailureReason::kTimedOut),
+      add(kFailure,
+          failures(FailureReason::kRejected) +
+              failures(FailureReason::kTimedOut),
           {{"reason", "REJECTED"}});
-      add(kFailure, failures(FailureReason::kCanceled), {{"reason", "CANCELED"}});
+      add(kFailure, failures(FailureReason::kCanceled),
+          {{"reason", "CANCELED"}});
       add(kFailure, failures(FailureReason::kBackend), {{"reason", "BACKEND"}});
       add(kFailure, failures(FailureReason::kOther), {{"reason", "OTHER"}});
       add(kCount, static_cast<double>(s.inference_count));
@@ -151,9 +166,17 @@ class TritonCompatibleCollector : public prometheus::Collectable {
  private:
   // Coalesce's families, following Prometheus naming (base units).
   enum Own {
-    kRequestSeconds, kQueueSeconds, kInputSeconds, kInferSeconds,
-    kOutputSeconds, kBatchSize, kRequests, kQueueDepth, kInstanceState,
-    kDiagnosis, kOwnFamilies,
+    kRequestSeconds,
+    kQueueSeconds,
+    kInputSeconds,
+    kInferSeconds,
+    kOutputSeconds,
+    kBatchSize,
+    kRequests,
+    kQueueDepth,
+    kInstanceState,
+    kDiagnosis,
+    kOwnFamilies,
   };
 
   static std::vector<MetricFamily> OwnFamilies() {
@@ -176,8 +199,8 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     define(kOutputSeconds, "coalesce_compute_output_duration_seconds",
            "Successful requests: their batch's copy out and scatter",
            MetricType::Histogram);
-    define(kBatchSize, "coalesce_batch_size",
-           "Rows of each executed batch", MetricType::Histogram);
+    define(kBatchSize, "coalesce_batch_size", "Rows of each executed batch",
+           MetricType::Histogram);
     define(kRequests, "coalesce_requests_total",
            "Requests answered, by outcome", MetricType::Counter);
     define(kQueueDepth, "coalesce_queue_depth",
@@ -242,10 +265,10 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            [](const GpuReading& g) { return g.power_watts; });
   }
 
-  static void AddCoalesceFamilies(const ServedModel& model,
-                                  const ModelStatsSnapshot& s,
-                                  const std::vector<ClientMetric::Label>& labels,
-                                  std::vector<MetricFamily>& own) {
+  static void AddCoalesceFamilies(
+      const ServedModel& model, const ModelStatsSnapshot& s,
+      const std::vector<ClientMetric::Label>& labels,
+      std::vector<MetricFamily>& own) {
     auto push = [&](Own f, ClientMetric metric,
                     std::vector<ClientMetric::Label> extra = {}) {
       metric.label = labels;
@@ -253,7 +276,8 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       own[f].metric.push_back(std::move(metric));
     };
     constexpr double kNsToSeconds = 1e-9;
-    auto seconds = [&](Own f, const DurationHistogram& h, const DurationStat& d) {
+    auto seconds = [&](Own f, const DurationHistogram& h,
+                       const DurationStat& d) {
       push(f, HistogramMetric(h, kDurationBoundsNs, kNsToSeconds, d.count,
                               d.ns * kNsToSeconds));
     };
@@ -273,19 +297,27 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     auto failures = [&s](FailureReason r) {
       return static_cast<double>(s.failures[static_cast<int>(r)]);
     };
-    push(kRequests, count(static_cast<double>(s.success.count)), {{"outcome", "success"}});
-    push(kRequests, count(failures(FailureReason::kRejected)), {{"outcome", "rejected"}});
-    push(kRequests, count(failures(FailureReason::kTimedOut)), {{"outcome", "timed_out"}});
-    push(kRequests, count(failures(FailureReason::kCanceled)), {{"outcome", "cancelled"}});
-    push(kRequests, count(failures(FailureReason::kOther)), {{"outcome", "invalid"}});
-    push(kRequests, count(failures(FailureReason::kBackend)), {{"outcome", "internal"}});
+    push(kRequests, count(static_cast<double>(s.success.count)),
+         {{"outcome", "success"}});
+    push(kRequests, count(failures(FailureReason::kRejected)),
+         {{"outcome", "rejected"}});
+    push(kRequests, count(failures(FailureReason::kTimedOut)),
+         {{"outcome", "timed_out"}});
+    push(kRequests, count(failures(FailureReason::kCanceled)),
+         {{"outcome", "cancelled"}});
+    push(kRequests, count(failures(FailureReason::kOther)),
+         {{"outcome", "invalid"}});
+    push(kRequests, count(failures(FailureReason::kBackend)),
+         {{"outcome", "internal"}});
     const std::vector<size_t> levels = model.batcher->QueuedRequestsByLevel();
     for (size_t level = 0; level < levels.size(); ++level) {
       ClientMetric depth;
       depth.gauge.value = static_cast<double>(levels[level]);
-      push(kQueueDepth, std::move(depth), {{"priority_level", absl::StrCat(level)}});
+      push(kQueueDepth, std::move(depth),
+           {{"priority_level", absl::StrCat(level)}});
     }
-    const std::vector<InstanceStateTotals> states = model.batcher->InstanceStates();
+    const std::vector<InstanceStateTotals> states =
+        model.batcher->InstanceStates();
     for (size_t i = 0; i < states.size(); ++i) {
       for (int s = 0; s < kInstanceStates; ++s) {
         push(kInstanceState,
@@ -315,10 +347,12 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     auto as_double = [](const std::optional<uint64_t>& v) {
       return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
     };
-    one("process_cpu_seconds_total", "User and system CPU time of the server process",
-        MetricType::Counter, p.cpu_seconds);
-    one("process_resident_memory_bytes", "Resident memory of the server process",
-        MetricType::Gauge, as_double(p.resident_bytes));
+    one("process_cpu_seconds_total",
+        "User and system CPU time of the server process", MetricType::Counter,
+        p.cpu_seconds);
+    one("process_resident_memory_bytes",
+        "Resident memory of the server process", MetricType::Gauge,
+        as_double(p.resident_bytes));
     one("coalesce_cgroup_memory_usage_bytes",
         "Memory the server's cgroup (container) uses", MetricType::Gauge,
         as_double(p.cgroup_memory_bytes));
@@ -336,7 +370,8 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     f.help = "The server's build: version (git describe) and build type";
     f.type = MetricType::Gauge;
     ClientMetric m;
-    m.label = {{"version", COALESCE_VERSION}, {"build_type", COALESCE_BUILD_TYPE}};
+    m.label = {{"version", COALESCE_VERSION},
+               {"build_type", COALESCE_BUILD_TYPE}};
     m.gauge.value = 1;
     f.metric.push_back(std::move(m));
     return f;
@@ -364,7 +399,8 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   absl::StatusOr<std::unique_ptr<GpuMetrics>> gpus = GpuMetrics::Open();
   if (gpus.ok()) {
-    spdlog::info("GPU metrics for {} GPU(s) through NVML", (*gpus)->Read().size());
+    spdlog::info("GPU metrics for {} GPU(s) through NVML",
+                 (*gpus)->Read().size());
   } else {
     spdlog::info("no GPU metrics: {}", std::string(gpus.status().message()));
   }

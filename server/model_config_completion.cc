@@ -114,9 +114,9 @@ absl::Status CompleteTensor(const TensorSpec& spec, bool batching,
         !s.ok()) {
       return s;
     }
-    return ReshapeCompatible(kind, spec.name,
-                             Shape(tensor->dims().begin(), tensor->dims().end()),
-                             reshape);
+    return ReshapeCompatible(
+        kind, spec.name, Shape(tensor->dims().begin(), tensor->dims().end()),
+        reshape);
   }
   if (tensor->dims_size() == 0 && !model_dims->empty()) {
     for (int64_t d : *model_dims) tensor->add_dims(d);
@@ -301,9 +301,9 @@ absl::Status CompleteModelConfig(const ModelSignature& signature,
   if (absl::Status s = CheckScheduling(*config); !s.ok()) return s;
   const bool batching = config->max_batch_size() > 0;
   const ModelSignature client = ClientSignature(signature, *config);
-  absl::Status s = CompleteTensors(client.inputs, batching, "input",
-                                   config->mutable_input(),
-                                   [config] { return config->add_input(); });
+  absl::Status s =
+      CompleteTensors(client.inputs, batching, "input", config->mutable_input(),
+                      [config] { return config->add_input(); });
   if (!s.ok()) return s;
   s = CompleteTensors(client.outputs, batching, "output",
                       config->mutable_output(),

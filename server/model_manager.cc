@@ -22,12 +22,15 @@ namespace fs = std::filesystem;
 class OverrideDirectory {
  public:
   static absl::StatusOr<std::unique_ptr<OverrideDirectory>> Write(
-      const std::string& name, const std::map<std::string, std::string>& files) {
+      const std::string& name,
+      const std::map<std::string, std::string>& files) {
     char pattern[] = "/tmp/coalesce-override-XXXXXX";
     if (mkdtemp(pattern) == nullptr) {
-      return absl::InternalError("cannot create a directory for override files");
+      return absl::InternalError(
+          "cannot create a directory for override files");
     }
-    auto dir = std::unique_ptr<OverrideDirectory>(new OverrideDirectory(pattern));
+    auto dir =
+        std::unique_ptr<OverrideDirectory>(new OverrideDirectory(pattern));
     for (const auto& [relative, contents] : files) {
       const fs::path path = fs::path(relative).lexically_normal();
       if (relative.empty() || path.is_absolute() || path.empty() ||
@@ -77,9 +80,9 @@ absl::StatusOr<std::map<int64_t, std::shared_ptr<ServedModel>>> LoadVersions(
   if (!config.ok()) return config.status();
   if (config->name().empty()) config->set_name(name);
   if (config->name() != name) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the config override names the model '", config->name(),
-        "', not '", name, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the config override names the model '", config->name(),
+                     "', not '", name, "'"));
   }
   const auto versions =
       SelectVersions(config->version_policy(), ListVersionFolders(dir));

@@ -57,8 +57,8 @@ std::optional<double> ParseCpuMax(const std::string& cpu_max) {
       absl::StripAsciiWhitespace(cpu_max), ' ', absl::SkipEmpty());
   double quota = 0, period = 0;
   if (parts.size() != 2 || parts[0] == "max" ||
-      !absl::SimpleAtod(parts[0], &quota) || !absl::SimpleAtod(parts[1], &period) ||
-      quota <= 0 || period <= 0) {
+      !absl::SimpleAtod(parts[0], &quota) ||
+      !absl::SimpleAtod(parts[1], &period) || quota <= 0 || period <= 0) {
     return std::nullopt;
   }
   return quota / period;
@@ -80,10 +80,12 @@ ProcessStats ReadProcessStats(const std::string& proc_self,
     stats.cpu_seconds = ParseProcStatCpuSeconds(*stat, sysconf(_SC_CLK_TCK));
   }
   if (auto statm = ReadFile(proc_self + "/statm")) {
-    std::vector<std::string> fields = absl::StrSplit(*statm, ' ', absl::SkipEmpty());
+    std::vector<std::string> fields =
+        absl::StrSplit(*statm, ' ', absl::SkipEmpty());
     uint64_t pages = 0;
     if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &pages)) {
-      stats.resident_bytes = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+      stats.resident_bytes =
+          pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     }
   }
   if (auto current = ReadUint(cgroup_root + "/memory.current")) {  // v2
@@ -96,16 +98,17 @@ ProcessStats ReadProcessStats(const std::string& proc_self,
     }
     return stats;
   }
-  stats.cgroup_memory_bytes = ReadUint(cgroup_root + "/memory/memory.usage_in_bytes");
+  stats.cgroup_memory_bytes =
+      ReadUint(cgroup_root + "/memory/memory.usage_in_bytes");
   if (auto limit = ReadFile(cgroup_root + "/memory/memory.limit_in_bytes")) {
     stats.cgroup_memory_limit = ParseMemoryLimit(*limit);
   }
   auto quota = ReadFile(cgroup_root + "/cpu/cpu.cfs_quota_us");
   auto period = ReadFile(cgroup_root + "/cpu/cpu.cfs_period_us");
   if (quota && period) {
-    stats.cgroup_cpu_limit_cores = ParseCpuMax(
-        std::string(absl::StripAsciiWhitespace(*quota)) + " " +
-        std::string(absl::StripAsciiWhitespace(*period)));
+    stats.cgroup_cpu_limit_cores =
+        ParseCpuMax(std::string(absl::StripAsciiWhitespace(*quota)) + " " +
+                    std::string(absl::StripAsciiWhitespace(*period)));
   }
   return stats;
 }

@@ -21,8 +21,9 @@ struct ProcessStats {
 };
 
 // Reads everything now. `proc_self` and `cgroup_root` are for tests.
-ProcessStats ReadProcessStats(const std::string& proc_self = "/proc/self",
-                              const std::string& cgroup_root = "/sys/fs/cgroup");
+ProcessStats ReadProcessStats(
+    const std::string& proc_self = "/proc/self",
+    const std::string& cgroup_root = "/sys/fs/cgroup");
 
 // Parsers, exposed for tests.
 // /proc/self/stat: utime + stime (fields 14 and 15) in seconds.

@@ -20,7 +20,8 @@ TEST(ProcessStatsTest, ParsesProcStatEvenWithParenthesesInTheName) {
       "1234 (coalesce (x) srv) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 "
       "20 0 9 0 100 123456 789 18446744073709551615";
   ASSERT_TRUE(ParseProcStatCpuSeconds(stat, 100).has_value());
-  EXPECT_DOUBLE_EQ(*ParseProcStatCpuSeconds(stat, 100), 3.0);  // (250 + 50) / 100
+  EXPECT_DOUBLE_EQ(*ParseProcStatCpuSeconds(stat, 100),
+                   3.0);  // (250 + 50) / 100
   EXPECT_FALSE(ParseProcStatCpuSeconds("garbage", 100).has_value());
 }
 
@@ -29,7 +30,8 @@ TEST(ProcessStatsTest, CpuAndMemoryLimits) {
   EXPECT_DOUBLE_EQ(*ParseCpuMax("150000 100000\n"), 1.5);
   EXPECT_FALSE(ParseCpuMax("-1 100000").has_value());  // v1: no quota
   EXPECT_FALSE(ParseMemoryLimit("max\n").has_value());
-  EXPECT_FALSE(ParseMemoryLimit("9223372036854771712\n").has_value());  // v1 none
+  EXPECT_FALSE(
+      ParseMemoryLimit("9223372036854771712\n").has_value());  // v1 none
   EXPECT_EQ(*ParseMemoryLimit("2147483648\n"), 2147483648u);
 }
 

@@ -10,9 +10,9 @@ namespace coalesce {
 namespace {
 
 constexpr std::array<absl::string_view, kProtocolGroups> kNames = {
-    "health",     "metadata",         "inference",
-    "shared-memory", "model-config",  "model-repository",
-    "statistics", "trace",            "logging"};
+    "health",        "metadata",     "inference",
+    "shared-memory", "model-config", "model-repository",
+    "statistics",    "trace",        "logging"};
 
 std::optional<ProtocolGroup> GroupNamed(absl::string_view name) {
   for (int i = 0; i < kProtocolGroups; ++i) {

@@ -10,10 +10,10 @@
 #include <array>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace coalesce {
 

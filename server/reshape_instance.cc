@@ -35,8 +35,8 @@ class ReshapeSlot : public BatchSlot {
     std::vector<Shape> mapped = shapes;
     for (size_t i = 0; i < mapped.size() && i < plan_->inputs.size(); ++i) {
       if (plan_->inputs[i]) {
-        mapped[i] = MapShape(shapes[i], plan_->inputs[i]->reshape,
-                             plan_->batching);
+        mapped[i] =
+            MapShape(shapes[i], plan_->inputs[i]->reshape, plan_->batching);
       }
     }
     return inner_->SetInputShapes(mapped);

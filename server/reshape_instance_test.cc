@@ -11,12 +11,14 @@ namespace coalesce {
 namespace {
 
 TEST(ReshapeCompatibleTest, ElementCountsAndWildcards) {
-  EXPECT_TRUE(ReshapeCompatible("input", "x", {3, 224, 224}, {1, 3, 224, 224}).ok());
+  EXPECT_TRUE(
+      ReshapeCompatible("input", "x", {3, 224, 224}, {1, 3, 224, 224}).ok());
   EXPECT_TRUE(ReshapeCompatible("input", "x", {1}, {}).ok());  // to a scalar
   EXPECT_TRUE(ReshapeCompatible("input", "x", {-1, 4}, {2, 2, -1}).ok());
   const absl::Status bad = ReshapeCompatible("output", "y", {1000}, {1, 999});
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("output 'y': reshape [1,999]"), std::string::npos)
+  EXPECT_NE(bad.message().find("output 'y': reshape [1,999]"),
+            std::string::npos)
       << bad.message();
   EXPECT_FALSE(ReshapeCompatible("input", "x", {-1, 4}, {8}).ok());
   EXPECT_FALSE(ReshapeCompatible("input", "x", {-1, -1}, {-1, -1}).ok());
@@ -57,7 +59,8 @@ TEST_F(ReshapeInstanceTest, TheModelSeesTheReshapeAndClientsTheDims) {
   instance_->CopyIn(slot);
   instance_->Run(slot);
   absl::Status done = absl::UnknownError("not completed");
-  instance_->CopyOut(slot)->OnComplete([&](const absl::Status& s) { done = s; });
+  instance_->CopyOut(slot)->OnComplete(
+      [&](const absl::Status& s) { done = s; });
   ASSERT_TRUE(done.ok()) << done;
   EXPECT_EQ(fake_->batches().at(0).input_shapes[0], (Shape{3, 2, 2}));
   // The fake echoes input 0 as output 0, shaped as the model's [3, 2, 2].
@@ -67,7 +70,8 @@ TEST_F(ReshapeInstanceTest, TheModelSeesTheReshapeAndClientsTheDims) {
 }
 
 TEST(WithReshapeTest, AnEmptyPlanWrapsNothing) {
-  auto fake = std::make_unique<FakeExecutorInstance>(FakeExecutorInstance::Options{});
+  auto fake =
+      std::make_unique<FakeExecutorInstance>(FakeExecutorInstance::Options{});
   ExecutorInstance* raw = fake.get();
   ReshapePlan plan;
   plan.inputs = {std::nullopt};

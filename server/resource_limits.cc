@@ -43,7 +43,8 @@ int CpuLimit(const std::string& cgroup_root) {
   const ProcessStats stats = ReadProcessStats("/proc/self", cgroup_root);
   int cpus = AvailableCpus();
   if (stats.cgroup_cpu_limit_cores.has_value()) {
-    const int quota = static_cast<int>(std::ceil(*stats.cgroup_cpu_limit_cores));
+    const int quota =
+        static_cast<int>(std::ceil(*stats.cgroup_cpu_limit_cores));
     cpus = std::min(cpus, std::max(1, quota));
   }
   return cpus;

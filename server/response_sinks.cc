@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-
 #include "server/status_convert.h"
 #include "server/stream_infer_reactor.h"
 

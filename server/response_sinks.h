@@ -19,10 +19,10 @@
 
 #include "batching/inference_request.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/grpc_service.pb.h"
 #include "server/classification.h"
 #include "server/inflight_budget.h"
 #include "server/shared_memory.h"
-#include "proto/grpc_service.pb.h"
 
 namespace coalesce {
 

@@ -179,9 +179,9 @@ absl::Status CheckSequenceBatching(const ModelConfig& config) {
   }
   for (const auto& state : sb.state()) {
     if (state.dims_size() == 0 || state.initial_state_size() > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sequence_batching state '", state.input_name(),
-          "' needs dims and at most one initial_state"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence_batching state '", state.input_name(),
+                       "' needs dims and at most one initial_state"));
     }
   }
   return absl::OkStatus();
@@ -191,8 +191,8 @@ absl::StatusOr<SequenceOptions> SequenceOptionsFromConfig(
     const ModelConfig& config, const std::filesystem::path& model_dir) {
   const auto& sb = config.sequence_batching();
   SequenceOptions options;
-  const int places = std::max(1, config.max_batch_size()) *
-                     InstanceCount(config);
+  const int places =
+      std::max(1, config.max_batch_size()) * InstanceCount(config);
   options.max_active_sequences = places;
   if (sb.has_oldest()) {
     options.strategy = SequenceOptions::Strategy::kOldest;
@@ -223,8 +223,8 @@ absl::Status AddSequenceTensors(const ModelConfig& config,
                                 SchedulerOptions* scheduler) {
   const std::set<std::string> extra = SequenceTensorNames(config);
   const bool batching = config.max_batch_size() > 0;
-  auto inputs = WithExtra(signature.inputs, scheduler->inputs, extra,
-                          batching, "input");
+  auto inputs =
+      WithExtra(signature.inputs, scheduler->inputs, extra, batching, "input");
   if (!inputs.ok()) return inputs.status();
   auto outputs = WithExtra(signature.outputs, scheduler->outputs, extra,
                            batching, "output");

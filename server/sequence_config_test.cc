@@ -28,15 +28,37 @@ ModelSignature Signature() {
 
 constexpr char kConfig[] = R"pb(
   name: "acc"
-  max_batch_size: 4
-  instance_group [ { count: 2, kind: KIND_CPU } ]
+  max_batch_size: 4 instance_group
+  [ { count: 2, kind: KIND_CPU }]
   sequence_batching {
-    control_input [
-      { name: "START", control [ { kind: CONTROL_SEQUENCE_START, int32_false_true: [ 0, 1 ] } ] },
-      { name: "READY", control [ { kind: CONTROL_SEQUENCE_READY, fp32_false_true: [ 0, 1 ] } ] },
-      { name: "CORRID", control [ { kind: CONTROL_SEQUENCE_CORRID, data_type: TYPE_UINT64 } ] }
-    ]
-    state [ { input_name: "ACC_IN", output_name: "ACC_OUT", data_type: TYPE_FP32, dims: [ 2 ] } ]
+    control_input
+    [ {
+      name: "START",
+      control
+      [ {
+        kind: CONTROL_SEQUENCE_START,
+        int32_false_true: [ 0, 1 ]
+      }]
+    }
+      , {
+        name: "READY",
+        control
+        [ {
+          kind: CONTROL_SEQUENCE_READY,
+          fp32_false_true: [ 0, 1 ]
+        }]
+      }
+      , {
+        name: "CORRID",
+        control
+        [ { kind: CONTROL_SEQUENCE_CORRID, data_type: TYPE_UINT64 }]
+      }] state
+    [ {
+      input_name: "ACC_IN",
+      output_name: "ACC_OUT",
+      data_type: TYPE_FP32,
+      dims: [ 2 ]
+    }]
   }
 )pb";
 
@@ -85,7 +107,8 @@ TEST(SequenceConfigTest, OptionsFromConfig) {
   ASSERT_TRUE(AddSequenceTensors(config, Signature(), &scheduler).ok());
   std::vector<std::string> names;
   for (const TensorSpec& spec : scheduler.inputs) names.push_back(spec.name);
-  EXPECT_THAT(names, ElementsAre("INPUT", "START", "CORRID", "ACC_IN", "READY"));
+  EXPECT_THAT(names,
+              ElementsAre("INPUT", "START", "CORRID", "ACC_IN", "READY"));
   EXPECT_EQ(scheduler.inputs[3].dims, (Shape{2}));  // batch dim dropped
   EXPECT_EQ(scheduler.outputs[0].name, "ACC_OUT");
   EXPECT_TRUE(scheduler.dynamic_batching);
@@ -94,9 +117,14 @@ TEST(SequenceConfigTest, OptionsFromConfig) {
 
 TEST(SequenceConfigTest, OldestUsesMaxCandidateSequences) {
   inference::ModelConfig config = Config(R"pb(
-    sequence_batching { oldest { max_candidate_sequences: 3, preferred_batch_size: [ 2 ],
-                                 max_queue_delay_microseconds: 500 }
-                        max_sequence_idle_microseconds: 2500 })pb");
+    sequence_batching {
+      oldest {
+        max_candidate_sequences: 3,
+        preferred_batch_size: [ 2 ],
+        max_queue_delay_microseconds: 500
+      }
+      max_sequence_idle_microseconds: 2500
+    })pb");
   auto options = SequenceOptionsFromConfig(config, ".");
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->strategy, SequenceOptions::Strategy::kOldest);
@@ -116,16 +144,29 @@ TEST(SequenceConfigTest, MistakesAreRefusedByName) {
     inference::ModelConfig config = Config(extra);
     return CompleteModelConfig(Signature(), &config);
   };
-  EXPECT_THAT(refused(R"pb(sequence_batching { control_input [ { name: "END",
-      control [ { kind: CONTROL_SEQUENCE_END, int32_false_true: [ 1 ] } ] } ] })pb")
+  EXPECT_THAT(refused(R"pb(sequence_batching { control_input
+                                               [ {
+                                                 name: "END",
+                                                 control
+                                                 [ {
+                                                   kind: CONTROL_SEQUENCE_END,
+                                                   int32_false_true: [ 1 ]
+                                                 }]
+                                               }] })pb")
                   .message(),
               HasSubstr("control_input 'END': needs one of int32_false_true"));
-  EXPECT_THAT(refused(R"pb(sequence_batching { control_input [ { name: "C",
-      control [ { kind: CONTROL_SEQUENCE_CORRID } ] } ] })pb")
-                  .message(),
-              HasSubstr("needs a data_type"));
-  EXPECT_THAT(refused("sequence_batching { iterative_sequence: true }").message(),
-              HasSubstr("iterative_sequence"));
+  EXPECT_THAT(
+      refused(R"pb(sequence_batching { control_input
+                                       [ {
+                                         name: "C",
+                                         control
+                                         [ { kind: CONTROL_SEQUENCE_CORRID }]
+                                       }] })pb")
+          .message(),
+      HasSubstr("needs a data_type"));
+  EXPECT_THAT(
+      refused("sequence_batching { iterative_sequence: true }").message(),
+      HasSubstr("iterative_sequence"));
 }
 
 TEST(SequenceConfigTest, InitialStateFileStaysInsideItsFolder) {
@@ -137,8 +178,9 @@ TEST(SequenceConfigTest, InitialStateFileStaysInsideItsFolder) {
       .write(reinterpret_cast<const char*>(values), sizeof(values));
   auto with_file = [&](const std::string& file) {
     inference::ModelConfig config = Config();
-    auto* initial =
-        config.mutable_sequence_batching()->mutable_state(0)->add_initial_state();
+    auto* initial = config.mutable_sequence_batching()
+                        ->mutable_state(0)
+                        ->add_initial_state();
     initial->set_data_file(file);
     return SequenceOptionsFromConfig(config, dir);
   };

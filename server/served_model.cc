@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
-#include "server/resource_limits.h"
 #include "server/model_config_completion.h"
 #include "server/reshape_instance.h"
+#include "server/resource_limits.h"
 #include "server/scheduler_options_from_config.h"
 #include "server/sequence_config.h"
 #include "spdlog/spdlog.h"
@@ -54,9 +54,9 @@ ReshapePlan ReshapePlanOf(const inference::ModelConfig& config,
       std::optional<TensorReshape> r;
       for (const auto& t : tensors) {
         if (t.name() != spec.name || !t.has_reshape()) continue;
-        r = TensorReshape{Shape(t.dims().begin(), t.dims().end()),
-                          Shape(t.reshape().shape().begin(),
-                                t.reshape().shape().end())};
+        r = TensorReshape{
+            Shape(t.dims().begin(), t.dims().end()),
+            Shape(t.reshape().shape().begin(), t.reshape().shape().end())};
       }
       out.push_back(std::move(r));
     }
@@ -115,7 +115,8 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   if (!batcher.ok()) return batcher.status();
   std::unique_ptr<SequenceBatcher> sequencer;
   if (sequence.has_value()) {
-    auto created = SequenceBatcher::Create(*sequence, scheduler, batcher->get());
+    auto created =
+        SequenceBatcher::Create(*sequence, scheduler, batcher->get());
     if (!created.ok()) return created.status();
     sequencer = *std::move(created);
   }

@@ -87,8 +87,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   diagnosis.interval = options.metrics_interval;
   server->diagnostics_ = std::make_unique<IdleDiagnostics>(
       server->manager_.get(), RealClock(), diagnosis);
-  server->service_ = std::make_unique<InferenceService>(
-      server->manager_.get(), RealClock(), options);
+  server->service_ = std::make_unique<InferenceService>(server->manager_.get(),
+                                                        RealClock(), options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -29,8 +29,8 @@ absl::StatusOr<int64_t> ParseInt(absl::string_view flag, absl::string_view text,
 absl::StatusOr<bool> ParseBool(absl::string_view flag, absl::string_view text) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--", flag, " must be 'true' or 'false', got '", text, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " must be 'true' or 'false', got '", text, "'"));
 }
 
 using Setter = std::function<absl::Status(ServerOptions&, absl::string_view)>;
@@ -73,9 +73,10 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          } else if (v == "poll") {
            o.model_control_mode = ModelControlMode::kPoll;
          } else {
-           return absl::InvalidArgumentError(absl::StrCat(
-               "--model-control-mode must be 'none', 'explicit' or 'poll', got '", v,
-               "'"));
+           return absl::InvalidArgumentError(
+               absl::StrCat("--model-control-mode must be 'none', 'explicit' "
+                            "or 'poll', got '",
+                            v, "'"));
          }
          return absl::OkStatus();
        }},
@@ -98,7 +99,8 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
              "--log-level must be trace|debug|info|warn|error|off, got '", v,
              "'"));
        }},
-      {"allow-metrics", BoolFlag("allow-metrics", &ServerOptions::allow_metrics)},
+      {"allow-metrics",
+       BoolFlag("allow-metrics", &ServerOptions::allow_metrics)},
       {"metrics-address", StringFlag(&ServerOptions::metrics_address)},
       {"metrics-port",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {

@@ -25,7 +25,7 @@ struct ServerOptions {
   int grpc_port = 8001;  // 0 = any free port; the bound port is logged
   ModelControlMode model_control_mode = ModelControlMode::kNone;
   std::chrono::seconds repository_poll{15};  // kPoll: between two looks
-  std::vector<std::string> startup_models;  // --load-model, explicit mode
+  std::vector<std::string> startup_models;   // --load-model, explicit mode
   std::string log_level = "info";
   // How long SIGTERM/SIGINT waits for queued and in-flight requests.
   std::chrono::seconds exit_timeout{30};

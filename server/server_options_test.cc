@@ -31,8 +31,10 @@ TEST(ServerOptionsTest, MetricsFlags) {
   EXPECT_FALSE(options->allow_metrics);
   EXPECT_EQ(options->metrics_port, 0);
   EXPECT_EQ(options->metrics_address, "127.0.0.1");
-  EXPECT_FALSE(Parse({"--model-repository", "/m", "--allow-metrics", "no"}).ok());
-  EXPECT_FALSE(Parse({"--model-repository", "/m", "--metrics-port", "70000"}).ok());
+  EXPECT_FALSE(
+      Parse({"--model-repository", "/m", "--allow-metrics", "no"}).ok());
+  EXPECT_FALSE(
+      Parse({"--model-repository", "/m", "--metrics-port", "70000"}).ok());
 }
 
 TEST(ServerOptionsTest, ParsesEveryFlagInBothForms) {
@@ -117,15 +119,17 @@ TEST(ServerOptionsTest, TlsNeedsItsFiles) {
   ASSERT_FALSE(no_key.ok());
   EXPECT_NE(no_key.status().message().find("--grpc-server-key"),
             absl::string_view::npos);
-  auto no_root = Parse({"--model-repository", "/m", "--grpc-use-ssl-mutual",
-                        "true", "--grpc-server-cert", "c",
-                        "--grpc-server-key", "k"});
+  auto no_root =
+      Parse({"--model-repository", "/m", "--grpc-use-ssl-mutual", "true",
+             "--grpc-server-cert", "c", "--grpc-server-key", "k"});
   ASSERT_FALSE(no_root.ok());
   EXPECT_NE(no_root.status().message().find("--grpc-root-cert"),
             absl::string_view::npos);
-  EXPECT_FALSE(Parse({"--model-repository", "/m", "--grpc-use-ssl", "yes"}).ok());
+  EXPECT_FALSE(
+      Parse({"--model-repository", "/m", "--grpc-use-ssl", "yes"}).ok());
   EXPECT_FALSE(Parse({"--model-repository", "/m",
-                      "--grpc-max-connection-age-secs", "-1"}).ok());
+                      "--grpc-max-connection-age-secs", "-1"})
+                   .ok());
 }
 
 }  // namespace
@@ -141,7 +145,8 @@ TEST(ServerOptionsTest, PollMode) {
   EXPECT_EQ(options->model_control_mode, ModelControlMode::kPoll);
   EXPECT_EQ(options->repository_poll.count(), 3);
   EXPECT_EQ(Parse({"--model-repository", "/m"})->repository_poll.count(), 15);
-  EXPECT_FALSE(Parse({"--model-repository", "/m", "--repository-poll-secs", "0"}).ok());
+  EXPECT_FALSE(
+      Parse({"--model-repository", "/m", "--repository-poll-secs", "0"}).ok());
 }
 
 }  // namespace

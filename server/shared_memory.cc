@@ -51,13 +51,13 @@ absl::Status SharedMemoryManager::Register(const std::string& name,
   }
   Region region;
   region.info = {name, key, offset, byte_size};
-  region.mapping = std::shared_ptr<void>(
-      mapped, [length](void* p) { munmap(p, length); });
+  region.mapping =
+      std::shared_ptr<void>(mapped, [length](void* p) { munmap(p, length); });
   region.base = static_cast<char*>(mapped) + (offset - start);
   absl::MutexLock lock(&mu_);
   if (!regions_.emplace(name, std::move(region)).second) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "shared memory region '", name, "' is already registered"));
+    return absl::AlreadyExistsError(absl::StrCat("shared memory region '", name,
+                                                 "' is already registered"));
   }
   return absl::OkStatus();
 }
@@ -95,10 +95,10 @@ absl::StatusOr<SharedMemorySpan> SharedMemoryManager::Span(
   }
   const Region& r = it->second;
   if (offset > r.info.byte_size || byte_size > r.info.byte_size - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "offset ", offset, " + byte_size ", byte_size,
-        " lies outside shared memory region '", name, "' (", r.info.byte_size,
-        " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("offset ", offset, " + byte_size ", byte_size,
+                     " lies outside shared memory region '", name, "' (",
+                     r.info.byte_size, " bytes)"));
   }
   return SharedMemorySpan{r.mapping, r.base + offset,
                           static_cast<size_t>(byte_size)};

@@ -44,9 +44,11 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (arg == "--plugin" && has_value) {
       flags->plugin = argv[++i];
     } else if (arg == "--batches" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &flags->batches) || flags->batches < 1) return false;
+      if (!absl::SimpleAtoi(argv[++i], &flags->batches) || flags->batches < 1)
+        return false;
     } else if (arg == "--batch-mb" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &flags->batch_mb) || flags->batch_mb < 1) return false;
+      if (!absl::SimpleAtoi(argv[++i], &flags->batch_mb) || flags->batch_mb < 1)
+        return false;
     } else {
       return false;
     }
@@ -63,8 +65,9 @@ absl::Status Verify(const BatchSlot& slot, int batch, int64_t floats) {
   const auto* y = reinterpret_cast<const float*>(slot.output_data(0));
   for (int64_t i = 0; i < floats; ++i) {
     if (y[i] != Pattern(batch, i)) {
-      return absl::DataLossError(absl::StrCat("batch ", batch, ": output[", i, "] is ",
-                                              y[i], ", expected ", Pattern(batch, i)));
+      return absl::DataLossError(absl::StrCat("batch ", batch, ": output[", i,
+                                              "] is ", y[i], ", expected ",
+                                              Pattern(batch, i)));
     }
   }
   return absl::OkStatus();
@@ -95,7 +98,9 @@ absl::StatusOr<double> RunPipeline(std::shared_ptr<Device> device, int slots,
     const int s = b % slots;
     if (absl::Status st = finish(s); !st.ok()) return st;
     BatchSlot* slot = (*executor)->slot(s);
-    if (absl::Status st = slot->SetInputShapes({{floats / kRow, kRow}}); !st.ok()) return st;
+    if (absl::Status st = slot->SetInputShapes({{floats / kRow, kRow}});
+        !st.ok())
+      return st;
     auto* x = reinterpret_cast<float*>(slot->input_data(0));
     for (int64_t i = 0; i < floats; ++i) x[i] = Pattern(b, i);
     (*executor)->CopyIn(slot);
@@ -106,7 +111,8 @@ absl::StatusOr<double> RunPipeline(std::shared_ptr<Device> device, int slots,
   for (int s = 0; s < slots; ++s) {
     if (absl::Status st = finish(s); !st.ok()) return st;
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // The device to check, and a line describing it; exit code 2 when none.
@@ -123,11 +129,13 @@ absl::StatusOr<std::pair<std::shared_ptr<Device>, std::string>> OpenDevice(
   if (!plugin.ok()) {
     // No plugin at all: no GPU support here. A plugin that does not load
     // is a broken build or bundle: a failure, not "no GPU".
-    if (plugin.status().code() != absl::StatusCode::kNotFound) return plugin.status();
+    if (plugin.status().code() != absl::StatusCode::kNotFound)
+      return plugin.status();
     return absl::UnavailableError(plugin.status().message());
   }
   auto devices = (*plugin)->Devices();
-  if (!devices.ok()) return devices.status();  // Unavailable: no driver or device
+  if (!devices.ok())
+    return devices.status();  // Unavailable: no driver or device
   const DeviceInfo& d = devices->front();
   auto device = (*plugin)->OpenDevice(d.ordinal);
   if (!device.ok()) return device.status();
@@ -149,15 +157,17 @@ int Main(int argc, char** argv) {
   }
   auto opened = OpenDevice(flags);
   if (!opened.ok()) {
-    const bool no_device = opened.status().code() == absl::StatusCode::kUnavailable;
+    const bool no_device =
+        opened.status().code() == absl::StatusCode::kUnavailable;
     std::printf("%s: %s\n", no_device ? "no usable device" : "FAILED",
                 std::string(opened.status().message()).c_str());
     return no_device ? 2 : 1;
   }
   std::printf("device: %s\n", opened->second.c_str());
-  const int64_t floats = (flags.batch_mb << 20) / static_cast<int64_t>(sizeof(float));
-  std::printf("%-6s %-8s %-9s %-9s %s\n", "slots", "batches", "MB/batch", "seconds",
-              "GB/s in+out");
+  const int64_t floats =
+      (flags.batch_mb << 20) / static_cast<int64_t>(sizeof(float));
+  std::printf("%-6s %-8s %-9s %-9s %s\n", "slots", "batches", "MB/batch",
+              "seconds", "GB/s in+out");
   double seconds[3] = {0, 0, 0};
   for (int slots : {1, 2}) {
     auto run = RunPipeline(opened->first, slots, flags.batches, floats);
@@ -171,8 +181,10 @@ int Main(int argc, char** argv) {
     std::printf("%-6d %-8d %-9lld %-9.3f %.2f\n", slots, flags.batches,
                 static_cast<long long>(flags.batch_mb), *run, gb / *run);
   }
-  std::printf("double buffering: %.2fx the one-slot throughput\n", seconds[1] / seconds[2]);
-  std::printf("all %d outputs of each run matched their inputs\n", flags.batches);
+  std::printf("double buffering: %.2fx the one-slot throughput\n",
+              seconds[1] / seconds[2]);
+  std::printf("all %d outputs of each run matched their inputs\n",
+              flags.batches);
   return 0;
 }
 

@@ -42,8 +42,8 @@
 #include "engine/device/plugin_loader.h"
 #include "engine/device/simulated_device.h"
 #include "engine/device/testing/simulated_kernels.h"
-#include "engine/neutral_planner.h"
 #include "engine/model.h"
+#include "engine/neutral_planner.h"
 #include "engine/node_profile.h"
 #include "server/gpu_instance.h"
 #include "tests/conformance/conformance_util.h"
@@ -73,9 +73,9 @@ struct Flags {
   std::string timing_json;
   std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
-  std::string device = "cpu";        // cpu, gpu (GPU 0 through the plugin), simulated
+  std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
-  bool tf32 = false;  // --gpu-precision tf32
+  bool tf32 = false;          // --gpu-precision tf32
   bool device_graphs = true;  // --device-graphs on (GPU and simulated)
 };
 
@@ -361,8 +361,8 @@ absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
 
 absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
   std::ofstream file(flags.timing_json, std::ios::trunc);
-  file << "{\n  \"model\": " << JsonString(flags.model)
-       << ",\n  \"device\": \"" << flags.device << "\""
+  file << "{\n  \"model\": " << JsonString(flags.model) << ",\n  \"device\": \""
+       << flags.device << "\""
        << ",\n  \"threads\": " << flags.threads
        << ",\n  \"graph_optimizations\": "
        << (flags.graph_optimizations ? "true" : "false")
@@ -452,15 +452,17 @@ absl::Status Run(const Flags& flags) {
         absl::StrCat("cannot create '", flags.output_dir, "': ", ec.message()));
   }
   std::optional<NodeProfile> profile;
-  if (!flags.profile_json.empty()) profile.emplace((*model)->graph().nodes.size());
+  if (!flags.profile_json.empty())
+    profile.emplace((*model)->graph().nodes.size());
   NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
-      flags.device == "gpu"         ? CreateGpuExecutor(flags, *model)
-      : flags.device == "simulated" ? CreateSimulatedExecutor(flags, *model)
-                                    : CreateCpuExecutor(
-                      *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
-                                                 .num_slots = 1,
-                                                 .profile = profile_or_null});
+      flags.device == "gpu" ? CreateGpuExecutor(flags, *model)
+      : flags.device == "simulated"
+          ? CreateSimulatedExecutor(flags, *model)
+          : CreateCpuExecutor(
+                *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
+                                           .num_slots = 1,
+                                           .profile = profile_or_null});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =
@@ -469,9 +471,8 @@ absl::Status Run(const Flags& flags) {
     return s;
   }
   if (flags.repeat == 0) return absl::OkStatus();
-  absl::StatusOr<TimingSummary> timing =
-      TimeRuns(**executor, *inputs, flags.warmup, flags.repeat,
-               profile_or_null);
+  absl::StatusOr<TimingSummary> timing = TimeRuns(
+      **executor, *inputs, flags.warmup, flags.repeat, profile_or_null);
   if (!timing.ok()) return timing.status();
   if (absl::Status s = ReportTiming(flags, *timing); !s.ok()) return s;
   if (!profile) return absl::OkStatus();

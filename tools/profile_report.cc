@@ -51,8 +51,8 @@ std::vector<Row> ByNode(const Model& model, const NodeProfile& profile,
   const auto& nodes = model.graph().nodes;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (profile.runs(n) == 0) continue;
-    out.push_back({nodes[n].op_type, nodes[n].name,
-                   profile.nanos(n) / 1e6 / runs, 1});
+    out.push_back(
+        {nodes[n].op_type, nodes[n].name, profile.nanos(n) / 1e6 / runs, 1});
   }
   std::stable_sort(out.begin(), out.end(), [](const Row& a, const Row& b) {
     return a.ms_per_run > b.ms_per_run;
@@ -97,12 +97,12 @@ std::string ProfileJson(const Model& model, const NodeProfile& profile,
     types.push_back(format(row));
   for (const Row& row : ByNode(model, profile, runs))
     nodes.push_back(format(row));
-  return absl::StrCat("{\n  \"runs\": ", runs, ",\n  \"total_ms_per_run\": ",
-                      absl::StrFormat("%.6f", total),
-                      ",\n  \"op_types\": [\n    ",
-                      absl::StrJoin(types, ",\n    "),
-                      "\n  ],\n  \"nodes\": [\n    ",
-                      absl::StrJoin(nodes, ",\n    "), "\n  ]\n}\n");
+  return absl::StrCat(
+      "{\n  \"runs\": ", runs,
+      ",\n  \"total_ms_per_run\": ", absl::StrFormat("%.6f", total),
+      ",\n  \"op_types\": [\n    ", absl::StrJoin(types, ",\n    "),
+      "\n  ],\n  \"nodes\": [\n    ", absl::StrJoin(nodes, ",\n    "),
+      "\n  ]\n}\n");
 }
 
 }  // namespace coalesce::tools

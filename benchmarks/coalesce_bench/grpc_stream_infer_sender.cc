@@ -21,10 +21,10 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(10);
 
 // One ModelStreamInfer call, owned by the sender until OnDone has returned:
 // its ClientContext holds a reference to the channel, and gRPC must not see
-// the last one of those released on its own callback thread. One hold, taken before
-// StartCall, keeps OnDone from running while Add or Close is still issuing
-// an operation from outside a reaction; it is released once the stream is
-// no longer usable (closed, its reads ended, or cancelled).
+// the last one of those released on its own callback thread. One hold, taken
+// before StartCall, keeps OnDone from running while Add or Close is still
+// issuing an operation from outside a reaction; it is released once the stream
+// is no longer usable (closed, its reads ended, or cancelled).
 class GrpcStreamInferSender::Stream
     : public grpc::ClientBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
@@ -265,8 +265,8 @@ GrpcStreamInferSender::~GrpcStreamInferSender() {
   // cancelled together, and a cancelled call always reaches OnDone.
   const absl::Time deadline = absl::Now() + kCloseGrace;
   for (auto& stream : streams) {
-    if (!stream->WaitFinished(std::max(deadline - absl::Now(),
-                                       absl::ZeroDuration()))) {
+    if (!stream->WaitFinished(
+            std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
       stream->Cancel();
     }
   }

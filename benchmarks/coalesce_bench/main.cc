@@ -214,9 +214,8 @@ class MetricsReport {
 
 int Run(const BenchOptions& o) {
   ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
-  RunInfo run{o.model, o.model_version, o.url, o.mode, o.arrival,
-              1,       o.channels,      o.streaming, "", false,
-              AvailableCores()};
+  RunInfo run{o.model,    o.model_version, o.url, o.mode, o.arrival,       1,
+              o.channels, o.streaming,     "",    false,  AvailableCores()};
   absl::StatusOr<inference::ModelInferRequest> request =
       PrepareRequest(o, control, &run);
   if (!request.ok()) return Fail(request.status());

@@ -111,7 +111,8 @@ std::vector<Sample> Samples(absl::string_view text, absl::string_view family) {
       const size_t eq = line.find("=\"", i);
       if (eq == absl::string_view::npos) break;
       size_t end = eq + 2;
-      while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+      while (end < line.size() && line[end] != '"')
+        end += line[end] == '\\' ? 2 : 1;
       if (end >= line.size()) break;
       s.labels[std::string(line.substr(i, eq - i))] =
           Unescape(line.substr(eq + 2, end - eq - 2));
@@ -154,14 +155,15 @@ absl::StatusOr<std::string> HttpGet(const std::string& url,
       absl::StrCat("GET ", t->path, " HTTP/1.1\r\nHost: ", t->host, ":",
                    t->port, "\r\nConnection: close\r\n\r\n");
   std::string response;
-  const bool sent =
-      write(fd, request.data(), request.size()) ==
-      static_cast<ssize_t>(request.size());
+  const bool sent = write(fd, request.data(), request.size()) ==
+                    static_cast<ssize_t>(request.size());
   const bool read =
-      sent && ReadAll(fd, std::chrono::steady_clock::now() + timeout, &response);
+      sent &&
+      ReadAll(fd, std::chrono::steady_clock::now() + timeout, &response);
   close(fd);
   if (!read) {
-    return absl::UnavailableError(absl::StrCat("no complete answer from ", url));
+    return absl::UnavailableError(
+        absl::StrCat("no complete answer from ", url));
   }
   if (!absl::StartsWith(response, "HTTP/1.1 200") &&
       !absl::StartsWith(response, "HTTP/1.0 200")) {
@@ -188,8 +190,8 @@ std::map<int, StateSeconds> ParseInstanceStates(absl::string_view text,
     std::optional<int> instance = InstanceOf(s, model);
     if (!instance) continue;
     auto state = s.labels.find("state");
-    for (size_t k = 0; state != s.labels.end() && k < kInstanceStateNames.size();
-         ++k) {
+    for (size_t k = 0;
+         state != s.labels.end() && k < kInstanceStateNames.size(); ++k) {
       if (state->second == kInstanceStateNames[k]) {
         states[*instance][k] += s.value;
       }
@@ -206,8 +208,7 @@ std::vector<InstanceDiagnosisText> ParseDiagnoses(absl::string_view text,
     if (!instance) continue;
     auto reason = s.labels.find("reason");
     auto detail = s.labels.find("detail");
-    found.push_back({*instance,
-                     reason == s.labels.end() ? "" : reason->second,
+    found.push_back({*instance, reason == s.labels.end() ? "" : reason->second,
                      detail == s.labels.end() ? "" : detail->second});
   }
   return found;

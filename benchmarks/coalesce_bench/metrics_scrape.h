@@ -46,8 +46,9 @@ std::vector<InstanceDiagnosisText> ParseDiagnoses(absl::string_view text,
 
 // "instance 0: computing 35% | copying_in 3% | ... " for the growth
 // between two scrapes; empty when nothing grew.
-std::vector<std::string> StateSplitLines(const std::map<int, StateSeconds>& before,
-                                         const std::map<int, StateSeconds>& after);
+std::vector<std::string> StateSplitLines(
+    const std::map<int, StateSeconds>& before,
+    const std::map<int, StateSeconds>& after);
 
 }  // namespace coalesce::bench
 

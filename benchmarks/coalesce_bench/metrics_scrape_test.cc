@@ -51,10 +51,9 @@ TEST(MetricsScrapeTest, UnreachableOrMalformedUrlsAreErrors) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   // Port 1 on loopback: nothing listens there.
-  EXPECT_EQ(HttpGet("127.0.0.1:1/metrics", std::chrono::seconds(1))
-                .status()
-                .code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(
+      HttpGet("127.0.0.1:1/metrics", std::chrono::seconds(1)).status().code(),
+      absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

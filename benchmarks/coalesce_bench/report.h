@@ -26,7 +26,7 @@ struct RunInfo {
   int64_t batch_size = 1;
   int channels = 1;
   bool streaming = false;  // ModelStreamInfer instead of ModelInfer
-  std::string shapes;  // e.g. "input=[1,1024]"
+  std::string shapes;      // e.g. "input=[1,1024]"
   bool server_stats = false;
   int cores = 1;
 };

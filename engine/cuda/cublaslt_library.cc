@@ -26,25 +26,37 @@ absl::StatusOr<CublasLt> Load() {
   const bool ok =
       ResolveSymbol(handle, "cublasLtCreate", &lt.Create, &missing) &&
       ResolveSymbol(handle, "cublasLtDestroy", &lt.Destroy, &missing) &&
-      ResolveSymbol(handle, "cublasLtGetStatusName", &lt.GetStatusName, &missing) &&
+      ResolveSymbol(handle, "cublasLtGetStatusName", &lt.GetStatusName,
+                    &missing) &&
       ResolveSymbol(handle, "cublasLtMatmul", &lt.Matmul, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulDescCreate", &lt.MatmulDescCreate, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulDescDestroy", &lt.MatmulDescDestroy, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulDescSetAttribute", &lt.MatmulDescSetAttribute, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatrixLayoutCreate", &lt.MatrixLayoutCreate, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatrixLayoutDestroy", &lt.MatrixLayoutDestroy, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatrixLayoutSetAttribute", &lt.MatrixLayoutSetAttribute, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulPreferenceCreate", &lt.MatmulPreferenceCreate, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulPreferenceDestroy", &lt.MatmulPreferenceDestroy, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulPreferenceSetAttribute", &lt.MatmulPreferenceSetAttribute, &missing) &&
-      ResolveSymbol(handle, "cublasLtMatmulAlgoGetHeuristic", &lt.MatmulAlgoGetHeuristic, &missing);
+      ResolveSymbol(handle, "cublasLtMatmulDescCreate", &lt.MatmulDescCreate,
+                    &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulDescDestroy", &lt.MatmulDescDestroy,
+                    &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulDescSetAttribute",
+                    &lt.MatmulDescSetAttribute, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatrixLayoutCreate",
+                    &lt.MatrixLayoutCreate, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatrixLayoutDestroy",
+                    &lt.MatrixLayoutDestroy, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatrixLayoutSetAttribute",
+                    &lt.MatrixLayoutSetAttribute, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulPreferenceCreate",
+                    &lt.MatmulPreferenceCreate, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulPreferenceDestroy",
+                    &lt.MatmulPreferenceDestroy, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulPreferenceSetAttribute",
+                    &lt.MatmulPreferenceSetAttribute, &missing) &&
+      ResolveSymbol(handle, "cublasLtMatmulAlgoGetHeuristic",
+                    &lt.MatmulAlgoGetHeuristic, &missing);
   lt.path = LibraryPathOf(reinterpret_cast<void*>(lt.Create));
   if (lt.path.empty()) lt.path = SoName();
   if (!ok) {
     return absl::FailedPreconditionError(
         absl::StrCat(lt.path, " lacks ", missing, ": too old a cuBLAS"));
   }
-  auto version = reinterpret_cast<size_t (*)()>(dlsym(handle, "cublasLtGetVersion"));
+  auto version =
+      reinterpret_cast<size_t (*)()>(dlsym(handle, "cublasLtGetVersion"));
   lt.version = version != nullptr ? version() : 0;
   return lt;
 }
@@ -60,8 +72,7 @@ absl::StatusOr<const CublasLt*> LoadCublasLt() {
 absl::Status CublasStatus(const CublasLt& lt, cublasStatus_t status,
                           absl::string_view call) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  const std::string text =
-      absl::StrCat(call, ": ", lt.GetStatusName(status));
+  const std::string text = absl::StrCat(call, ": ", lt.GetStatusName(status));
   if (status == CUBLAS_STATUS_ALLOC_FAILED) {
     return absl::ResourceExhaustedError(text);
   }

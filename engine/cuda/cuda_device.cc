@@ -12,7 +12,8 @@ namespace {
 // that never used it does not create a context on device 0.
 class CudaStream : public DeviceStream {
  public:
-  CudaStream(int ordinal, cudaStream_t stream) : ordinal(ordinal), stream(stream) {}
+  CudaStream(int ordinal, cudaStream_t stream)
+      : ordinal(ordinal), stream(stream) {}
   ~CudaStream() override {
     cudaSetDevice(ordinal);
     cudaStreamDestroy(stream);
@@ -72,7 +73,8 @@ CUstream_st* CudaStreamOf(DeviceStream& stream) { return StreamOf(stream); }
 
 absl::StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Open(int ordinal) {
   int count = 0;
-  if (absl::Status s = CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (absl::Status s =
+          CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
       !s.ok()) {
     return s;
   }
@@ -86,8 +88,8 @@ absl::StatusOr<std::shared_ptr<CudaDevice>> CudaDevice::Open(int ordinal) {
       !s.ok()) {
     return s;
   }
-  return std::shared_ptr<CudaDevice>(
-      new CudaDevice(ordinal, absl::StrCat("cuda:", ordinal, " (", prop.name, ")")));
+  return std::shared_ptr<CudaDevice>(new CudaDevice(
+      ordinal, absl::StrCat("cuda:", ordinal, " (", prop.name, ")")));
 }
 
 absl::Status CudaDevice::MakeCurrent() const {
@@ -97,9 +99,9 @@ absl::Status CudaDevice::MakeCurrent() const {
 absl::StatusOr<std::unique_ptr<DeviceStream>> CudaDevice::CreateStream() {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   cudaStream_t stream = nullptr;
-  if (absl::Status s = CudaStatus(
-          cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-          "cudaStreamCreateWithFlags");
+  if (absl::Status s =
+          CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                     "cudaStreamCreateWithFlags");
       !s.ok()) {
     return s;
   }
@@ -111,8 +113,8 @@ absl::StatusOr<std::unique_ptr<DeviceEvent>> CudaDevice::CreateEvent() {
   cudaEvent_t event = nullptr;
   if (absl::Status s = CudaStatus(
           // Blocking sync: the waiter threads sleep instead of spinning.
-          cudaEventCreateWithFlags(&event, cudaEventDisableTiming |
-                                               cudaEventBlockingSync),
+          cudaEventCreateWithFlags(
+              &event, cudaEventDisableTiming | cudaEventBlockingSync),
           "cudaEventCreateWithFlags");
       !s.ok()) {
     return s;
@@ -190,8 +192,8 @@ absl::Status CudaDevice::SynchronizeEvent(DeviceEvent& event) {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   // Only faults of work already enqueued surface here, and those leave the
   // context unusable: every error from this call counts as sticky.
-  return MarkSticky(CudaStatus(cudaEventSynchronize(EventOf(event)),
-                               "cudaEventSynchronize"));
+  return MarkSticky(
+      CudaStatus(cudaEventSynchronize(EventOf(event)), "cudaEventSynchronize"));
 }
 
 bool CudaDevice::IsSticky(const absl::Status& status) const {
@@ -200,23 +202,24 @@ bool CudaDevice::IsSticky(const absl::Status& status) const {
 
 absl::Status CudaDevice::BeginCapture(DeviceStream& stream) {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
-  return CudaStatus(
-      cudaStreamBeginCapture(StreamOf(stream), cudaStreamCaptureModeThreadLocal),
-      "cudaStreamBeginCapture");
+  return CudaStatus(cudaStreamBeginCapture(StreamOf(stream),
+                                           cudaStreamCaptureModeThreadLocal),
+                    "cudaStreamBeginCapture");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(
     DeviceStream& stream) {
   if (absl::Status s = MakeCurrent(); !s.ok()) return s;
   cudaGraph_t graph = nullptr;
-  absl::Status s =
-      CudaStatus(cudaStreamEndCapture(StreamOf(stream), &graph), "cudaStreamEndCapture");
+  absl::Status s = CudaStatus(cudaStreamEndCapture(StreamOf(stream), &graph),
+                              "cudaStreamEndCapture");
   if (!s.ok()) return s;
   cudaGraphExec_t exec = nullptr;
   s = CudaStatus(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
   cudaGraphDestroy(graph);
   if (!s.ok()) return s;
-  return std::unique_ptr<DeviceGraph>(std::make_unique<CudaGraph>(ordinal_, exec));
+  return std::unique_ptr<DeviceGraph>(
+      std::make_unique<CudaGraph>(ordinal_, exec));
 }
 
 absl::Status CudaDevice::LaunchGraph(DeviceGraph& graph, DeviceStream& stream) {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/kernel_args.h"
 #include "engine/cuda/cublaslt_library.h"
-#include "engine/cuda/cudnn_library.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/cudnn_library.h"
+#include "engine/cuda/kernel_args.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gather.h"
 #include "kernels/cuda/layer_norm.h"
@@ -91,8 +91,7 @@ class PreparedGemm {
 
  private:
   absl::Status Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
-                      uint64_t cols, int64_t ld, int64_t batch,
-                      int64_t stride);
+                      uint64_t cols, int64_t ld, int64_t batch, int64_t stride);
 
   const CublasLt& lt_;
   cublasLtMatmulDesc_t desc_ = nullptr;
@@ -102,35 +101,34 @@ class PreparedGemm {
   cublasLtMatmulAlgo_t algo_{};
 };
 
-absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout,
-                                  uint64_t rows, uint64_t cols, int64_t ld,
-                                  int64_t batch, int64_t stride) {
+absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
+                                  uint64_t cols, int64_t ld, int64_t batch,
+                                  int64_t stride) {
   absl::Status s = CublasStatus(
       lt_, lt_.MatrixLayoutCreate(layout, CUDA_R_32F, rows, cols, ld),
       "cublasLtMatrixLayoutCreate");
   if (!s.ok() || batch == 1) return s;
   const int32_t count = static_cast<int32_t>(batch);
-  s = CublasStatus(lt_,
-                   lt_.MatrixLayoutSetAttribute(*layout,
-                                                CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                &count, sizeof(count)),
-                   "batch count");
-  if (!s.ok()) return s;
-  return CublasStatus(
+  s = CublasStatus(
       lt_,
-      lt_.MatrixLayoutSetAttribute(*layout,
-                                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                   &stride, sizeof(stride)),
-      "batch stride");
+      lt_.MatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                   &count, sizeof(count)),
+      "batch count");
+  if (!s.ok()) return s;
+  return CublasStatus(lt_,
+                      lt_.MatrixLayoutSetAttribute(
+                          *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                          &stride, sizeof(stride)),
+                      "batch stride");
 }
 
 absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
                                 bool tf32) {
   absl::Status s = CublasStatus(
       lt_,
-      lt_.MatmulDescCreate(&desc_,
-                           tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                           CUDA_R_32F),
+      lt_.MatmulDescCreate(
+          &desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+          CUDA_R_32F),
       "cublasLtMatmulDescCreate");
   if (!s.ok()) return s;
   const cublasOperation_t op_x = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -138,15 +136,16 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
   for (const auto& [attr, value] :
        {std::pair{CUBLASLT_MATMUL_DESC_TRANSA, op_x},
         std::pair{CUBLASLT_MATMUL_DESC_TRANSB, op_y}}) {
-    s = CublasStatus(lt_,
-                     lt_.MatmulDescSetAttribute(desc_, attr, &value, sizeof(value)),
-                     "cublasLtMatmulDescSetAttribute");
+    s = CublasStatus(
+        lt_, lt_.MatmulDescSetAttribute(desc_, attr, &value, sizeof(value)),
+        "cublasLtMatmulDescSetAttribute");
     if (!s.ok()) return s;
   }
-  s = CublasStatus(lt_,
-                   lt_.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                              &key.epilogue, sizeof(key.epilogue)),
-                   "epilogue");
+  s = CublasStatus(
+      lt_,
+      lt_.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                 &key.epilogue, sizeof(key.epilogue)),
+      "epilogue");
   if (!s.ok()) return s;
   // x: op(x) is n x k; stored (column-major) n x k, or k x n when transposed.
   s = key.trans_b ? Layout(&x_, key.k, key.n, key.k, key.batch, key.stride_b)
@@ -164,19 +163,19 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
                    "cublasLtMatmulPreferenceCreate");
   if (!s.ok()) return s;
   const uint64_t workspace = kWorkspaceBytes;
-  s = CublasStatus(
-      lt_,
-      lt_.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                       &workspace, sizeof(workspace)),
-      "workspace preference");
+  s = CublasStatus(lt_,
+                   lt_.MatmulPreferenceSetAttribute(
+                       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                       &workspace, sizeof(workspace)),
+                   "workspace preference");
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (!s.ok()) break;
     s = CublasStatus(lt_,
-                     lt_.MatmulPreferenceSetAttribute(pref, attr, &key.alignment,
-                                                      sizeof(key.alignment)),
+                     lt_.MatmulPreferenceSetAttribute(
+                         pref, attr, &key.alignment, sizeof(key.alignment)),
                      "alignment preference");
   }
   cublasLtMatmulHeuristicResult_t result{};
@@ -210,12 +209,11 @@ absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
     if (!s.ok()) return s;
   }
   const float beta = 0.0f;
-  return CublasStatus(
-      lt_,
-      lt_.Matmul(handle, desc_, &args.alpha, args.b, x_, args.a, y_, &beta,
-                 args.c, d_, args.c, d_, &algo_, workspace, kWorkspaceBytes,
-                 stream),
-      "cublasLtMatmul");
+  return CublasStatus(lt_,
+                      lt_.Matmul(handle, desc_, &args.alpha, args.b, x_, args.a,
+                                 y_, &beta, args.c, d_, args.c, d_, &algo_,
+                                 workspace, kWorkspaceBytes, stream),
+                      "cublasLtMatmul");
 }
 
 // Everything that decides a convolution's descriptors and algorithm.
@@ -229,10 +227,10 @@ struct ConvKey {
   }
   bool operator<(const ConvKey& o) const { return Tie() < o.Tie(); }
   static ConvKey Of(const ConvArgs& a) {
-    return {a.n,        a.c,        a.in_h,    a.in_w,       a.m,
-            a.kernel_h, a.kernel_w, a.out_h,   a.out_w,      a.stride_h,
-            a.stride_w, a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w,
-            a.groups};
+    return {a.n,        a.c,          a.in_h,       a.in_w,
+            a.m,        a.kernel_h,   a.kernel_w,   a.out_h,
+            a.out_w,    a.stride_h,   a.stride_w,   a.pad_top,
+            a.pad_left, a.dilation_h, a.dilation_w, a.groups};
   }
 };
 
@@ -256,52 +254,70 @@ class PreparedConv {
       return CudnnStatus(dnn_, status, call);
     };
     const auto i = [](int64_t v) { return static_cast<int>(v); };
-    absl::Status s = check(dnn_.CreateTensorDescriptor(&x_), "tensor descriptor");
-    if (s.ok()) s = check(dnn_.SetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                     i(k.n), i(k.c), i(k.in_h), i(k.in_w)), "input");
-    if (s.ok()) s = check(dnn_.CreateTensorDescriptor(&y_), "tensor descriptor");
-    if (s.ok()) s = check(dnn_.SetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                     i(k.n), i(k.m), i(k.out_h), i(k.out_w)), "output");
-    if (s.ok()) s = check(dnn_.CreateFilterDescriptor(&w_), "filter descriptor");
-    if (s.ok()) s = check(dnn_.SetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                     i(k.m), i(k.c / k.groups), i(k.kernel_h),
-                                                     i(k.kernel_w)), "filter");
-    if (s.ok()) s = check(dnn_.CreateConvolutionDescriptor(&conv_), "convolution descriptor");
-    if (s.ok()) s = check(dnn_.SetConvolution2dDescriptor(conv_, i(k.pad_top), i(k.pad_left),
-                                                          i(k.stride_h), i(k.stride_w),
-                                                          i(k.dilation_h), i(k.dilation_w),
-                                                          CUDNN_CROSS_CORRELATION,
-                                                          CUDNN_DATA_FLOAT), "convolution");
-    if (s.ok()) s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
-    if (s.ok()) s = check(dnn_.SetConvolutionMathType(
-                              conv_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
-                          "math type");
+    absl::Status s =
+        check(dnn_.CreateTensorDescriptor(&x_), "tensor descriptor");
+    if (s.ok())
+      s = check(
+          dnn_.SetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                     i(k.n), i(k.c), i(k.in_h), i(k.in_w)),
+          "input");
+    if (s.ok())
+      s = check(dnn_.CreateTensorDescriptor(&y_), "tensor descriptor");
+    if (s.ok())
+      s = check(
+          dnn_.SetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                     i(k.n), i(k.m), i(k.out_h), i(k.out_w)),
+          "output");
+    if (s.ok())
+      s = check(dnn_.CreateFilterDescriptor(&w_), "filter descriptor");
+    if (s.ok())
+      s = check(dnn_.SetFilter4dDescriptor(
+                    w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(k.m),
+                    i(k.c / k.groups), i(k.kernel_h), i(k.kernel_w)),
+                "filter");
+    if (s.ok())
+      s = check(dnn_.CreateConvolutionDescriptor(&conv_),
+                "convolution descriptor");
+    if (s.ok())
+      s = check(dnn_.SetConvolution2dDescriptor(
+                    conv_, i(k.pad_top), i(k.pad_left), i(k.stride_h),
+                    i(k.stride_w), i(k.dilation_h), i(k.dilation_w),
+                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                "convolution");
+    if (s.ok())
+      s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
+    if (s.ok())
+      s = check(dnn_.SetConvolutionMathType(
+                    conv_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+                "math type");
     if (!s.ok()) return s;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
-    s = check(dnn_.GetConvolutionForwardAlgorithm(handle, x_, w_, conv_, y_,
-                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                  &found, perf),
+    s = check(dnn_.GetConvolutionForwardAlgorithm(
+                  handle, x_, w_, conv_, y_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                  &found, perf),
               "cudnnGetConvolutionForwardAlgorithm_v7");
     if (!s.ok()) return s;
     for (int a = 0; a < found; ++a) {  // best first; the first that fits
-      if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= workspace) {
+      if (perf[a].status == CUDNN_STATUS_SUCCESS &&
+          perf[a].memory <= workspace) {
         algo_ = perf[a].algo;
         return absl::OkStatus();
       }
     }
     return absl::InternalError(
-        "cuDNN has no float32 algorithm for this convolution within the workspace");
+        "cuDNN has no float32 algorithm for this convolution within the "
+        "workspace");
   }
 
   absl::Status Run(cudnnHandle_t handle, const ConvArgs& a, void* workspace,
                    size_t workspace_bytes) const {
     const float one = 1.0f, zero = 0.0f;
-    return CudnnStatus(dnn_,
-                       dnn_.ConvolutionForward(handle, &one, x_, a.x, w_, a.w, conv_,
-                                               algo_, workspace, workspace_bytes,
-                                               &zero, y_, a.y),
-                       "cudnnConvolutionForward");
+    return CudnnStatus(
+        dnn_,
+        dnn_.ConvolutionForward(handle, &one, x_, a.x, w_, a.w, conv_, algo_,
+                                workspace, workspace_bytes, &zero, y_, a.y),
+        "cudnnConvolutionForward");
   }
 
  private:
@@ -347,22 +363,29 @@ class CudaKernels : public DeviceKernels {
     bool fused = false;
     const int64_t f = sizeof(float);
     const GemmKey key{
-        args.m, args.n, args.k, args.batch, args.stride_a, args.stride_b,
-        args.stride_c, args.trans_a, args.trans_b,
+        args.m,
+        args.n,
+        args.k,
+        args.batch,
+        args.stride_a,
+        args.stride_b,
+        args.stride_c,
+        args.trans_a,
+        args.trans_b,
         EpilogueOf(args.activation.kind, args.bias != nullptr, &fused),
         Alignment({args.a, args.b, args.c},
                   {args.stride_a * f, args.stride_b * f, args.stride_c * f})};
     auto it = gemms_.find(key);
     if (it == gemms_.end()) {
       auto prepared = std::make_unique<PreparedGemm>(lt_);
-      if (absl::Status s = prepared->Init(handle_, key, tf32_); !s.ok()) return s;
+      if (absl::Status s = prepared->Init(handle_, key, tf32_); !s.ok())
+        return s;
       it = gemms_.emplace(key, std::move(prepared)).first;
     }
     cudaStream_t s = CudaStreamOf(stream);
     absl::Status status = it->second->Run(handle_, args, workspace_, s);
     if (!status.ok() || fused) return status;
-    const int64_t count =
-        ((args.batch - 1) * args.stride_c + args.m * args.n);
+    const int64_t count = ((args.batch - 1) * args.stride_c + args.m * args.n);
     return Activation(stream, args.activation, args.c, args.c, count);
   }
 
@@ -389,9 +412,8 @@ class CudaKernels : public DeviceKernels {
   absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
                        int64_t rows, int64_t cols) override {
     if (absl::Status s = Current(); !s.ok()) return s;
-    return CudaStatus(
-        kc::LaunchSoftmax(x, y, rows, cols, CudaStreamOf(stream)),
-        "softmax kernel");
+    return CudaStatus(kc::LaunchSoftmax(x, y, rows, cols, CudaStreamOf(stream)),
+                      "softmax kernel");
   }
 
   absl::Status Transpose(DeviceStream& stream, const void* x,
@@ -401,9 +423,9 @@ class CudaKernels : public DeviceKernels {
     const int64_t n = TransposeIndexerFor(x_shape, perm, &ix);
     if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
     if (absl::Status s = Current(); !s.ok()) return s;
-    return CudaStatus(kc::LaunchTranspose(ix, x, y, n, element_bytes,
-                                          CudaStreamOf(stream)),
-                      "transpose kernel");
+    return CudaStatus(
+        kc::LaunchTranspose(ix, x, y, n, element_bytes, CudaStreamOf(stream)),
+        "transpose kernel");
   }
 
   absl::Status LayerNorm(DeviceStream& stream, const float* x,
@@ -444,11 +466,13 @@ class CudaKernels : public DeviceKernels {
       auto dnn = LoadCudnn();
       if (!dnn.ok()) return dnn.status();
       dnn_ = *dnn;
-      absl::Status s = CudnnStatus(*dnn_, dnn_->Create(&dnn_handle_), "cudnnCreate");
+      absl::Status s =
+          CudnnStatus(*dnn_, dnn_->Create(&dnn_handle_), "cudnnCreate");
       if (!s.ok()) return s;
     }
-    absl::Status s = CudnnStatus(
-        *dnn_, dnn_->SetStream(dnn_handle_, CudaStreamOf(stream)), "cudnnSetStream");
+    absl::Status s =
+        CudnnStatus(*dnn_, dnn_->SetStream(dnn_handle_, CudaStreamOf(stream)),
+                    "cudnnSetStream");
     if (!s.ok()) return s;
     const ConvKey key = ConvKey::Of(args);
     auto it = convs_.find(key);
@@ -458,7 +482,8 @@ class CudaKernels : public DeviceKernels {
         return s;
       it = convs_.emplace(key, std::move(prepared)).first;
     }
-    if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes); !s.ok())
+    if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes);
+        !s.ok())
       return s;
     if (args.bias == nullptr &&
         args.activation.kind == DeviceActivation::kIdentity) {
@@ -490,11 +515,11 @@ class CudaKernels : public DeviceKernels {
                              int64_t batch, int64_t channels, int64_t spatial,
                              ActivationSpec act) override {
     if (absl::Status s = Current(); !s.ok()) return s;
-    return CudaStatus(kc::LaunchChannelAffine(x, scale, shift, y, batch, channels,
-                                              spatial, ToKernel(act.kind),
-                                              act.alpha, act.beta,
-                                              CudaStreamOf(stream)),
-                      "per-channel kernel");
+    return CudaStatus(
+        kc::LaunchChannelAffine(x, scale, shift, y, batch, channels, spatial,
+                                ToKernel(act.kind), act.alpha, act.beta,
+                                CudaStreamOf(stream)),
+        "per-channel kernel");
   }
 
   absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
@@ -530,7 +555,8 @@ absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateCudaKernels(
     std::shared_ptr<CudaDevice> device, const DeviceKernelOptions& options) {
   auto lt = LoadCublasLt();
   if (!lt.ok()) return lt.status();
-  auto kernels = std::make_unique<CudaKernels>(std::move(device), **lt, options);
+  auto kernels =
+      std::make_unique<CudaKernels>(std::move(device), **lt, options);
   if (absl::Status s = kernels->Init(); !s.ok()) return s;
   return std::unique_ptr<DeviceKernels>(std::move(kernels));
 }

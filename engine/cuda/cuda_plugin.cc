@@ -21,7 +21,8 @@ std::string Versions() {
     return v == 0 ? std::string("none")
                   : absl::StrCat(v / 1000, ".", (v % 1000) / 10);
   };
-  return absl::StrCat("CUDA runtime ", text(runtime), ", driver ", text(driver));
+  return absl::StrCat("CUDA runtime ", text(runtime), ", driver ",
+                      text(driver));
 }
 
 class CudaPlugin : public DevicePlugin {
@@ -30,10 +31,11 @@ class CudaPlugin : public DevicePlugin {
 
   absl::StatusOr<std::vector<DeviceInfo>> Devices() override {
     int count = 0;
-    absl::Status s = CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    absl::Status s =
+        CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("no usable CUDA device (", Versions(), "): ", s.message()));
+      return absl::UnavailableError(absl::StrCat(
+          "no usable CUDA device (", Versions(), "): ", s.message()));
     }
     if (count == 0) {
       return absl::UnavailableError(
@@ -42,10 +44,11 @@ class CudaPlugin : public DevicePlugin {
     std::vector<DeviceInfo> devices;
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp prop{};
-      s = CudaStatus(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
+      s = CudaStatus(cudaGetDeviceProperties(&prop, i),
+                     "cudaGetDeviceProperties");
       if (!s.ok()) return s;
-      devices.push_back({i, prop.name, prop.totalGlobalMem,
-                         prop.major * 10 + prop.minor});
+      devices.push_back(
+          {i, prop.name, prop.totalGlobalMem, prop.major * 10 + prop.minor});
     }
     return devices;
   }

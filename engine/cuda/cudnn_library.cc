@@ -22,19 +22,32 @@ absl::StatusOr<Cudnn> Load() {
       ResolveSymbol(h, "cudnnDestroy", &d.Destroy, &missing) &&
       ResolveSymbol(h, "cudnnSetStream", &d.SetStream, &missing) &&
       ResolveSymbol(h, "cudnnGetErrorString", &d.GetErrorString, &missing) &&
-      ResolveSymbol(h, "cudnnCreateTensorDescriptor", &d.CreateTensorDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnSetTensor4dDescriptor", &d.SetTensor4dDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnDestroyTensorDescriptor", &d.DestroyTensorDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnCreateFilterDescriptor", &d.CreateFilterDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnSetFilter4dDescriptor", &d.SetFilter4dDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnDestroyFilterDescriptor", &d.DestroyFilterDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnCreateConvolutionDescriptor", &d.CreateConvolutionDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnSetConvolution2dDescriptor", &d.SetConvolution2dDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnSetConvolutionGroupCount", &d.SetConvolutionGroupCount, &missing) &&
-      ResolveSymbol(h, "cudnnSetConvolutionMathType", &d.SetConvolutionMathType, &missing) &&
-      ResolveSymbol(h, "cudnnDestroyConvolutionDescriptor", &d.DestroyConvolutionDescriptor, &missing) &&
-      ResolveSymbol(h, "cudnnGetConvolutionForwardAlgorithm_v7", &d.GetConvolutionForwardAlgorithm, &missing) &&
-      ResolveSymbol(h, "cudnnConvolutionForward", &d.ConvolutionForward, &missing);
+      ResolveSymbol(h, "cudnnCreateTensorDescriptor", &d.CreateTensorDescriptor,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnSetTensor4dDescriptor", &d.SetTensor4dDescriptor,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnDestroyTensorDescriptor",
+                    &d.DestroyTensorDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnCreateFilterDescriptor", &d.CreateFilterDescriptor,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnSetFilter4dDescriptor", &d.SetFilter4dDescriptor,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnDestroyFilterDescriptor",
+                    &d.DestroyFilterDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnCreateConvolutionDescriptor",
+                    &d.CreateConvolutionDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnSetConvolution2dDescriptor",
+                    &d.SetConvolution2dDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnSetConvolutionGroupCount",
+                    &d.SetConvolutionGroupCount, &missing) &&
+      ResolveSymbol(h, "cudnnSetConvolutionMathType", &d.SetConvolutionMathType,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnDestroyConvolutionDescriptor",
+                    &d.DestroyConvolutionDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnGetConvolutionForwardAlgorithm_v7",
+                    &d.GetConvolutionForwardAlgorithm, &missing) &&
+      ResolveSymbol(h, "cudnnConvolutionForward", &d.ConvolutionForward,
+                    &missing);
   d.path = ok ? LibraryPathOf(reinterpret_cast<void*>(d.Create)) : "";
   if (d.path.empty()) d.path = soname;
   if (!ok) {
@@ -58,7 +71,8 @@ absl::Status CudnnStatus(const Cudnn& dnn, cudnnStatus_t status,
                          absl::string_view call) {
   if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
   const std::string text = absl::StrCat(call, ": ", dnn.GetErrorString(status));
-  if (status == CUDNN_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(text);
+  if (status == CUDNN_STATUS_ALLOC_FAILED)
+    return absl::ResourceExhaustedError(text);
   return absl::InternalError(text);
 }
 

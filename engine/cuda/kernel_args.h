@@ -21,18 +21,30 @@ namespace coalesce {
 inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
   using K = kernels::cuda::Activation;
   switch (a) {
-    case DeviceActivation::kIdentity: return K::kIdentity;
-    case DeviceActivation::kRelu: return K::kRelu;
-    case DeviceActivation::kSigmoid: return K::kSigmoid;
-    case DeviceActivation::kTanh: return K::kTanh;
-    case DeviceActivation::kGeluErf: return K::kGeluErf;
-    case DeviceActivation::kGeluTanh: return K::kGeluTanh;
-    case DeviceActivation::kLeakyRelu: return K::kLeakyRelu;
-    case DeviceActivation::kClip: return K::kClip;
-    case DeviceActivation::kErf: return K::kErf;
-    case DeviceActivation::kPow: return K::kPow;
-    case DeviceActivation::kSqrt: return K::kSqrt;
-    case DeviceActivation::kExp: return K::kExp;
+    case DeviceActivation::kIdentity:
+      return K::kIdentity;
+    case DeviceActivation::kRelu:
+      return K::kRelu;
+    case DeviceActivation::kSigmoid:
+      return K::kSigmoid;
+    case DeviceActivation::kTanh:
+      return K::kTanh;
+    case DeviceActivation::kGeluErf:
+      return K::kGeluErf;
+    case DeviceActivation::kGeluTanh:
+      return K::kGeluTanh;
+    case DeviceActivation::kLeakyRelu:
+      return K::kLeakyRelu;
+    case DeviceActivation::kClip:
+      return K::kClip;
+    case DeviceActivation::kErf:
+      return K::kErf;
+    case DeviceActivation::kPow:
+      return K::kPow;
+    case DeviceActivation::kSqrt:
+      return K::kSqrt;
+    case DeviceActivation::kExp:
+      return K::kExp;
   }
   return K::kIdentity;
 }
@@ -40,10 +52,14 @@ inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
 inline kernels::cuda::BinaryOp ToKernel(DeviceBinaryOp op) {
   using K = kernels::cuda::BinaryOp;
   switch (op) {
-    case DeviceBinaryOp::kAdd: return K::kAdd;
-    case DeviceBinaryOp::kSub: return K::kSub;
-    case DeviceBinaryOp::kMul: return K::kMul;
-    case DeviceBinaryOp::kDiv: return K::kDiv;
+    case DeviceBinaryOp::kAdd:
+      return K::kAdd;
+    case DeviceBinaryOp::kSub:
+      return K::kSub;
+    case DeviceBinaryOp::kMul:
+      return K::kMul;
+    case DeviceBinaryOp::kDiv:
+      return K::kDiv;
   }
   return K::kAdd;
 }
@@ -52,12 +68,21 @@ inline kernels::cuda::BinaryOp ToKernel(DeviceBinaryOp op) {
 inline bool CastSourceOf(DataType from, kernels::cuda::CastSource* source) {
   using K = kernels::cuda::CastSource;
   switch (from) {
-    case DataType::kFp32: *source = K::kFloat; return true;
-    case DataType::kInt64: *source = K::kInt64; return true;
-    case DataType::kInt32: *source = K::kInt32; return true;
+    case DataType::kFp32:
+      *source = K::kFloat;
+      return true;
+    case DataType::kInt64:
+      *source = K::kInt64;
+      return true;
+    case DataType::kInt32:
+      *source = K::kInt32;
+      return true;
     case DataType::kUint8:
-    case DataType::kBool: *source = K::kUint8; return true;
-    default: return false;
+    case DataType::kBool:
+      *source = K::kUint8;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -95,8 +120,8 @@ inline int64_t TransposeIndexerFor(const Shape& x,
                                    const std::vector<int64_t>& perm,
                                    kernels::cuda::TransposeIndexer* ix) {
   if (perm.size() != x.size()) return -1;
-  return kernels::cuda::MakeTransposeIndexer(
-      x.data(), perm.data(), static_cast<int>(x.size()), ix);
+  return kernels::cuda::MakeTransposeIndexer(x.data(), perm.data(),
+                                             static_cast<int>(x.size()), ix);
 }
 
 }  // namespace coalesce

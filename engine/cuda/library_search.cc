@@ -28,7 +28,8 @@ absl::StatusOr<void*> DlopenCudaLibrary(const std::string& soname,
   files.push_back("/usr/local/cuda/lib64/" + soname);
   std::vector<std::string> tried;
   for (const std::string& file : files) {
-    if (void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+    if (void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return handle;
     tried.push_back(dlerror());
   }
   return absl::FailedPreconditionError(absl::StrCat(
@@ -38,11 +39,14 @@ absl::StatusOr<void*> DlopenCudaLibrary(const std::string& soname,
 
 std::string LibraryPathOf(void* symbol) {
   Dl_info info{};
-  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr)
+  if (symbol == nullptr || dladdr(symbol, &info) == 0 ||
+      info.dli_fname == nullptr)
     return "";
   return info.dli_fname;
 }
 
-void* LookupSymbol(void* handle, const char* name) { return dlsym(handle, name); }
+void* LookupSymbol(void* handle, const char* name) {
+  return dlsym(handle, name);
+}
 
 }  // namespace coalesce

@@ -28,7 +28,8 @@ std::string LibraryPathOf(void* symbol);
 // when the library lacks it.
 void* LookupSymbol(void* handle, const char* name);
 template <typename Fn>
-bool ResolveSymbol(void* handle, const char* name, Fn* fn, std::string* missing) {
+bool ResolveSymbol(void* handle, const char* name, Fn* fn,
+                   std::string* missing) {
   *fn = reinterpret_cast<Fn>(LookupSymbol(handle, name));
   if (*fn == nullptr) *missing = name;
   return *fn != nullptr;

@@ -35,7 +35,7 @@ enum class DeviceActivation {
   kLeakyRelu,  // x >= 0 ? x : alpha x
   kClip,       // min(max(x, alpha), beta)
   kErf,
-  kPow,        // x^alpha
+  kPow,  // x^alpha
   kSqrt,
   kExp,
 };
@@ -118,8 +118,7 @@ class DeviceKernels {
 
   // y = f(x) for `count` elements; y may equal x.
   virtual absl::Status Activation(DeviceStream& stream, ActivationSpec f,
-                                  const float* x, float* y,
-                                  int64_t count) = 0;
+                                  const float* x, float* y, int64_t count) = 0;
 
   // y = a op b with NumPy broadcasting of the two shapes (rank <= 8) to
   // y's. y may equal a or b when that input is not broadcast.
@@ -184,10 +183,9 @@ class DeviceKernels {
 
   // Copies `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
   // apart to rows `dst_pitch` bytes apart, device to device (Concat).
-  virtual absl::Status Copy2D(DeviceStream& stream, void* dst,
-                              size_t dst_pitch, const void* src,
-                              size_t src_pitch, size_t row_bytes,
-                              size_t rows) = 0;
+  virtual absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
+                              const void* src, size_t src_pitch,
+                              size_t row_bytes, size_t rows) = 0;
 };
 
 }  // namespace coalesce

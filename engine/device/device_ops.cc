@@ -1,7 +1,5 @@
 #include "engine/device/device_ops.h"
 
-#include "engine/device/device_ops_internal.h"
-
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/device/device_ops_internal.h"
 
 namespace coalesce {
 namespace {
@@ -50,8 +49,10 @@ absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
   if (op == "Gelu") {
     auto approximate = v.attrs().GetString("approximate", "none");
     if (!approximate.ok()) return approximate.status();
-    if (*approximate == "none") return ActivationSpec{DeviceActivation::kGeluErf};
-    if (*approximate == "tanh") return ActivationSpec{DeviceActivation::kGeluTanh};
+    if (*approximate == "none")
+      return ActivationSpec{DeviceActivation::kGeluErf};
+    if (*approximate == "tanh")
+      return ActivationSpec{DeviceActivation::kGeluTanh};
     return absl::InvalidArgumentError(
         absl::StrCat("unknown approximate '", *approximate, "'"));
   }
@@ -217,9 +218,8 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   auto trans_a = v.attrs().GetInt("transA", 0);
   auto trans_b = v.attrs().GetInt("transB", 0);
   auto act = FusedActivation(v.attrs());
-  for (const absl::Status& s : {alpha.status(), beta.status(),
-                                trans_a.status(), trans_b.status(),
-                                act.status()})
+  for (const absl::Status& s : {alpha.status(), beta.status(), trans_a.status(),
+                                trans_b.status(), act.status()})
     if (!s.ok()) return s;
   GemmArgs args;
   args.trans_a = *trans_a != 0;
@@ -332,9 +332,9 @@ absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
   // From opset 13 Softmax normalizes one axis: rows are then contiguous
   // only when every later axis has size 1.
   if (v.opset() >= 13 && Product(shape, axis + 1, shape.size()) != 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "Softmax over axis ", axis, " of ", ShapeToString(shape),
-        " (not the last) is not supported on the GPU"));
+    return absl::UnimplementedError(
+        absl::StrCat("Softmax over axis ", axis, " of ", ShapeToString(shape),
+                     " (not the last) is not supported on the GPU"));
   }
   const int64_t rows = Product(shape, 0, axis);
   const int64_t cols = Product(shape, axis, shape.size());
@@ -399,8 +399,8 @@ absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
   const DataType index_type = v.in(1).info.dtype;
   if (elem != 4 && elem != 8) {
-    return absl::UnimplementedError(
-        absl::StrCat("data of type ", std::string(DataTypeName(v.in(0).info.dtype))));
+    return absl::UnimplementedError(absl::StrCat(
+        "data of type ", std::string(DataTypeName(v.in(0).info.dtype))));
   }
   if (index_type != DataType::kInt64 && index_type != DataType::kInt32) {
     return absl::UnimplementedError("indices that are not int64 or int32");
@@ -431,9 +431,9 @@ absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
 
 absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
   if (v.out(0).info.dtype != DataType::kFp32) {
-    return absl::UnimplementedError(absl::StrCat(
-        "Cast to ", std::string(DataTypeName(v.out(0).info.dtype)),
-        "; the GPU casts to float32 only"));
+    return absl::UnimplementedError(
+        absl::StrCat("Cast to ", std::string(DataTypeName(v.out(0).info.dtype)),
+                     "; the GPU casts to float32 only"));
   }
   const DataType from = v.in(0).info.dtype;
   if (from != DataType::kFp32 && from != DataType::kInt64 &&
@@ -506,9 +506,9 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
     lowered.reads.push_back(x);
     if (row_bytes > 0 && rows > 0) {
       lowered.steps.push_back([=](const StepContext& c) {
-        return c.kernels.Copy2D(c.stream, static_cast<char*>(c.addresses[y]) + offset,
-                                dst_pitch, c.addresses[x], row_bytes,
-                                row_bytes, rows);
+        return c.kernels.Copy2D(
+            c.stream, static_cast<char*>(c.addresses[y]) + offset, dst_pitch,
+            c.addresses[x], row_bytes, row_bytes, rows);
       });
     }
     offset += row_bytes;
@@ -541,9 +541,24 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
 
 // -- the registry ---------------------------------------------------------
 
-enum class Family { kActivation, kBinary, kGemm, kMatMul, kSoftmax, kView,
-                    kConcat, kTranspose, kLayerNorm, kGather, kCast, kSum,
-                    kConv, kPool, kLrn, kBatchNorm };
+enum class Family {
+  kActivation,
+  kBinary,
+  kGemm,
+  kMatMul,
+  kSoftmax,
+  kView,
+  kConcat,
+  kTranspose,
+  kLayerNorm,
+  kGather,
+  kCast,
+  kSum,
+  kConv,
+  kPool,
+  kLrn,
+  kBatchNorm
+};
 
 // Keyed by (internal domain?, op type): the ONNX operators, and the fused
 // ones the graph optimizer makes (engine/optimizer/).
@@ -557,8 +572,8 @@ const std::map<RegistryKey, Family>& Registry() {
       (*r)[{false, op}] = Family::kActivation;
     for (const char* op : {"Add", "Sub", "Mul", "Div"})
       (*r)[{false, op}] = Family::kBinary;
-    for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze",
-                           "Unsqueeze", "Dropout"})
+    for (const char* op :
+         {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout"})
       (*r)[{false, op}] = Family::kView;
     (*r)[{false, "Gemm"}] = Family::kGemm;
     (*r)[{false, "MatMul"}] = Family::kMatMul;
@@ -571,8 +586,8 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
     (*r)[{true, "FusedConv"}] = Family::kConv;
-    for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool",
-                           "GlobalMaxPool"})
+    for (const char* op :
+         {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
       (*r)[{false, op}] = Family::kPool;
     (*r)[{false, "LRN"}] = Family::kLrn;
     (*r)[{false, "BatchNormalization"}] = Family::kBatchNorm;

@@ -31,8 +31,8 @@ absl::StatusOr<std::vector<AxisPads>> ResolvePads(
   for (size_t i = 0; i < rank; ++i) {
     if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
       const int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-      const int64_t total =
-          std::max<int64_t>(0, (out[2 + i] - 1) * strides[i] + span - in[2 + i]);
+      const int64_t total = std::max<int64_t>(
+          0, (out[2 + i] - 1) * strides[i] + span - in[2 + i]);
       const int64_t small = total / 2;
       result[i] = *auto_pad == "SAME_UPPER" ? AxisPads{small, total - small}
                                             : AxisPads{total - small, small};
@@ -82,8 +82,8 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   auto dilations = PerAxis(v.attrs(), "dilations", 2, 1);
   auto group = v.attrs().GetInt("group", 1);
   auto act = FusedActivation(v.attrs());
-  for (const absl::Status& s : {strides.status(), dilations.status(),
-                                group.status(), act.status()})
+  for (const absl::Status& s :
+       {strides.status(), dilations.status(), group.status(), act.status()})
     if (!s.ok()) return s;
   auto pads = ResolvePads(v.attrs(), x, y, kernel, *strides, *dilations);
   if (!pads.ok()) return pads.status();
@@ -233,7 +233,8 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   for (int64_t c = 0; c < channels; ++c) {
     const double inv = 1.0 / std::sqrt(double{params[3][c]} + *epsilon);
     a[c] = static_cast<float>(params[0][c] * inv);
-    shift[c] = static_cast<float>(params[1][c] - params[2][c] * params[0][c] * inv);
+    shift[c] =
+        static_cast<float>(params[1][c] - params[2][c] * params[0][c] * inv);
   }
   const int64_t n = x.empty() ? 1 : x[0];
   const int64_t spatial = x.size() > 2 ? Product(x, 2, x.size()) : 1;
@@ -244,8 +245,8 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   if (n * channels * spatial == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.ChannelAffine(c.stream, F(c, ix), c.derived[0],
-                                   c.derived[1], F(c, iy), n, channels,
-                                   spatial, ActivationSpec{});
+                                   c.derived[1], F(c, iy), n, channels, spatial,
+                                   ActivationSpec{});
   });
   return lowered;
 }

@@ -48,9 +48,9 @@ class NodeView {
       }
     }
     if (out(0).info.dtype != DataType::kFp32) {
-      return absl::UnimplementedError(
-          absl::StrCat("output is ", std::string(DataTypeName(out(0).info.dtype)),
-                       "; the GPU computes float32 only"));
+      return absl::UnimplementedError(absl::StrCat(
+          "output is ", std::string(DataTypeName(out(0).info.dtype)),
+          "; the GPU computes float32 only"));
     }
     return absl::OkStatus();
   }
@@ -82,7 +82,9 @@ inline int64_t Product(const Shape& shape, size_t begin, size_t end) {
   return p;
 }
 
-inline int64_t Count(const Shape& shape) { return Product(shape, 0, shape.size()); }
+inline int64_t Count(const Shape& shape) {
+  return Product(shape, 0, shape.size());
+}
 
 // The optimizer's fused activation attributes (FusedConv, FusedGemm,
 // FusedMatMul: "activation", "activation_alpha", "activation_beta").

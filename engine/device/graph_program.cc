@@ -35,7 +35,7 @@ struct BoundPlan {
   std::vector<std::pair<int, int>> views;  // (value, its source), node order
   std::vector<size_t> arena_offsets;       // by value id (intermediates)
   size_t arena_bytes = 0;
-  std::vector<void*> constants;            // by value id: device address
+  std::vector<void*> constants;  // by value id: device address
   std::vector<std::unique_ptr<DeviceBuffer>> derived;  // LoweredNode::derived
   std::vector<Shape> output_shapes;
   // Model outputs not written in place: (output index, value id).
@@ -63,9 +63,7 @@ class GraphProgram : public DeviceProgram {
 
   absl::Status Init();
 
-  const ModelSignature& signature() const override {
-    return source_.signature;
-  }
+  const ModelSignature& signature() const override { return source_.signature; }
 
   absl::StatusOr<std::vector<Shape>> OutputShapes(
       const std::vector<Shape>& input_shapes) const override {
@@ -126,9 +124,9 @@ class GraphProgram : public DeviceProgram {
   // Used by Enqueue only (serialized by the caller).
   std::unique_ptr<DeviceBuffer> arena_;
   std::unique_ptr<DeviceEvent> arena_idle_;
-  int graphs_ = 0;                   // captured and alive
+  int graphs_ = 0;                      // captured and alive
   std::vector<const void*> graph_key_;  // RunAsGraph's lookup key
-  bool graphs_unsupported_ = false;  // the device has no capture
+  bool graphs_unsupported_ = false;     // the device has no capture
 };
 
 // The smallest shapes the signature allows: every -1 dim as 1.
@@ -170,8 +168,10 @@ absl::Status GraphProgram::Init() {
   for (size_t n = 0; n < source_.nodes.size(); ++n) {
     if (smallest.ok() && (*smallest)->nodes[n].folded) continue;
     const PlanNode& node = source_.nodes[n];
-    absl::Status s = CheckDeviceNode(node, smallest.ok() ? (*smallest)->opset : 0);
-    if (!s.ok()) errors.push_back(absl::StrCat(NodeLabel(node), ": ", s.message()));
+    absl::Status s =
+        CheckDeviceNode(node, smallest.ok() ? (*smallest)->opset : 0);
+    if (!s.ok())
+      errors.push_back(absl::StrCat(NodeLabel(node), ": ", s.message()));
   }
   if (errors.empty() && smallest.ok()) {
     auto bound = Bind(*smallest, &errors);
@@ -179,9 +179,9 @@ absl::Status GraphProgram::Init() {
     if (errors.empty()) plans_[SmallestShapes(source_.signature)] = *bound;
   }
   if (!errors.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat("the ", device_->name(), " device cannot run ",
-                     absl::StrJoin(errors, "; ")));
+    return absl::UnimplementedError(absl::StrCat("the ", device_->name(),
+                                                 " device cannot run ",
+                                                 absl::StrJoin(errors, "; ")));
   }
   return absl::OkStatus();
 }
@@ -212,12 +212,12 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
   for (size_t n = 0; n < plan->nodes.size(); ++n) {
     const PlanNode& node = plan->nodes[n];
     if (node.folded) continue;
-    const bool allow_view = values[node.outputs[0]].storage ==
-                            ValueStorage::kIntermediate;
+    const bool allow_view =
+        values[node.outputs[0]].storage == ValueStorage::kIntermediate;
     auto lowered = LowerDeviceNode(*plan, node, allow_view);
     if (!lowered.ok()) {
-      if (errors == nullptr || lowered.status().code() !=
-                                   absl::StatusCode::kUnimplemented) {
+      if (errors == nullptr ||
+          lowered.status().code() != absl::StatusCode::kUnimplemented) {
         return WithContext(lowered.status(), NodeLabel(node));
       }
       errors->push_back(
@@ -254,8 +254,8 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     last_read[root[id]] = std::numeric_limits<int>::max();
     bound->output_shapes.push_back(values[id].info.shape);
     const PlannedValue& v = values[id];
-    if (v.storage == ValueStorage::kConstant && bound->constants[id] == nullptr &&
-        v.byte_size > 0) {
+    if (v.storage == ValueStorage::kConstant &&
+        bound->constants[id] == nullptr && v.byte_size > 0) {
       auto address = UploadConstant(v);
       if (!address.ok()) return address.status();
       bound->constants[id] = *address;
@@ -330,8 +330,8 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> GraphProgram::Upload(
     const size_t chunk = std::min(kStagingBytes, bytes - done);
     std::memcpy(staging_->data(), host + done, chunk);
     char* dst = static_cast<char*>((*buffer)->data()) + done;
-    absl::Status s = device_->CopyToDevice(*upload_stream_, dst,
-                                           staging_->data(), chunk);
+    absl::Status s =
+        device_->CopyToDevice(*upload_stream_, dst, staging_->data(), chunk);
     if (s.ok()) s = device_->RecordEvent(*upload_done_, *upload_stream_);
     if (s.ok()) s = device_->SynchronizeEvent(*upload_done_);
     if (!s.ok()) return WithContext(s, "uploading a constant");
@@ -349,7 +349,8 @@ absl::Status GraphProgram::EnsureArena(DeviceStream& stream, size_t bytes) {
     arena_.reset();
     DropGraphs();
   }
-  auto arena = device_->AllocateDevice(std::bit_ceil(std::max<size_t>(bytes, 256)));
+  auto arena =
+      device_->AllocateDevice(std::bit_ceil(std::max<size_t>(bytes, 256)));
   if (!arena.ok()) return WithContext(arena.status(), "device arena");
   arena_ = *std::move(arena);
   return absl::OkStatus();
@@ -359,7 +360,8 @@ void GraphProgram::FillAddresses(BoundPlan& bound,
                                  const std::vector<const void*>& inputs,
                                  const std::vector<void*>& outputs) const {
   const std::vector<PlannedValue>& values = bound.plan->values;
-  char* arena = arena_ != nullptr ? static_cast<char*>(arena_->data()) : nullptr;
+  char* arena =
+      arena_ != nullptr ? static_cast<char*>(arena_->data()) : nullptr;
   for (size_t id = 0; id < values.size(); ++id) {
     const PlannedValue& v = values[id];
     void*& address = bound.addresses[id];
@@ -404,8 +406,8 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
 absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
                                     const std::vector<void*>& outputs) {
   for (const BoundPlan::Step& step : plan.steps) {
-    const StepContext context{*device_, *kernels_, stream, plan.addresses.data(),
-                              step.derived->data()};
+    const StepContext context{*device_, *kernels_, stream,
+                              plan.addresses.data(), step.derived->data()};
     absl::Status s = step.run(context);
     if (!s.ok()) {
       return WithContext(s, NodeLabel(plan.plan->nodes[step.node]));
@@ -430,11 +432,13 @@ absl::Status GraphProgram::RunAsGraph(BoundPlan& plan, DeviceStream& stream,
   key.insert(key.end(), outputs.begin(), outputs.end());
   auto it = plan.graphs.find(key);
   if (it == plan.graphs.end()) {  // the warm-up
-    if (graphs_ < options_.max_graphs) plan.graphs.emplace(key, BoundPlan::Captured{});
+    if (graphs_ < options_.max_graphs)
+      plan.graphs.emplace(key, BoundPlan::Captured{});
     return RunSteps(plan, stream, outputs);
   }
   BoundPlan::Captured& captured = it->second;
-  if (captured.failed || (captured.graph == nullptr && graphs_ >= options_.max_graphs)) {
+  if (captured.failed ||
+      (captured.graph == nullptr && graphs_ >= options_.max_graphs)) {
     return RunSteps(plan, stream, outputs);
   }
   if (captured.graph == nullptr) {

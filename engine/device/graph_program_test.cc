@@ -31,10 +31,10 @@ using ::coalesce::testing::SetIntsAttr;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-#define ASSERT_OK_AND_LOADED(...)          \
-  do {                                      \
+#define ASSERT_OK_AND_LOADED(...)            \
+  do {                                       \
     absl::Status loaded = Load(__VA_ARGS__); \
-    ASSERT_TRUE(loaded.ok()) << loaded;     \
+    ASSERT_TRUE(loaded.ok()) << loaded;      \
   } while (0)
 
 GraphProgramSource SourceOf(const std::shared_ptr<const Model>& model) {
@@ -46,7 +46,9 @@ HostTensor RandomTensor(const Shape& shape) {
   for (int64_t d : shape) n *= d;
   ModelSignature one_float;
   one_float.inputs.push_back({"x", DataType::kFp32, shape});
-  return {shape, ::coalesce::testing::RandomInputs(one_float, {shape})[0].values<float>()};
+  return {
+      shape,
+      ::coalesce::testing::RandomInputs(one_float, {shape})[0].values<float>()};
 }
 
 class GraphProgramTest : public ::testing::Test {
@@ -82,14 +84,16 @@ class GraphProgramTest : public ::testing::Test {
                         float tolerance = 1e-5f, int slot_index = 0) {
     std::vector<::coalesce::testing::TypedTensor> typed;
     for (const HostTensor& t : inputs) {
-      typed.push_back(::coalesce::testing::MakeTyped(DataType::kFp32, t.shape, t.data));
+      typed.push_back(
+          ::coalesce::testing::MakeTyped(DataType::kFp32, t.shape, t.data));
     }
     auto device = ::coalesce::testing::RunBatch(*executor_, model_->signature(),
                                                 slot_index, typed);
     ASSERT_TRUE(device.ok()) << device.status();
     auto cpu = ::coalesce::testing::RunModelTyped(model_, typed);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
-    EXPECT_EQ(::coalesce::testing::CompareOutputs(*device, *cpu, tolerance), "");
+    EXPECT_EQ(::coalesce::testing::CompareOutputs(*device, *cpu, tolerance),
+              "");
   }
 
   std::shared_ptr<const Model> model_;
@@ -107,8 +111,8 @@ TEST_P(DeviceCaseTest, MatchesCpu) {
   auto model = ::coalesce::testing::LoadCase(c);
   ASSERT_TRUE(model.ok()) << model.status();
   auto device = std::make_shared<SimulatedDevice>();
-  auto program = CreateGraphProgram(device, CreateSimulatedKernels(device.get()),
-                                    SourceOf(*model));
+  auto program = CreateGraphProgram(
+      device, CreateSimulatedKernels(device.get()), SourceOf(*model));
   ASSERT_TRUE(program.ok()) << program.status();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
                                           PipelinedExecutorOptions{2});
@@ -121,13 +125,13 @@ TEST_P(DeviceCaseTest, MatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(
     AllCases, DeviceCaseTest,
     ::testing::ValuesIn(::coalesce::testing::DeviceTestCases()),
-    [](const ::testing::TestParamInfo<::coalesce::testing::DeviceTestCase>& info) {
-      return info.param.name;
-    });
+    [](const ::testing::TestParamInfo<::coalesce::testing::DeviceTestCase>&
+           info) { return info.param.name; });
 
 TEST_F(GraphProgramTest, MlpMatchesCpuAtEveryBatchSize) {
   OnnxModelBuilder builder;
-  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  builder.proto().ParseFromString(
+      ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
   ASSERT_OK_AND_LOADED(builder);
   int slot = 0;
   for (int64_t batch : {1, 5, 64, 5, 1}) {  // plans are reused on the way back
@@ -151,10 +155,10 @@ OnnxModelBuilder OperatorModel() {
   b.FloatInitializer("gw", {5, 3}, ::coalesce::testing::RandomFloats(15, 4));
   b.FloatInitializer("gc", {4, 3}, ::coalesce::testing::RandomFloats(12, 5));
   b.Int64Initializer("flat", {2}, {-1, 5});
-  b.Node("MatMul", {"x", "w"}, {"xw"});                 // [N,4,5], one GEMM
-  b.Node("Add", {"xw", "bias"}, {"xb"});                // bias, fused or not
+  b.Node("MatMul", {"x", "w"}, {"xw"});   // [N,4,5], one GEMM
+  b.Node("Add", {"xw", "bias"}, {"xb"});  // bias, fused or not
   b.Node("Gelu", {"xb"}, {"g"}, "gelu");
-  b.Node("MatMul", {"x", "y"}, {"xy"});                 // [N,4,4] batched
+  b.Node("MatMul", {"x", "y"}, {"xy"});  // [N,4,4] batched
   b.Node("Sub", {"xy", "row"}, {"s"});
   b.Node("Sigmoid", {"s"}, {"sg"});
   b.Node("Mul", {"sg", "s"}, {"m"});
@@ -163,7 +167,7 @@ OnnxModelBuilder OperatorModel() {
   SetFloatAttr(b.Node("LeakyRelu", {"c"}, {"lr"}), "alpha", 0.2f);
   b.Node("Tanh", {"lr"}, {"t"});
   b.Node("Erf", {"t"}, {"e"});
-  SetIntAttr(b.Node("Concat", {"g", "e"}, {"cat"}), "axis", -1);                                                 // [N,4,9]
+  SetIntAttr(b.Node("Concat", {"g", "e"}, {"cat"}), "axis", -1);  // [N,4,9]
   SetIntsAttr(b.Node("Transpose", {"cat"}, {"tr"}), "perm", {0, 2, 1});
   b.Node("Softmax", {"tr"}, {"sm"});                    // [N,9,4], last axis
   b.Node("Reshape", {"g", "flat"}, {"g2"});             // view: [N*4,5]
@@ -172,7 +176,7 @@ OnnxModelBuilder OperatorModel() {
   b.Node("Relu", {"gemm"}, {"r"});
   b.Node("Reshape", {"r", "flat_out"}, {"out2"});
   b.Int64Initializer("flat_out", {2}, {-1, 3});
-  b.Node("Transpose", {"gw"}, {"gwt"});                 // [3,5] constant
+  b.Node("Transpose", {"gw"}, {"gwt"});                    // [3,5] constant
   auto& gemm2 = b.Node("Gemm", {"gwt", "gw"}, {"small"});  // [3,3]
   SetIntAttr(gemm2, "transA", 0);
   b.Node("Identity", {"x"}, {"x_again"});
@@ -188,11 +192,13 @@ OnnxModelBuilder OperatorModel() {
 // are all reused.
 TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
   OnnxModelBuilder builder;
-  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  builder.proto().ParseFromString(
+      ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
   ASSERT_OK_AND_LOADED(builder);
   const int64_t batches[] = {8, 3, 8, 1};
   for (int slot : {0, 1}) {
-    for (int64_t batch : batches) ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
+    for (int64_t batch : batches)
+      ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
   }
   const int64_t warm = device_->allocation_count();
   for (int round = 0; round < 5; ++round) {
@@ -205,7 +211,8 @@ TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
 
 OnnxModelBuilder SmallMlp() {
   OnnxModelBuilder builder;
-  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  builder.proto().ParseFromString(
+      ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
   return builder;
 }
 
@@ -217,7 +224,8 @@ TEST_F(GraphProgramTest, GraphsAreCapturedAfterWarmUpAndReplayed) {
   for (int run = 0; run < 4; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
   EXPECT_EQ(device_->graphs_captured(), 1);
   EXPECT_EQ(device_->graph_launches(), 3);
-  ExpectMatchesCpu({RandomTensor({8, 24})}, 1e-5f, /*slot_index=*/1);  // new buffers
+  ExpectMatchesCpu({RandomTensor({8, 24})}, 1e-5f,
+                   /*slot_index=*/1);  // new buffers
   EXPECT_EQ(device_->graphs_captured(), 1);
   ExpectMatchesCpu({RandomTensor({8, 24})}, 1e-5f, 1);
   EXPECT_EQ(device_->graphs_captured(), 2);
@@ -238,7 +246,8 @@ TEST_F(GraphProgramTest, GraphCountIsBounded) {
   options.max_graphs = 2;
   ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
   for (int run = 0; run < 3; ++run) {
-    for (int64_t batch : {1, 2, 3, 4}) ExpectMatchesCpu({RandomTensor({batch, 24})});
+    for (int64_t batch : {1, 2, 3, 4})
+      ExpectMatchesCpu({RandomTensor({batch, 24})});
   }
   EXPECT_EQ(device_->graphs_captured(), 2);
   EXPECT_EQ(device_->graph_launches(), 4);  // 2 graphs, replayed on runs 1, 2
@@ -258,7 +267,8 @@ TEST_F(GraphProgramTest, ArenaGrowthDropsGraphs) {
 TEST_F(GraphProgramTest, OperatorsMatchCpuWithOptimizerOn) {
   ASSERT_OK_AND_LOADED(OperatorModel());
   for (int64_t batch : {1, 3}) {
-    ExpectMatchesCpu({RandomTensor({batch, 4, 6}), RandomTensor({batch, 6, 4})});
+    ExpectMatchesCpu(
+        {RandomTensor({batch, 4, 6}), RandomTensor({batch, 6, 4})});
   }
 }
 
@@ -303,10 +313,9 @@ TEST_F(GraphProgramTest, RefusesAtLoadNamingEveryNodeItCannotRun) {
   b.Output("a");
   absl::Status s = Load(b);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  EXPECT_THAT(s.message(),
-              AllOf(HasSubstr("node 'the_neg' (op 'Neg')"),
-                    HasSubstr("node 'the_abs' (op 'Abs')"),
-                    ::testing::Not(HasSubstr("Relu"))));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("node 'the_neg' (op 'Neg')"),
+                                 HasSubstr("node 'the_abs' (op 'Abs')"),
+                                 ::testing::Not(HasSubstr("Relu"))));
 }
 
 TEST_F(GraphProgramTest, RefusesAtLoadWhatOnlyShapesShow) {
@@ -345,7 +354,8 @@ TEST_F(GraphProgramTest, ShapeArithmeticFoldsAndNeedsNoKernel) {
 
 TEST_F(GraphProgramTest, OutOfDeviceMemoryForWeightsIsResourceExhausted) {
   OnnxModelBuilder builder;
-  builder.proto().ParseFromString(::coalesce::testing::BuildMlpModel(64, 256, 10, 7));
+  builder.proto().ParseFromString(
+      ::coalesce::testing::BuildMlpModel(64, 256, 10, 7));
   SimulatedDevice::Options small;
   small.device_memory_bytes = 16 * 1024;  // the weights need ~100 KB
   absl::Status s = Load(builder, small);

@@ -80,7 +80,8 @@ class PipelineSlot : public BatchSlot {
     }
     for (size_t i = 0; i < outputs_.size(); ++i) {
       absl::Status s = Stage(outputs_[i], sig.outputs[i], output_shapes_[i]);
-      if (!s.ok()) return WithContext(s, "output '" + sig.outputs[i].name + "'");
+      if (!s.ok())
+        return WithContext(s, "output '" + sig.outputs[i].name + "'");
     }
     return absl::OkStatus();
   }
@@ -127,8 +128,8 @@ class PipelineSlot : public BatchSlot {
       return absl::InvalidArgumentError(
           absl::StrCat("invalid shape ", ShapeToString(shape)));
     }
-    return tensor.Reserve(*device_,
-                          static_cast<size_t>(*count) * ElementByteSize(spec.dtype));
+    return tensor.Reserve(
+        *device_, static_cast<size_t>(*count) * ElementByteSize(spec.dtype));
   }
 
   Device* const device_;
@@ -162,8 +163,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
       *stream = *std::move(created);
     }
     for (int i = 0; i < num_slots; ++i) {
-      auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), program_.get(), [this] { return health(); });
+      auto slot = std::make_unique<PipelineSlot>(device_.get(), program_.get(),
+                                                 [this] { return health(); });
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
     }
@@ -185,16 +186,15 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     const auto& inputs = program_->signature().inputs;
     for (size_t i = 0; i < inputs.size() && slot.batch_status.ok(); ++i) {
       StagedTensor& t = slot.inputs()[i];
-      slot.batch_status = Annotate(
-          device_->CopyToDevice(*copy_in_stream_, t.device->data(),
-                                t.host->data(), t.bytes),
-          "copy of input '" + inputs[i].name + "' to the device");
+      slot.batch_status =
+          Annotate(device_->CopyToDevice(*copy_in_stream_, t.device->data(),
+                                         t.host->data(), t.bytes),
+                   "copy of input '" + inputs[i].name + "' to the device");
     }
     DeviceEvent* recorded = Record(slot, *slot.copied_in, *copy_in_stream_);
     slot.copy_in_done = std::make_shared<Event>();
     copy_in_waiter_->Add({recorded, slot.batch_status, nullptr,
-                          slot.copy_in_done, "copy in",
-                          &slot.copy_in_done_at});
+                          slot.copy_in_done, "copy in", &slot.copy_in_done_at});
     return slot.copy_in_done;
   }
 
@@ -227,17 +227,17 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     auto& slot = static_cast<PipelineSlot&>(*batch_slot);
     slot.copy_out_called = Clock::now();
     if (slot.batch_status.ok()) {
-      slot.batch_status = Annotate(
-          device_->StreamWaitEvent(*copy_out_stream_, *slot.computed),
-          "copy out");
+      slot.batch_status =
+          Annotate(device_->StreamWaitEvent(*copy_out_stream_, *slot.computed),
+                   "copy out");
     }
     const auto& outputs = program_->signature().outputs;
     for (size_t i = 0; i < outputs.size() && slot.batch_status.ok(); ++i) {
       StagedTensor& t = slot.outputs()[i];
-      slot.batch_status = Annotate(
-          device_->CopyToHost(*copy_out_stream_, t.host->data(),
-                              t.device->data(), t.bytes),
-          "copy of output '" + outputs[i].name + "' from the device");
+      slot.batch_status =
+          Annotate(device_->CopyToHost(*copy_out_stream_, t.host->data(),
+                                       t.device->data(), t.bytes),
+                   "copy of output '" + outputs[i].name + "' from the device");
     }
     DeviceEvent* recorded = Record(slot, *slot.copied_out, *copy_out_stream_);
     auto done = std::make_shared<Event>();
@@ -306,10 +306,12 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreatePipelinedExecutor(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceProgram> program,
     const PipelinedExecutorOptions& options) {
   if (device == nullptr || program == nullptr) {
-    return absl::InvalidArgumentError("pipelined executor: null device or program");
+    return absl::InvalidArgumentError(
+        "pipelined executor: null device or program");
   }
   if (options.num_slots < 1) {
-    return absl::InvalidArgumentError("pipelined executor: num_slots must be >= 1");
+    return absl::InvalidArgumentError(
+        "pipelined executor: num_slots must be >= 1");
   }
   auto executor = std::make_unique<PipelinedExecutorImpl>(std::move(device),
                                                           std::move(program));

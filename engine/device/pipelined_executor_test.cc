@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/device/simulated_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "engine/device/simulated_device.h"
 
 namespace coalesce {
 namespace {
@@ -100,7 +100,8 @@ class PipelinedExecutorTest : public ::testing::Test {
     ASSERT_EQ(slot->output_byte_size(0), rows * kWidth * sizeof(float));
     const auto* y = reinterpret_cast<const float*>(slot->output_data(0));
     for (int64_t i = 0; i < rows * kWidth; ++i) {
-      ASSERT_EQ(y[i], 2 * (seed + i) + 1) << "slot " << slot_index << " i " << i;
+      ASSERT_EQ(y[i], 2 * (seed + i) + 1)
+          << "slot " << slot_index << " i " << i;
     }
   }
 
@@ -161,7 +162,8 @@ TEST_F(PipelinedExecutorTest, SlotIsRewrittenOnlyAfterItsCopyOut) {
   // Driven as the batcher does: a slot is refilled once its CopyOut is done.
   SimulatedDevice::Options options;
   options.copy_latency = std::chrono::microseconds(300);
-  Create(options, /*num_slots=*/2, /*kernel_time=*/std::chrono::microseconds(500));
+  Create(options, /*num_slots=*/2,
+         /*kernel_time=*/std::chrono::microseconds(500));
   constexpr int kBatches = 12;
   std::vector<std::shared_ptr<Event>> done(2);
   for (int b = 0; b < kBatches; ++b) {
@@ -174,7 +176,8 @@ TEST_F(PipelinedExecutorTest, SlotIsRewrittenOnlyAfterItsCopyOut) {
   }
   for (int s = 0; s < 2; ++s) {
     ASSERT_TRUE(done[s]->Wait().ok());
-    ExpectOutputs(s, 4 + kBatches - 2 + s, static_cast<float>(kBatches - 2 + s));
+    ExpectOutputs(s, 4 + kBatches - 2 + s,
+                  static_cast<float>(kBatches - 2 + s));
   }
   for (int b = 2; b < kBatches; ++b) {
     EXPECT_GT(Op(Kind::kCopyToDevice, b).start_tick,
@@ -233,7 +236,8 @@ TEST_F(PipelinedExecutorTest, StickyFaultFailsItsBatchAndMarksUnhealthy) {
   EXPECT_EQ(refused, health);
 }
 
-TEST_F(PipelinedExecutorTest, OutOfDeviceMemoryIsResourceExhaustedNamingTensor) {
+TEST_F(PipelinedExecutorTest,
+       OutOfDeviceMemoryIsResourceExhaustedNamingTensor) {
   SimulatedDevice::Options options;
   options.device_memory_bytes = 8 << 10;
   Create(options);
@@ -287,9 +291,11 @@ TEST(CreatePipelinedExecutorTest, RejectsBadArguments) {
   auto device = std::make_shared<SimulatedDevice>();
   auto no_program = CreatePipelinedExecutor(device, nullptr, {});
   EXPECT_EQ(no_program.status().code(), absl::StatusCode::kInvalidArgument);
-  auto no_slots = CreatePipelinedExecutor(
-      device, std::make_unique<AffineProgram>(device.get(), std::chrono::microseconds(0)),
-      PipelinedExecutorOptions{0});
+  auto no_slots =
+      CreatePipelinedExecutor(device,
+                              std::make_unique<AffineProgram>(
+                                  device.get(), std::chrono::microseconds(0)),
+                              PipelinedExecutorOptions{0});
   EXPECT_EQ(no_slots.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -24,15 +24,15 @@ absl::StatusOr<DevicePlugin*> Open(const std::string& path) {
   }
   void* symbol = dlsym(handle, kDevicePluginSymbol);
   if (symbol == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device plugin ", path, " has no ", kDevicePluginSymbol));
+    return absl::FailedPreconditionError(
+        absl::StrCat("device plugin ", path, " has no ", kDevicePluginSymbol));
   }
   DevicePlugin* plugin = reinterpret_cast<DevicePluginEntry>(symbol)();
   if (plugin == nullptr || plugin->abi() != kDevicePluginAbi) {
     return absl::FailedPreconditionError(absl::StrCat(
         "device plugin ", path, " was built for another server (ABI ",
-        plugin == nullptr ? -1 : plugin->abi(), ", expected ",
-        kDevicePluginAbi, ")"));
+        plugin == nullptr ? -1 : plugin->abi(), ", expected ", kDevicePluginAbi,
+        ")"));
   }
   return plugin;
 }
@@ -53,7 +53,9 @@ std::string DefaultCudaPluginPath() {
   std::error_code error;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   const auto dir = error ? std::filesystem::path(".") : exe.parent_path();
-  return (dir / ".." / "lib" / "libcoalesce_cuda.so").lexically_normal().string();
+  return (dir / ".." / "lib" / "libcoalesce_cuda.so")
+      .lexically_normal()
+      .string();
 }
 
 }  // namespace coalesce

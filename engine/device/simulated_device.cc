@@ -155,10 +155,10 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimulatedDevice::Allocate(
   const size_t capacity =
       pinned ? options_.pinned_memory_bytes : options_.device_memory_bytes;
   if (bytes > capacity - in_use) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "simulated device: out of ", pinned ? "pinned host" : "device",
-        " memory allocating ", bytes, " bytes (", in_use, " of ", capacity,
-        " in use)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("simulated device: out of ",
+                     pinned ? "pinned host" : "device", " memory allocating ",
+                     bytes, " bytes (", in_use, " of ", capacity, " in use)"));
   }
   in_use += bytes;
   auto buffer = std::make_unique<SimBuffer>(this, bytes, pinned);
@@ -186,14 +186,13 @@ bool SimulatedDevice::IsPinned(const void* p, size_t bytes) const {
 
 absl::Status SimulatedDevice::CopyToDevice(DeviceStream& stream,
                                            void* device_dst,
-                                           const void* host_src,
-                                           size_t bytes) {
-  return EnqueueCopy(stream, OpKind::kCopyToDevice, device_dst, host_src, bytes);
+                                           const void* host_src, size_t bytes) {
+  return EnqueueCopy(stream, OpKind::kCopyToDevice, device_dst, host_src,
+                     bytes);
 }
 
 absl::Status SimulatedDevice::CopyToHost(DeviceStream& stream, void* host_dst,
-                                         const void* device_src,
-                                         size_t bytes) {
+                                         const void* device_src, size_t bytes) {
   return EnqueueCopy(stream, OpKind::kCopyToHost, host_dst, device_src, bytes);
 }
 
@@ -260,8 +259,8 @@ void SimulatedDevice::PushWork(SimStream& stream, Op op) {
     const MemoryRegion& host =
         op.kind == OpKind::kCopyToDevice ? op.reads[0] : op.writes[0];
     if (!IsPinned(host.begin, host.bytes)) {
-      problems_.push_back(absl::StrCat(op.name, " #", op.index,
-                                       ": host memory is not pinned"));
+      problems_.push_back(
+          absl::StrCat(op.name, " #", op.index, ": host memory is not pinned"));
     }
     if (options_.copy_bytes_per_second > 0) {
       op.duration = options_.copy_latency +
@@ -305,10 +304,12 @@ absl::Status SimulatedDevice::LaunchGraph(DeviceGraph& graph,
   absl::MutexLock lock(&mu_);
   if (!sticky_.ok()) return sticky_;
   if (sim_stream.capturing) {
-    return absl::FailedPreconditionError("cannot launch a graph while capturing");
+    return absl::FailedPreconditionError(
+        "cannot launch a graph while capturing");
   }
   ++graph_launches_;
-  for (const Op& op : static_cast<SimGraph&>(graph).ops) PushWork(sim_stream, op);
+  for (const Op& op : static_cast<SimGraph&>(graph).ops)
+    PushWork(sim_stream, op);
   return absl::OkStatus();
 }
 
@@ -329,7 +330,8 @@ absl::Status SimulatedDevice::RecordEvent(DeviceEvent& event,
   if (!sticky_.ok()) return sticky_;
   Op op;
   if (static_cast<SimStream&>(stream).capturing) {
-    return absl::FailedPreconditionError("event recorded on a capturing stream");
+    return absl::FailedPreconditionError(
+        "event recorded on a capturing stream");
   }
   op.type = Op::Type::kRecord;
   op.event = &sim_event;
@@ -408,9 +410,10 @@ void SimulatedDevice::RunOp(Op& op) {
     op.start = std::chrono::steady_clock::now();
     started_.insert(key);
   }
-  OpRecord record{op.kind, op.index, op.stream, op.name, op.start_tick,
-                  ++tick_, op.start, std::chrono::steady_clock::now(),
-                  status};
+  OpRecord record{
+      op.kind,       op.index, op.stream, op.name,
+      op.start_tick, ++tick_,  op.start,  std::chrono::steady_clock::now(),
+      status};
   timeline_.push_back(std::move(record));
   ended_.insert(key);
 }
@@ -428,10 +431,9 @@ void SimulatedDevice::CheckRaces(const Op& op) {
     if (AnyOverlap(op.writes, other->reads) ||
         AnyOverlap(op.writes, other->writes) ||
         AnyOverlap(op.reads, other->writes)) {
-      problems_.push_back(absl::StrCat("race: ", op.name, " #", op.index,
-                                       " started while ", other->name, " #",
-                                       other->index,
-                                       " was using the same memory"));
+      problems_.push_back(absl::StrCat(
+          "race: ", op.name, " #", op.index, " started while ", other->name,
+          " #", other->index, " was using the same memory"));
     }
   }
 }
@@ -470,8 +472,7 @@ bool SimulatedDevice::AwaitStart(OpKind kind, int index,
   return mu_.AwaitWithTimeout(absl::Condition(&started), timeout);
 }
 
-bool SimulatedDevice::AwaitEnd(OpKind kind, int index,
-                               absl::Duration timeout) {
+bool SimulatedDevice::AwaitEnd(OpKind kind, int index, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ended_.count({kind, index}) > 0;

@@ -152,7 +152,7 @@ class SimulatedDevice : public Device {
   absl::Status EnqueueCopy(DeviceStream& stream, OpKind kind, void* dst,
                            const void* src, size_t bytes);
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes,
-                                                          bool pinned);
+                                                         bool pinned);
   void Free(const SimBuffer& buffer);
   // Called on a stream's thread.
   void RunOp(Op& op);

@@ -98,13 +98,16 @@ TEST(SimulatedDeviceTest, ConcurrentAccessToTheSameMemoryIsReported) {
   ASSERT_TRUE(device.Launch(*a, Fill(buf->data(), 64, 1)).ok());
   ASSERT_TRUE(device.AwaitStart(Kind::kKernel, 0, kBound));
   // No event orders this copy after the kernel: a race.
-  ASSERT_TRUE(device.CopyToDevice(*b, static_cast<char*>(buf->data()) + 32,
-                                  host->data(), 8).ok());
+  ASSERT_TRUE(device
+                  .CopyToDevice(*b, static_cast<char*>(buf->data()) + 32,
+                                host->data(), 8)
+                  .ok());
   ASSERT_TRUE(device.AwaitEnd(Kind::kCopyToDevice, 0, kBound));
   device.Release(Kind::kKernel, 0);
   ASSERT_TRUE(device.AwaitEnd(Kind::kKernel, 0, kBound));
-  EXPECT_THAT(device.problems(),
-              ElementsAre(HasSubstr("race: copy_to_device #0 started while fill #0")));
+  EXPECT_THAT(
+      device.problems(),
+      ElementsAre(HasSubstr("race: copy_to_device #0 started while fill #0")));
 }
 
 TEST(SimulatedDeviceTest, CopyFromUnpinnedHostMemoryIsReported) {

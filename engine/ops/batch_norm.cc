@@ -2,12 +2,13 @@
 // scale, B, input_mean and input_var are [C]. Training mode (opset 14's
 // training_mode = 1) and the per-activation form of opsets below 9
 // (spatial = 0) are refused at load.
+#include "kernels/cpu/batch_norm.h"
+
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
-#include "kernels/cpu/batch_norm.h"
 
 namespace coalesce {
 namespace {

@@ -28,7 +28,8 @@ TEST(BatchNormOpTest, MatchesFormulaPerChannel) {
     for (size_t i = 0; i < x.size(); ++i) {
       const size_t c = (i / 20) % 3;
       const double want =
-          (x[i] - mean[c]) / std::sqrt(double(var[c]) + 1e-3) * scale[c] + bias[c];
+          (x[i] - mean[c]) / std::sqrt(double(var[c]) + 1e-3) * scale[c] +
+          bias[c];
       ASSERT_NEAR((*out)[0].data[i], want, 1e-5) << i << " opset " << opset;
     }
   }
@@ -50,11 +51,13 @@ TEST(BatchNormOpTest, WrongParameterShapeNamesIt) {
   testing::OnnxModelBuilder b(15);
   b.Input("x", {1, 2, 3}).Output("y");
   b.FloatInitializer("s", {3}, {1, 1, 1});
-  for (const char* name : {"b", "m", "v"}) b.FloatInitializer(name, {2}, {1, 1});
+  for (const char* name : {"b", "m", "v"})
+    b.FloatInitializer(name, {2}, {1, 1});
   b.Node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
   auto model = b.Load();
   ASSERT_TRUE(model.ok()) << model.status();
-  auto out = testing::RunModelOnce(*model, {{{1, 2, 3}, std::vector<float>(6)}});
+  auto out =
+      testing::RunModelOnce(*model, {{{1, 2, 3}, std::vector<float>(6)}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("scale [3]"), std::string::npos)
       << out.status();

@@ -100,9 +100,9 @@ void CheckInt(DataType dtype, int32_t onnx_type) {
     builder.Node(op, {"a", "b"}, {"y"});
     auto model = builder.Load();
     ASSERT_TRUE(model.ok()) << model.status();
-    auto out = testing::RunModelTyped(
-        *model, {testing::MakeTyped(dtype, {2, 3}, a),
-                 testing::MakeTyped(dtype, {3}, b)});
+    auto out =
+        testing::RunModelTyped(*model, {testing::MakeTyped(dtype, {2, 3}, a),
+                                        testing::MakeTyped(dtype, {3}, b)});
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ((*out)[0].dtype, dtype);
     ASSERT_EQ((*out)[0].shape, (Shape{2, 3}));
@@ -219,12 +219,12 @@ TEST(BinaryOpTest, MixedTypesRejected) {
   // Rejected at load or at the first run, never computed.
   absl::Status status = model.status();
   if (model.ok()) {
-    status = testing::RunModelTyped(
-                 *model, {testing::MakeTyped(DataType::kInt64, {3},
-                                             std::vector<int64_t>(3)),
-                          testing::MakeTyped(DataType::kFp32, {3},
-                                             std::vector<float>(3))})
-                 .status();
+    status =
+        testing::RunModelTyped(
+            *model,
+            {testing::MakeTyped(DataType::kInt64, {3}, std::vector<int64_t>(3)),
+             testing::MakeTyped(DataType::kFp32, {3}, std::vector<float>(3))})
+            .status();
   }
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(std::string(status.message()).find("FP32"), std::string::npos)

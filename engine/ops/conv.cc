@@ -2,6 +2,8 @@
 // with an activation the graph optimizer folded in (see
 // fused_activation_attr.h). X is [N, C, spatial...] with 1 to 3 spatial dims,
 // W is [M, C / group, kernel...], the optional B is [M].
+#include "kernels/cpu/conv.h"
+
 #include <memory>
 #include <utility>
 #include <vector>
@@ -12,7 +14,6 @@
 #include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
 #include "engine/prepared_kernel.h"
-#include "kernels/cpu/conv.h"
 
 namespace coalesce {
 namespace {
@@ -88,9 +89,9 @@ class ConvOp : public PreparedOnlyKernel {
     const Shape& x = in[0].shape;
     const Shape& w = in[1].shape;
     if (x.size() < 3 || w.size() != x.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "X ", ShapeToString(x), " and W ", ShapeToString(w),
-          " must have the same rank, at least 3"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("X ", ShapeToString(x), " and W ", ShapeToString(w),
+                       " must have the same rank, at least 3"));
     }
     const int64_t group = attrs_.group;
     if (x[1] != w[1] * group || w[0] % group != 0) {
@@ -103,9 +104,8 @@ class ConvOp : public PreparedOnlyKernel {
       if (absl::Status s = ExpectInputType(in, 2, DataType::kFp32); !s.ok())
         return s;
       if (in[2].shape != Shape{w[0]}) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("B ", ShapeToString(in[2].shape), " must be [", w[0],
-                         "]"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "B ", ShapeToString(in[2].shape), " must be [", w[0], "]"));
       }
     }
     absl::StatusOr<SpatialGeometry> s =

@@ -24,10 +24,9 @@ absl::StatusOr<std::vector<int64_t>> PerAxis(const std::vector<int64_t>& values,
                                              const char* name) {
   if (values.empty()) return std::vector<int64_t>(rank, fill);
   if (values.size() != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " has ", values.size(), " values [",
-                     absl::StrJoin(values, ","), "] for ", rank,
-                     " spatial dims"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " has ", values.size(), " values [", absl::StrJoin(values, ","),
+        "] for ", rank, " spatial dims"));
   }
   for (int64_t v : values) {
     if (v < (fill == 0 ? 0 : 1)) {
@@ -54,10 +53,10 @@ absl::StatusOr<ConvAttributes> ParseConvAttributes(const OpNode& node) {
         absl::StrCat("group must be at least 1, got ", *group));
   }
   attrs.group = *group;
-  for (auto [name, field] :
-       {std::pair{"kernel_shape", &attrs.kernel_shape},
-        std::pair{"strides", &attrs.strides},
-        std::pair{"dilations", &attrs.dilations}, std::pair{"pads", &attrs.pads}}) {
+  for (auto [name, field] : {std::pair{"kernel_shape", &attrs.kernel_shape},
+                             std::pair{"strides", &attrs.strides},
+                             std::pair{"dilations", &attrs.dilations},
+                             std::pair{"pads", &attrs.pads}}) {
     absl::StatusOr<std::vector<int64_t>> values = node.GetInts(name);
     if (!values.ok()) return values.status();
     *field = *std::move(values);
@@ -72,9 +71,10 @@ absl::StatusOr<SpatialGeometry> ResolveConvGeometry(
   SpatialGeometry g;
   g.kernel = attrs.kernel_shape.empty() ? weight_kernel : attrs.kernel_shape;
   if (g.kernel != weight_kernel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_shape [", absl::StrJoin(attrs.kernel_shape, ","),
-        "] differs from the weights' [", absl::StrJoin(weight_kernel, ","), "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel_shape [", absl::StrJoin(attrs.kernel_shape, ","),
+                     "] differs from the weights' [",
+                     absl::StrJoin(weight_kernel, ","), "]"));
   }
   absl::StatusOr<std::vector<int64_t>> strides =
       PerAxis(attrs.strides, rank, 1, "strides");
@@ -104,7 +104,8 @@ absl::StatusOr<SpatialGeometry> ResolveConvGeometry(
       case AutoPad::kSameUpper:
       case AutoPad::kSameLower: {
         g.out[i] = (in + s - 1) / s;
-        const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * s + span - in);
+        const int64_t total =
+            std::max<int64_t>(0, (g.out[i] - 1) * s + span - in);
         const int64_t small = total / 2;
         const bool upper = attrs.auto_pad == AutoPad::kSameUpper;
         g.pads_begin[i] = upper ? small : total - small;

@@ -35,8 +35,9 @@ std::vector<float> Reference(const Case& t, const std::vector<float>& x,
     s[i] = t.strides[i];
     d[i] = t.dilations[i];
     pb[i] = t.pads[i];
-    out[i] = (t.in[i] + t.pads[i] + t.pads[r + i] - (k[i] - 1) * d[i] - 1) /
-                 s[i] + 1;
+    out[i] =
+        (t.in[i] + t.pads[i] + t.pads[r + i] - (k[i] - 1) * d[i] - 1) / s[i] +
+        1;
     out_dims->push_back(out[i]);
   }
   const int64_t cg = t.c / t.group, mg = t.m / t.group;
@@ -60,7 +61,8 @@ std::vector<float> Reference(const Case& t, const std::vector<float>& x,
                       continue;
                     const int64_t xi =
                         (((n * t.c + g * cg + c) * in[0] + i0) * in[1] + i1) *
-                            in[2] + i2;
+                            in[2] +
+                        i2;
                     const int64_t wi =
                         (((m * cg + c) * k[0] + k0) * k[1] + k1) * k[2] + k2;
                     acc += static_cast<double>(x[xi]) * w[wi];
@@ -89,8 +91,10 @@ void Check(const Case& t, bool runtime_weights = false,
            const std::string& activation = "") {
   const Shape x_shape = Concat({t.n, t.c}, t.in);
   const Shape w_shape = Concat({t.m, t.c / t.group}, t.kernel);
-  const auto x = testing::RandomFloats(DimProduct(x_shape, 0, x_shape.size()), 1);
-  const auto w = testing::RandomFloats(DimProduct(w_shape, 0, w_shape.size()), 2);
+  const auto x =
+      testing::RandomFloats(DimProduct(x_shape, 0, x_shape.size()), 1);
+  const auto w =
+      testing::RandomFloats(DimProduct(w_shape, 0, w_shape.size()), 2);
   const auto b = testing::RandomFloats(t.m, 3);
   testing::OnnxModelBuilder builder(17);
   builder.Input("x", x_shape).Output("y");
@@ -129,38 +133,89 @@ void Check(const Case& t, bool runtime_weights = false,
 }
 
 TEST(ConvOpTest, PlainTwoDimensional) {
-  Check({.n = 2, .c = 3, .m = 4, .in = {7, 6}, .kernel = {3, 3},
-         .strides = {1, 1}, .dilations = {1, 1}, .pads = {0, 0, 0, 0}});
+  Check({.n = 2,
+         .c = 3,
+         .m = 4,
+         .in = {7, 6},
+         .kernel = {3, 3},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {0, 0, 0, 0}});
 }
 
 TEST(ConvOpTest, StridesPadsAndDilations) {
-  Check({.n = 1, .c = 5, .m = 6, .in = {11, 9}, .kernel = {3, 2},
-         .strides = {2, 3}, .dilations = {2, 1}, .pads = {1, 0, 2, 1}});
+  Check({.n = 1,
+         .c = 5,
+         .m = 6,
+         .in = {11, 9},
+         .kernel = {3, 2},
+         .strides = {2, 3},
+         .dilations = {2, 1},
+         .pads = {1, 0, 2, 1}});
 }
 
 TEST(ConvOpTest, GroupedAndDepthwise) {
-  Check({.n = 2, .c = 6, .m = 4, .group = 2, .in = {8, 8}, .kernel = {3, 3},
-         .strides = {1, 1}, .dilations = {1, 1}, .pads = {1, 1, 1, 1}});
-  Check({.n = 1, .c = 8, .m = 8, .group = 8, .in = {9, 7}, .kernel = {3, 3},
-         .strides = {2, 2}, .dilations = {1, 1}, .pads = {1, 1, 1, 1}});
+  Check({.n = 2,
+         .c = 6,
+         .m = 4,
+         .group = 2,
+         .in = {8, 8},
+         .kernel = {3, 3},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}});
+  Check({.n = 1,
+         .c = 8,
+         .m = 8,
+         .group = 8,
+         .in = {9, 7},
+         .kernel = {3, 3},
+         .strides = {2, 2},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}});
 }
 
 TEST(ConvOpTest, OneAndThreeSpatialDims) {
-  Check({.n = 2, .c = 3, .m = 2, .in = {10}, .kernel = {3}, .strides = {2},
-         .dilations = {1}, .pads = {1, 0}, .bias = false});
-  Check({.n = 1, .c = 2, .m = 3, .in = {5, 6, 4}, .kernel = {3, 2, 2},
-         .strides = {1, 2, 1}, .dilations = {1, 1, 2}, .pads = {1, 0, 1, 1, 1, 0}});
+  Check({.n = 2,
+         .c = 3,
+         .m = 2,
+         .in = {10},
+         .kernel = {3},
+         .strides = {2},
+         .dilations = {1},
+         .pads = {1, 0},
+         .bias = false});
+  Check({.n = 1,
+         .c = 2,
+         .m = 3,
+         .in = {5, 6, 4},
+         .kernel = {3, 2, 2},
+         .strides = {1, 2, 1},
+         .dilations = {1, 1, 2},
+         .pads = {1, 0, 1, 1, 1, 0}});
 }
 
 TEST(ConvOpTest, WeightsFromAGraphInput) {
-  Check({.n = 1, .c = 4, .m = 8, .in = {6, 6}, .kernel = {3, 3},
-         .strides = {1, 1}, .dilations = {1, 1}, .pads = {1, 1, 1, 1}},
+  Check({.n = 1,
+         .c = 4,
+         .m = 8,
+         .in = {6, 6},
+         .kernel = {3, 3},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}},
         /*runtime_weights=*/true);
 }
 
 TEST(ConvOpTest, FusedReluMatchesConvThenRelu) {
-  Check({.n = 2, .c = 16, .m = 32, .in = {14, 14}, .kernel = {1, 1},
-         .strides = {1, 1}, .dilations = {1, 1}, .pads = {0, 0, 0, 0}},
+  Check({.n = 2,
+         .c = 16,
+         .m = 32,
+         .in = {14, 14},
+         .kernel = {1, 1},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {0, 0, 0, 0}},
         false, "Relu");
 }
 
@@ -207,7 +262,8 @@ TEST(ConvOpTest, MismatchedChannelsNameTheShapes) {
   b.Node("Conv", {"x", "w"}, {"y"});
   auto model = b.Load();
   ASSERT_TRUE(model.ok()) << model.status();
-  auto out = testing::RunModelOnce(*model, {{{1, 3, 5, 5}, std::vector<float>(75)}});
+  auto out =
+      testing::RunModelOnce(*model, {{{1, 3, 5, 5}, std::vector<float>(75)}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("has 3 channels"), std::string::npos)
       << out.status();

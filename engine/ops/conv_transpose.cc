@@ -34,8 +34,9 @@ struct TransposeGeometry {
   }
 };
 
-absl::Status RunTranspose(const TransposeGeometry& g, const float* x, const float* w,
-                  const float* bias, float* y, float* cols) {
+absl::Status RunTranspose(const TransposeGeometry& g, const float* x,
+                          const float* w, const float* bias, float* y,
+                          float* cols) {
   const int64_t cin = g.in_channels / g.group, cout = g.out_channels / g.group;
   const int64_t in_size = g.in_size(), out_size = g.out_size();
   const int64_t rows = cout * g.kernel_size();
@@ -46,8 +47,7 @@ absl::Status RunTranspose(const TransposeGeometry& g, const float* x, const floa
       const float* w_g = w + grp * cin * rows;
       float* y_g = y + (n * g.out_channels + grp * cout) * out_size;
       kernels::GemmParams p{.trans_a = true, .m = rows, .n = in_size, .k = cin};
-      if (absl::Status s = kernels::Sgemm(p, w_g, x_g, cols); !s.ok())
-        return s;
+      if (absl::Status s = kernels::Sgemm(p, w_g, x_g, cols); !s.ok()) return s;
       kernels::Col2ImAdd(g.col2im, cols, y_g);
     }
     if (bias == nullptr) continue;
@@ -133,15 +133,15 @@ absl::StatusOr<TransposeGeometry> ConvTransposeOp::Geometry(
   const Shape& x = in[0].shape;
   const Shape& w = in[1].shape;
   if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "X ", ShapeToString(x), " and W ", ShapeToString(w),
-        " must have the same rank, 3 to 5"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("X ", ShapeToString(x), " and W ", ShapeToString(w),
+                     " must have the same rank, 3 to 5"));
   }
   if (x[1] != w[0] || x[1] % attrs_.group != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "X ", ShapeToString(x), " has ", x[1], " channels but W ",
-        ShapeToString(w), " expects ", w[0], " (divisible by group ",
-        attrs_.group, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("X ", ShapeToString(x), " has ", x[1], " channels but W ",
+                     ShapeToString(w), " expects ", w[0],
+                     " (divisible by group ", attrs_.group, ")"));
   }
   TransposeGeometry g{.batch = x[0],
                       .in_channels = x[1],
@@ -175,9 +175,9 @@ absl::Status ConvTransposeOp::ResolveSpatial(TransposeGeometry& g) const {
   std::vector<int64_t> out_pad = output_padding_;
   if (out_pad.empty()) out_pad.assign(rank, 0);
   if (out_pad.size() != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output_padding [", absl::StrJoin(output_padding_, ","), "] needs ",
-        rank, " values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output_padding [", absl::StrJoin(output_padding_, ","),
+                     "] needs ", rank, " values"));
   }
   c.strides = s->strides;
   c.dilations = s->dilations;
@@ -185,9 +185,9 @@ absl::Status ConvTransposeOp::ResolveSpatial(TransposeGeometry& g) const {
   c.out_spatial.resize(rank);
   const bool explicit_shape = !output_shape_.empty();
   if (explicit_shape && output_shape_.size() < rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output_shape [", absl::StrJoin(output_shape_, ","), "] needs ", rank,
-        " spatial values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output_shape [", absl::StrJoin(output_shape_, ","),
+                     "] needs ", rank, " spatial values"));
   }
   for (size_t i = 0; i < rank; ++i) {
     const int64_t full = c.strides[i] * (c.in_spatial[i] - 1) + out_pad[i] +

@@ -23,8 +23,8 @@ struct Case {
 
 // Scatter form of the definition: every input pixel adds x * w to the output
 // pixel at i * stride + k * dilation - pad_begin.
-std::vector<float> Reference(const Case& t, int64_t oh, int64_t ow,
-                             int64_t ph, int64_t pw, const std::vector<float>& x,
+std::vector<float> Reference(const Case& t, int64_t oh, int64_t ow, int64_t ph,
+                             int64_t pw, const std::vector<float>& x,
                              const std::vector<float>& w,
                              const std::vector<float>& b) {
   const int64_t m = t.m_per_group * t.group, cg = t.c / t.group;
@@ -91,8 +91,18 @@ TEST(ConvTransposeOpTest, StrideOneNoPadding) {
 }
 
 TEST(ConvTransposeOpTest, StridesDilationsPadsAndGroups) {
-  Case t{.n = 2, .c = 4, .m_per_group = 2, .group = 2, .h = 4, .w = 3,
-         .kh = 3, .kw = 3, .sh = 2, .sw = 3, .dh = 2, .dw = 1,
+  Case t{.n = 2,
+         .c = 4,
+         .m_per_group = 2,
+         .group = 2,
+         .h = 4,
+         .w = 3,
+         .kh = 3,
+         .kw = 3,
+         .sh = 2,
+         .sw = 3,
+         .dh = 2,
+         .dw = 1,
          .pads = {1, 0, 2, 1}};
   // out = s(in-1) + d(k-1) + 1 - pads: 2*3 + 5 - 3 = 8; 3*2 + 3 - 1 = 8.
   Check(t, 8, 8, 1, 0);

@@ -90,7 +90,8 @@ class GemmOp : public OpKernel {
                                .beta = beta};
     absl::Status s = kernels::Sgemm(params, in[0].as<float>(),
                                     in[1].as<float>(), out[0].as<float>());
-    if (s.ok()) kernels::ApplyFusedActivation(activation_, out[0].as<float>(), m * n);
+    if (s.ok())
+      kernels::ApplyFusedActivation(activation_, out[0].as<float>(), m * n);
     return s;
   }
 

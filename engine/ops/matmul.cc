@@ -123,7 +123,8 @@ class MatMulOp : public OpKernel {
     const MatMulDims* d = &dims;
     float beta = 0.0f;
     if (HasBias(in)) {
-      const int64_t rows = DimProduct(*out[0].shape, 0, out[0].shape->size()) / d->n;
+      const int64_t rows =
+          DimProduct(*out[0].shape, 0, out[0].shape->size()) / d->n;
       kernels::BroadcastToMatrix(in[2].as<float>(), 1, d->n, rows, d->n,
                                  out[0].as<float>());
       beta = 1.0f;

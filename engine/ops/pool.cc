@@ -108,8 +108,7 @@ absl::StatusOr<bool> FlagAttribute(const OpNode& node,
 absl::StatusOr<PoolAttributes> ParsePoolAttributes(const OpNode& node,
                                                    PoolKind kind) {
   PoolAttributes a;
-  absl::StatusOr<std::string> auto_pad =
-      node.GetString("auto_pad", "NOTSET");
+  absl::StatusOr<std::string> auto_pad = node.GetString("auto_pad", "NOTSET");
   if (!auto_pad.ok()) return auto_pad.status();
   absl::StatusOr<AutoPadding> padding = ParseAutoPadding(*auto_pad);
   if (!padding.ok()) return padding.status();

@@ -428,7 +428,8 @@ TEST(ResizeOpTest, BadInputsAreRejectedWhenPlanning) {
   ResizeCase c;
   c.scales = {1, 2, 2};  // rank 4 input
   testing::OnnxModelBuilder wrong_length = ResizeModel(c, {1, 1, 2, 2}, 19);
-  EXPECT_EQ(testing::LoadAndRunOnZeros(wrong_length, {1, 1, 2, 2}).code(), kInvalid);
+  EXPECT_EQ(testing::LoadAndRunOnZeros(wrong_length, {1, 1, 2, 2}).code(),
+            kInvalid);
 
   c.scales = {1, 1, 0, 2};
   testing::OnnxModelBuilder zero = ResizeModel(c, {1, 1, 2, 2}, 19);

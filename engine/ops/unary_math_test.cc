@@ -95,15 +95,18 @@ TEST(UnaryMathOpTest, GeluExactAndTanh) {
     return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
   };
   Check(20, "Gelu", exact);
-  Check(20, "Gelu", exact,
-        [](onnx::NodeProto& n) { testing::SetStringAttr(n, "approximate", "none"); });
+  Check(20, "Gelu", exact, [](onnx::NodeProto& n) {
+    testing::SetStringAttr(n, "approximate", "none");
+  });
   Check(
       20, "Gelu",
       [](double x) {
         const double k = std::sqrt(2 / M_PI);
         return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
       },
-      [](onnx::NodeProto& n) { testing::SetStringAttr(n, "approximate", "tanh"); });
+      [](onnx::NodeProto& n) {
+        testing::SetStringAttr(n, "approximate", "tanh");
+      });
 }
 
 TEST(UnaryMathOpTest, GeluRejectsBadApproximateAndOldOpset) {

@@ -77,13 +77,13 @@ std::optional<Activation> ActivationOf(const GraphEditor& editor,
 
 void FuseMatMulBias(GraphEditor& editor) {
   for (onnx::NodeProto& add : *editor.graph().mutable_node()) {
-    if (add.op_type() != "Add" || !IsDefaultDomain(add) || add.input_size() != 2)
+    if (add.op_type() != "Add" || !IsDefaultDomain(add) ||
+        add.input_size() != 2)
       continue;
     for (int side : {0, 1}) {
       onnx::NodeProto* mm = editor.Producer(add.input(side));
       if (mm == nullptr || mm->op_type() != "MatMul" || !IsDefaultDomain(*mm) ||
-          mm->input_size() != 2 ||
-          !editor.HasSingleNodeUse(add.input(side)))
+          mm->input_size() != 2 || !editor.HasSingleNodeUse(add.input(side)))
         continue;
       Shape b_dims, bias_dims;
       const std::string& bias = add.input(1 - side);

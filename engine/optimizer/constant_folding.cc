@@ -49,7 +49,8 @@ onnx::TensorProto ToTensorProto(const std::string& name, const TensorInfo& info,
 absl::Status ConstantNodesToInitializers(GraphEditor& editor) {
   for (onnx::NodeProto& node : *editor.graph().mutable_node()) {
     if (node.op_type() != "Constant" || !IsDefaultDomain(node)) continue;
-    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportConstantNode(node);
+    absl::StatusOr<std::unique_ptr<ConstantTensor>> c =
+        ImportConstantNode(node);
     if (!c.ok()) return c.status();
     editor.AddInitializer(ToTensorProto(node.output(0),
                                         {(*c)->dtype, (*c)->shape, nullptr},
@@ -126,8 +127,8 @@ class Folder {
     }
     if (!Run(kernel, infos, outs, in, out).ok()) return false;
     for (size_t o = 0; o < outs.size(); ++o) {
-      editor_.AddInitializer(ToTensorProto(node.output(o), outs[o],
-                                           buffers[o].data(), bytes[o]));
+      editor_.AddInitializer(
+          ToTensorProto(node.output(o), outs[o], buffers[o].data(), bytes[o]));
     }
     editor_.Remove(&node);
     return true;

@@ -73,8 +73,8 @@ std::optional<ChannelAffine> BatchNormAffine(const GraphEditor& editor,
 // The affine map `node` applies to `conv_out`, if it is one of the three.
 std::optional<ChannelAffine> AffineOf(const GraphEditor& editor,
                                       const onnx::NodeProto& node,
-                                      const std::string& conv_out,
-                                      size_t rank, int64_t channels) {
+                                      const std::string& conv_out, size_t rank,
+                                      int64_t channels) {
   if (!IsDefaultDomain(node)) return std::nullopt;
   if (node.op_type() == "BatchNormalization")
     return node.input(0) == conv_out ? BatchNormAffine(editor, node, channels)
@@ -113,10 +113,12 @@ bool FoldOne(GraphEditor& editor, onnx::NodeProto& conv) {
   if (!affine) return false;
   const size_t per_channel = w->size() / channels;
   for (int64_t m = 0; m < channels; ++m) {
-    for (size_t i = 0; i < per_channel; ++i) (*w)[m * per_channel + i] *= affine->scale[m];
+    for (size_t i = 0; i < per_channel; ++i)
+      (*w)[m * per_channel + i] *= affine->scale[m];
     bias[m] = bias[m] * affine->scale[m] + affine->shift[m];
   }
-  conv.set_input(1, editor.AddFloatInitializer(conv.input(1) + "_folded", w_dims, *w));
+  conv.set_input(
+      1, editor.AddFloatInitializer(conv.input(1) + "_folded", w_dims, *w));
   const std::string b_name = editor.AddFloatInitializer(
       conv.name() + "_bias_folded", {channels}, bias);
   if (conv.input_size() > 2) {

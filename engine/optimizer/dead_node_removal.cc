@@ -13,7 +13,8 @@ void RemoveDeadNodes(GraphEditor& editor) {
   onnx::GraphProto& graph = editor.graph();
   absl::flat_hash_set<std::string> live;
   std::vector<std::string> work;
-  for (const onnx::ValueInfoProto& out : graph.output()) work.push_back(out.name());
+  for (const onnx::ValueInfoProto& out : graph.output())
+    work.push_back(out.name());
   absl::flat_hash_set<const onnx::NodeProto*> kept;
   while (!work.empty()) {
     const std::string value = work.back();

@@ -8,9 +8,7 @@
 
 namespace coalesce {
 
-GraphEditor::GraphEditor(onnx::GraphProto* graph) : graph_(graph) {
-  Refresh();
-}
+GraphEditor::GraphEditor(onnx::GraphProto* graph) : graph_(graph) { Refresh(); }
 
 void GraphEditor::Refresh() {
   producers_.clear();
@@ -38,7 +36,8 @@ void GraphEditor::Refresh() {
     outputs_.insert(out.name());
     ++uses_[out.name()];
   }
-  for (const onnx::ValueInfoProto& in : graph_->input()) names_.insert(in.name());
+  for (const onnx::ValueInfoProto& in : graph_->input())
+    names_.insert(in.name());
 }
 
 onnx::NodeProto* GraphEditor::Producer(const std::string& value) const {

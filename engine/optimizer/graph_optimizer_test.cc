@@ -29,9 +29,9 @@ std::vector<std::string> OpTypes(const Model& model) {
 // Loads `builder`'s model unoptimized and with `options`, runs both on
 // `inputs`, expects outputs within 1e-5 relative, and returns the optimized
 // model's op types.
-std::vector<std::string> CompareAndGetOps(const OnnxModelBuilder& builder,
-                                          const OptimizerOptions& options,
-                                          const std::vector<HostTensor>& inputs) {
+std::vector<std::string> CompareAndGetOps(
+    const OnnxModelBuilder& builder, const OptimizerOptions& options,
+    const std::vector<HostTensor>& inputs) {
   const std::string bytes = builder.Serialize();
   auto plain = Model::LoadFromBytes(bytes, {OptimizerOptions::None()});
   auto optimized = Model::LoadFromBytes(bytes, {options});
@@ -50,7 +50,8 @@ std::vector<std::string> CompareAndGetOps(const OnnxModelBuilder& builder,
     const auto& g = (*got)[o].data;
     EXPECT_EQ(w.size(), g.size());
     for (size_t i = 0; i < w.size() && i < g.size(); ++i)
-      EXPECT_NEAR(g[i], w[i], 1e-5 + 1e-5 * std::abs(w[i])) << "output " << o << " at " << i;
+      EXPECT_NEAR(g[i], w[i], 1e-5 + 1e-5 * std::abs(w[i]))
+          << "output " << o << " at " << i;
   }
   return OpTypes(**optimized);
 }
@@ -210,8 +211,8 @@ TEST(GraphOptimizerTest, DeadNodesAndTheirInitializersAreRemoved) {
   b.Node("Mul", {"x", "k"}, {"dead1"});
   b.Node("Sigmoid", {"dead1"}, {"dead2"});
   const std::string bytes = b.Serialize();
-  auto model = Model::LoadFromBytes(
-      bytes, {Only(&OptimizerOptions::dead_node_removal)});
+  auto model =
+      Model::LoadFromBytes(bytes, {Only(&OptimizerOptions::dead_node_removal)});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_THAT(OpTypes(**model), ElementsAre("Relu"));
   // The signature keeps the unused graph input.

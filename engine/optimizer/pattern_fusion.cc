@@ -20,8 +20,8 @@ onnx::NodeProto* Chain(const GraphEditor& editor, const std::string& value,
   onnx::NodeProto* node = editor.Producer(value);
   const std::string op(op_type);
   const int arity = op == "Sqrt" || op == "ReduceMean" ? 1 : 2;
-  if (node == nullptr || node->op_type() != op_type || !IsDefaultDomain(*node) ||
-      node->input_size() < arity ||
+  if (node == nullptr || node->op_type() != op_type ||
+      !IsDefaultDomain(*node) || node->input_size() < arity ||
       editor.IsGraphOutput(value) || editor.UseCount(value) > max_uses)
     return nullptr;
   return node;
@@ -40,7 +40,8 @@ bool ReducesLastAxis(const GraphEditor& editor, const onnx::NodeProto& node) {
     axes.assign(a->ints().begin(), a->ints().end());
   } else if (node.input_size() > 1) {  // opset 18: axes input
     const onnx::TensorProto* t = editor.Initializer(node.input(1));
-    if (t == nullptr || t->data_type() != onnx::TensorProto::INT64) return false;
+    if (t == nullptr || t->data_type() != onnx::TensorProto::INT64)
+      return false;
     if (t->int64_data_size() == 1) axes.push_back(t->int64_data(0));
     if (t->raw_data().size() == sizeof(int64_t)) {
       int64_t v;
@@ -57,10 +58,12 @@ bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
   if (div.op_type() != "Div" || !IsDefaultDomain(div) || div.input_size() != 2)
     return false;
   onnx::NodeProto* sqrt = Chain(editor, div.input(1), "Sqrt");
-  onnx::NodeProto* add_eps = sqrt ? Chain(editor, sqrt->input(0), "Add") : nullptr;
+  onnx::NodeProto* add_eps =
+      sqrt ? Chain(editor, sqrt->input(0), "Add") : nullptr;
   if (add_eps == nullptr) return false;
   const std::optional<float> eps = editor.FloatScalar(add_eps->input(1));
-  onnx::NodeProto* var = eps ? Chain(editor, add_eps->input(0), "ReduceMean") : nullptr;
+  onnx::NodeProto* var =
+      eps ? Chain(editor, add_eps->input(0), "ReduceMean") : nullptr;
   if (var == nullptr || !ReducesLastAxis(editor, *var)) return false;
   onnx::NodeProto* square = editor.Producer(var->input(0));
   if (square == nullptr || square->input_size() != 2 ||
@@ -68,13 +71,14 @@ bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
     return false;
   const bool is_pow = square->op_type() == "Pow" &&
                       NearlyEqual(editor.FloatScalar(square->input(1)), 2.0);
-  const bool is_mul = square->op_type() == "Mul" &&
-                      square->input(0) == square->input(1);
+  const bool is_mul =
+      square->op_type() == "Mul" && square->input(0) == square->input(1);
   if (!is_pow && !is_mul) return false;
   const std::string& diff = div.input(0);
   if (square->input(0) != diff) return false;
   onnx::NodeProto* sub = Chain(editor, diff, "Sub", is_mul ? 3 : 2);
-  onnx::NodeProto* mean = sub ? Chain(editor, sub->input(1), "ReduceMean") : nullptr;
+  onnx::NodeProto* mean =
+      sub ? Chain(editor, sub->input(1), "ReduceMean") : nullptr;
   if (mean == nullptr || mean->input(0) != sub->input(0) ||
       !ReducesLastAxis(editor, *mean))
     return false;
@@ -88,10 +92,11 @@ bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
     return false;
   onnx::NodeProto* add_beta = editor.SoleConsumer(mul->output(0));
   Shape beta_dims;
-  if (add_beta && (add_beta->op_type() != "Add" || add_beta->input_size() != 2 ||
-                   add_beta->input(0) != mul->output(0) ||
-                   !editor.FloatValues(add_beta->input(1), &beta_dims) ||
-                   beta_dims != gamma_dims))
+  if (add_beta &&
+      (add_beta->op_type() != "Add" || add_beta->input_size() != 2 ||
+       add_beta->input(0) != mul->output(0) ||
+       !editor.FloatValues(add_beta->input(1), &beta_dims) ||
+       beta_dims != gamma_dims))
     add_beta = nullptr;
 
   onnx::NodeProto* ln = editor.graph().add_node();
@@ -114,7 +119,8 @@ bool TryLayerNorm(GraphEditor& editor, onnx::NodeProto& div) {
 
 // The input of Mul(x, c) or Mul(c, x) with scalar c close to `want`.
 std::optional<std::string> MulByScalar(const GraphEditor& editor,
-                                       const onnx::NodeProto& mul, double want) {
+                                       const onnx::NodeProto& mul,
+                                       double want) {
   if (mul.op_type() != "Mul" || mul.input_size() != 2) return std::nullopt;
   for (int side : {0, 1})
     if (NearlyEqual(editor.FloatScalar(mul.input(1 - side)), want))
@@ -125,8 +131,7 @@ std::optional<std::string> MulByScalar(const GraphEditor& editor,
 // The Mul node(s) after (1 + erf): returns the final node and fills `x` and
 // `extra` (the Mul by 0.5 that came first, in form B).
 onnx::NodeProto* GeluTail(GraphEditor& editor, const std::string& one_plus_erf,
-                          const std::string& x,
-                          onnx::NodeProto** first_mul) {
+                          const std::string& x, onnx::NodeProto** first_mul) {
   onnx::NodeProto* outer = editor.SoleConsumer(one_plus_erf);
   if (outer == nullptr || outer->op_type() != "Mul" || outer->input_size() != 2)
     return nullptr;
@@ -179,7 +184,8 @@ bool TryGelu(GraphEditor& editor, onnx::NodeProto& erf) {
   gelu->set_name(editor.UniqueName(erf.name() + "_gelu"));
   gelu->add_input(*x);
   gelu->add_output(last->output(0));
-  for (onnx::NodeProto* n : {scale, &erf, add, first_mul, last}) editor.Remove(n);
+  for (onnx::NodeProto* n : {scale, &erf, add, first_mul, last})
+    editor.Remove(n);
   return true;
 }
 
@@ -198,9 +204,7 @@ void RewriteAll(GraphEditor& editor, Match match) {
 
 }  // namespace
 
-void FuseLayerNorm(GraphEditor& editor) {
-  RewriteAll(editor, TryLayerNorm);
-}
+void FuseLayerNorm(GraphEditor& editor) { RewriteAll(editor, TryLayerNorm); }
 
 void FuseGelu(GraphEditor& editor) { RewriteAll(editor, TryGelu); }
 

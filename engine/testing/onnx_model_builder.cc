@@ -228,7 +228,8 @@ absl::Status LoadAndRunOnZeros(const OnnxModelBuilder& builder,
 }
 
 absl::StatusOr<std::vector<TypedTensor>> RunModelTyped(
-    std::shared_ptr<const Model> model, const std::vector<TypedTensor>& inputs) {
+    std::shared_ptr<const Model> model,
+    const std::vector<TypedTensor>& inputs) {
   std::vector<Shape> shapes;
   for (const TypedTensor& t : inputs) shapes.push_back(t.shape);
   auto plan = ExecutionPlan::Build(model, shapes);
@@ -238,8 +239,7 @@ absl::StatusOr<std::vector<TypedTensor>> RunModelTyped(
   std::vector<TypedTensor> outputs((*plan)->num_outputs());
   std::vector<char*> out;
   for (int i = 0; i < (*plan)->num_outputs(); ++i) {
-    const PlannedValue& v =
-        (*plan)->values()[model->graph().outputs[i]];
+    const PlannedValue& v = (*plan)->values()[model->graph().outputs[i]];
     outputs[i].dtype = v.info.dtype;
     outputs[i].shape = (*plan)->output_shape(i);
     outputs[i].bytes.resize((*plan)->output_byte_size(i) + 8);

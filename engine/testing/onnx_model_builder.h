@@ -88,7 +88,8 @@ struct TypedTensor {
 
 template <typename T>
 TypedTensor MakeTyped(DataType dtype, Shape shape, const std::vector<T>& v) {
-  TypedTensor t{dtype, std::move(shape), std::vector<char>(v.size() * sizeof(T))};
+  TypedTensor t{dtype, std::move(shape),
+                std::vector<char>(v.size() * sizeof(T))};
   if (!v.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   return t;
 }

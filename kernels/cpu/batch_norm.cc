@@ -4,9 +4,8 @@
 
 namespace coalesce::kernels {
 
-void BatchNormInference(const BatchNormParams& p, const float* x,
-                        int64_t batch, int64_t channels, int64_t inner,
-                        float* y) {
+void BatchNormInference(const BatchNormParams& p, const float* x, int64_t batch,
+                        int64_t channels, int64_t inner, float* y) {
   const int64_t planes = batch * channels;
 #pragma omp parallel for if (planes * inner > (1 << 15))
   for (int64_t plane = 0; plane < planes; ++plane) {

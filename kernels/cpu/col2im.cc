@@ -55,9 +55,9 @@ void Col2ImAdd(const Col2ImGeometry& g, const float* cols, float* image) {
   for (int64_t c = 0; c < g.channels; ++c) {
     float* channel_image = image + c * out_size;
     for (int64_t k = 0; k < kernel_size; ++k) {
-      const std::array<int64_t, 3> offset = {
-          k / (d.kernel[1] * d.kernel[2]), k / d.kernel[2] % d.kernel[1],
-          k % d.kernel[2]};
+      const std::array<int64_t, 3> offset = {k / (d.kernel[1] * d.kernel[2]),
+                                             k / d.kernel[2] % d.kernel[1],
+                                             k % d.kernel[2]};
       AddRow(d, offset, cols + (c * kernel_size + k) * in_size, channel_image);
     }
   }

@@ -51,22 +51,24 @@ struct Operand {
     needs_reorder = true;
     inner = UnboundMemory(wanted);
     scratch_offset = scratch->Add(wanted.get_size());
-    reorder = is_output ? dnnl::reorder(inner, user) : dnnl::reorder(user, inner);
+    reorder =
+        is_output ? dnnl::reorder(inner, user) : dnnl::reorder(user, inner);
   }
 };
 
 // Runs `prim` with (arg, memory) pairs through the C API, which takes an
 // array; the C++ execute() builds an unordered_map per call.
-absl::Status Execute(const dnnl::primitive& prim, const dnnl::stream& stream,
-                     std::initializer_list<std::pair<int, const memory*>> args) {
+absl::Status Execute(
+    const dnnl::primitive& prim, const dnnl::stream& stream,
+    std::initializer_list<std::pair<int, const memory*>> args) {
   dnnl_exec_arg_t c_args[8];
   int n = 0;
   for (const auto& [arg, mem] : args) c_args[n++] = {arg, mem->get()};
   const dnnl_status_t status =
       dnnl_primitive_execute(prim.get(), stream.get(), n, c_args);
   if (status != dnnl_success) {
-    return absl::InternalError(
-        absl::StrCat("oneDNN execute failed with status ", static_cast<int>(status)));
+    return absl::InternalError(absl::StrCat(
+        "oneDNN execute failed with status ", static_cast<int>(status)));
   }
   return absl::OkStatus();
 }
@@ -76,7 +78,8 @@ absl::Status RunReorder(const Operand& op, const dnnl::stream& stream,
   if (!op.needs_reorder) return absl::OkStatus();
   const memory* from = is_output ? &op.inner : &op.user;
   const memory* to = is_output ? &op.user : &op.inner;
-  return Execute(op.reorder, stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  return Execute(op.reorder, stream,
+                 {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 memory::dims ActivationDims(int64_t n, int64_t c,
@@ -208,18 +211,17 @@ absl::Status ConvPrimitive::Run(const float* src, const float* weights,
     if (absl::Status s = RunReorder(p.weights, p.stream, false); !s.ok())
       return s;
   }
-  absl::Status s =
-      p.has_bias ? Execute(p.conv, p.stream,
-                           {{DNNL_ARG_SRC, &p.src.inner},
-                            {DNNL_ARG_WEIGHTS, &p.weights.inner},
-                            {DNNL_ARG_BIAS, &p.bias},
-                            {DNNL_ARG_DST, &p.dst.inner},
-                            {DNNL_ARG_SCRATCHPAD, &p.scratchpad}})
-                 : Execute(p.conv, p.stream,
-                           {{DNNL_ARG_SRC, &p.src.inner},
-                            {DNNL_ARG_WEIGHTS, &p.weights.inner},
-                            {DNNL_ARG_DST, &p.dst.inner},
-                            {DNNL_ARG_SCRATCHPAD, &p.scratchpad}});
+  absl::Status s = p.has_bias ? Execute(p.conv, p.stream,
+                                        {{DNNL_ARG_SRC, &p.src.inner},
+                                         {DNNL_ARG_WEIGHTS, &p.weights.inner},
+                                         {DNNL_ARG_BIAS, &p.bias},
+                                         {DNNL_ARG_DST, &p.dst.inner},
+                                         {DNNL_ARG_SCRATCHPAD, &p.scratchpad}})
+                              : Execute(p.conv, p.stream,
+                                        {{DNNL_ARG_SRC, &p.src.inner},
+                                         {DNNL_ARG_WEIGHTS, &p.weights.inner},
+                                         {DNNL_ARG_DST, &p.dst.inner},
+                                         {DNNL_ARG_SCRATCHPAD, &p.scratchpad}});
   if (!s.ok()) return s;
   if (s = RunReorder(p.dst, p.stream, true); !s.ok()) return s;
   p.stream.wait();

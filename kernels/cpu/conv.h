@@ -56,14 +56,14 @@ class ConvWeightsCache {
 class ConvPrimitive {
  public:
   // `weights` is [out_channels, in_channels / groups, kernel...]; with
-  // `has_bias`, Run takes a bias of [out_channels]. When `weights_cache` is given, `weights`
-  // must be constant for the cache's lifetime and Run ignores its weights
-  // argument; otherwise Run reorders the weights it is given each time.
-  // InvalidArgument for a geometry oneDNN cannot run.
+  // `has_bias`, Run takes a bias of [out_channels]. When `weights_cache` is
+  // given, `weights` must be constant for the cache's lifetime and Run ignores
+  // its weights argument; otherwise Run reorders the weights it is given each
+  // time. InvalidArgument for a geometry oneDNN cannot run.
   static absl::StatusOr<std::unique_ptr<ConvPrimitive>> Create(
       const ConvGeometry& geometry, bool has_bias,
-      const FusedActivation& activation,
-      const float* weights, ConvWeightsCache* weights_cache);
+      const FusedActivation& activation, const float* weights,
+      ConvWeightsCache* weights_cache);
   ~ConvPrimitive();
 
   size_t scratch_bytes() const;

@@ -68,7 +68,8 @@ absl::StatusOr<memory> ReorderToNew(const memory& from,
     stream.wait();
     return to;
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("oneDNN reorder failed: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("oneDNN reorder failed: ", e.what()));
   }
 }
 

@@ -104,8 +104,7 @@ struct Layout {
 };
 
 Layout MakeLayout(const std::vector<int64_t>& a_dims,
-                  const std::vector<int64_t>& b_dims,
-                  const Dims& out_dims) {
+                  const std::vector<int64_t>& b_dims, const Dims& out_dims) {
   const size_t rank = out_dims.size();
   Dims a = Align(a_dims, rank), b = Align(b_dims, rank);
   Dims sa = BroadcastStrides(a), sb = BroadcastStrides(b);
@@ -190,9 +189,9 @@ void BroadcastBinary(BinaryOp op, const T* a,
   }
 }
 
-#define COALESCE_INSTANTIATE(T)                                             \
-  template void BroadcastBinary<T>(BinaryOp, const T*,                      \
-                                   const std::vector<int64_t>&, const T*,   \
+#define COALESCE_INSTANTIATE(T)                                           \
+  template void BroadcastBinary<T>(BinaryOp, const T*,                    \
+                                   const std::vector<int64_t>&, const T*, \
                                    const std::vector<int64_t>&, T*);
 COALESCE_INSTANTIATE(float)
 COALESCE_INSTANTIATE(double)

@@ -37,8 +37,8 @@ TEST(FastMathTest, ExpRelativeErrorOnItsRange) {
 }
 
 TEST(FastMathTest, ExpOutsideItsRangeAndSpecialValues) {
-  const std::vector<float> in = {-87.5f, -1000.0f, -INFINITY, 88.5f, 1e6f,
-                                 INFINITY, 0.0f, NAN};
+  const std::vector<float> in = {-87.5f, -1000.0f, -INFINITY, 88.5f,
+                                 1e6f,   INFINITY, 0.0f,      NAN};
   const std::vector<float> out = Apply(FastExp, in);
   EXPECT_EQ(out[0], 0.0f);
   EXPECT_EQ(out[1], 0.0f);
@@ -61,8 +61,8 @@ TEST(FastMathTest, ErfAbsoluteError) {
 }
 
 TEST(FastMathTest, ErfSpecialValues) {
-  const std::vector<float> in = {0.0f, 1e-30f, 1e6f, -1e6f, INFINITY,
-                                 -INFINITY, NAN};
+  const std::vector<float> in = {0.0f,     1e-30f,    1e6f, -1e6f,
+                                 INFINITY, -INFINITY, NAN};
   const std::vector<float> out = Apply(FastErf, in);
   EXPECT_EQ(out[0], 0.0f);
   EXPECT_NEAR(out[1], 1.1283792e-30f, 1e-36f);  // 2 / sqrt(pi) * x

@@ -31,7 +31,8 @@ void ApplyFusedActivation(const FusedActivation& act, float* data, int64_t n) {
     case Kind::kClip: {
       const float lo = act.alpha, hi = act.beta;
 #pragma omp parallel for simd if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i) data[i] = std::min(std::max(data[i], lo), hi);
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = std::min(std::max(data[i], lo), hi);
       return;
     }
   }

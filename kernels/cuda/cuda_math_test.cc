@@ -51,15 +51,16 @@ double Reference(Activation act, double x) {
 }
 
 TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
-  for (Activation act : {Activation::kIdentity, Activation::kRelu,
-                         Activation::kSigmoid, Activation::kTanh,
-                         Activation::kGeluErf, Activation::kGeluTanh,
-                         Activation::kLeakyRelu, Activation::kClip,
-                         Activation::kErf, Activation::kExp}) {
+  for (Activation act :
+       {Activation::kIdentity, Activation::kRelu, Activation::kSigmoid,
+        Activation::kTanh, Activation::kGeluErf, Activation::kGeluTanh,
+        Activation::kLeakyRelu, Activation::kClip, Activation::kErf,
+        Activation::kExp}) {
     for (int k = -1024; k <= 1024; ++k) {
       const float x = k / 64.0f;  // [-16, 16]
       const double want = Reference(act, x);
-      EXPECT_NEAR(ApplyActivation(act, x, kAlpha, kBeta), want, 2e-6 * std::max(1.0, std::fabs(want)))
+      EXPECT_NEAR(ApplyActivation(act, x, kAlpha, kBeta), want,
+                  2e-6 * std::max(1.0, std::fabs(want)))
           << "activation " << static_cast<int>(act) << " at " << x;
     }
   }
@@ -73,9 +74,9 @@ TEST(CudaMathTest, BinaryOps) {
 }
 
 // Offsets computed from coordinates one dimension at a time, for checking.
-void NaiveOffsets(const std::vector<int64_t>& out, const std::vector<int64_t>& a,
-                  const std::vector<int64_t>& b, int64_t index, int64_t* ao,
-                  int64_t* bo) {
+void NaiveOffsets(const std::vector<int64_t>& out,
+                  const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                  int64_t index, int64_t* ao, int64_t* bo) {
   std::vector<int64_t> coord(out.size());
   for (int d = static_cast<int>(out.size()) - 1; d >= 0; --d) {
     coord[d] = index % out[d];
@@ -98,9 +99,12 @@ TEST(CudaMathTest, BroadcastOffsetsMatchCoordinates) {
     std::vector<int64_t> a, b, out;
   };
   const Case cases[] = {
-      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}, {2, 3, 4}},
-      {{2, 3, 4}, {3, 1}, {2, 3, 4}},    {{1}, {5, 2}, {5, 2}},
-      {{4, 1, 3}, {1, 5, 1}, {4, 5, 3}}, {{2, 1, 1, 3}, {6, 1}, {2, 1, 6, 3}},
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+      {{2, 3, 4}, {4}, {2, 3, 4}},
+      {{2, 3, 4}, {3, 1}, {2, 3, 4}},
+      {{1}, {5, 2}, {5, 2}},
+      {{4, 1, 3}, {1, 5, 1}, {4, 5, 3}},
+      {{2, 1, 1, 3}, {6, 1}, {2, 1, 6, 3}},
       {{0, 3}, {3}, {0, 3}},
   };
   for (const Case& c : cases) {
@@ -150,7 +154,8 @@ TEST(CudaMathTest, SoftmaxPartsCombineInAnyOrder) {
       for (size_t i = 0; i + 1 < partial.size(); i += 2) {
         next.push_back(Combine(partial[i], partial[i + 1]));
       }
-      if (partial.size() % 2 == 1) next.push_back(Combine(partial.back(), EmptyMaxSum()));
+      if (partial.size() % 2 == 1)
+        next.push_back(Combine(partial.back(), EmptyMaxSum()));
       partial = next;
     }
     const MaxSum total = partial[0];
@@ -166,9 +171,11 @@ TEST(CudaMathTest, SoftmaxPartsCombineInAnyOrder) {
 // one axis at a time.
 TEST(CudaMathTest, TransposeOffsetsMatchCoordinates) {
   const std::vector<int64_t> in = {2, 3, 4, 5};
-  for (const std::vector<int64_t>& perm :
-       {std::vector<int64_t>{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 1, 3},
-        {1, 3, 0, 2}, {2, 0, 3, 1}}) {
+  for (const std::vector<int64_t>& perm : {std::vector<int64_t>{0, 1, 2, 3},
+                                           {3, 2, 1, 0},
+                                           {0, 2, 1, 3},
+                                           {1, 3, 0, 2},
+                                           {2, 0, 3, 1}}) {
     TransposeIndexer ix;
     ASSERT_EQ(MakeTransposeIndexer(in.data(), perm.data(), 4, &ix), 120);
     std::vector<int64_t> out(4);
@@ -221,14 +228,16 @@ TEST(CudaMathTest, LayerNormStatisticsMatchTwoPassDouble) {
       for (size_t i = 0; i + 1 < partial.size(); i += 2) {
         next.push_back(Combine(partial[i], partial[i + 1]));
       }
-      if (partial.size() % 2 == 1) next.push_back(Combine(partial.back(), EmptyMeanM2()));
+      if (partial.size() % 2 == 1)
+        next.push_back(Combine(partial.back(), EmptyMeanM2()));
       partial = next;
     }
     EXPECT_EQ(partial[0].count, row.size()) << parts << " parts";
     EXPECT_NEAR(partial[0].mean, mean, 1e-5 * mean) << parts << " parts";
     EXPECT_NEAR(partial[0].m2, m2, 1e-4 * m2) << parts << " parts";
     const float eps = 1e-5f;
-    EXPECT_NEAR(InvStdDev(partial[0], eps), 1 / std::sqrt(m2 / row.size() + eps),
+    EXPECT_NEAR(InvStdDev(partial[0], eps),
+                1 / std::sqrt(m2 / row.size() + eps),
                 1e-4 / std::sqrt(m2 / row.size() + eps));
   }
   EXPECT_FLOAT_EQ(LayerNormValue(3.0f, 1.0f, 0.5f, 2.0f, 0.25f), 2.25f);
@@ -242,7 +251,8 @@ TEST(CudaMathTest, GatherOffsetsMatchCoordinates) {
     const int64_t o = i / (num * inner), k = (i / inner) % num, j = i % inner;
     const int64_t index = indices[GatherIndexPosition(i, num, inner)];
     ASSERT_EQ(index, indices[k]);
-    const int64_t want = (o * axis_dim + (index + axis_dim) % axis_dim) * inner + j;
+    const int64_t want =
+        (o * axis_dim + (index + axis_dim) % axis_dim) * inner + j;
     EXPECT_EQ(GatherSourceOffset(i, index, axis_dim, num, inner), want) << i;
   }
   EXPECT_EQ(GatherSourceOffset(0, 5, axis_dim, num, inner), -1);
@@ -254,7 +264,8 @@ TEST(CudaMathTest, CastReadsEachSourceType) {
   const int32_t i32[] = {7, -9};
   const uint8_t u8[] = {0, 1};
   const float f[] = {0.5f, -2.0f};
-  EXPECT_EQ(ReadAsFloat(i64, 1, CastSource::kInt64), static_cast<float>(1LL << 40));
+  EXPECT_EQ(ReadAsFloat(i64, 1, CastSource::kInt64),
+            static_cast<float>(1LL << 40));
   EXPECT_EQ(ReadAsFloat(i64, 0, CastSource::kInt64), -3.0f);
   EXPECT_EQ(ReadAsFloat(i32, 1, CastSource::kInt32), -9.0f);
   EXPECT_EQ(ReadAsFloat(u8, 1, CastSource::kUint8), 1.0f);
@@ -306,7 +317,8 @@ TEST(CudaMathTest, PoolValueMatchesAnExplicitlyPaddedPlane) {
       const int64_t pw = in_w + g.pad_left + g.pad_right;
       auto padded = [&](int64_t h, int64_t w) {  // NaN: padding
         const int64_t r = h - g.pad_top, c = w - g.pad_left;
-        return r < 0 || c < 0 || r >= in_h || c >= in_w ? NAN : plane[r * in_w + c];
+        return r < 0 || c < 0 || r >= in_h || c >= in_w ? NAN
+                                                        : plane[r * in_w + c];
       };
       for (int64_t p = 0; p < g.out_h; ++p) {
         for (int64_t q = 0; q < g.out_w; ++q) {
@@ -327,8 +339,8 @@ TEST(CudaMathTest, PoolValueMatchesAnExplicitlyPaddedPlane) {
           }
           const double want = max ? acc : acc / count;
           EXPECT_NEAR(PoolValue(g, plane.data(), p, q), want, 1e-6)
-              << (max ? "max" : "avg") << " include_pad " << include_pad << " at "
-              << p << "," << q;
+              << (max ? "max" : "avg") << " include_pad " << include_pad
+              << " at " << p << "," << q;
         }
       }
     }
@@ -342,10 +354,13 @@ TEST(CudaMathTest, LrnMatchesDoublePrecision) {
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t s = 0; s < spatial; ++s) {
       double sum = 0;
-      for (int64_t k = std::max<int64_t>(0, c - 1); k <= std::min<int64_t>(channels - 1, c + 1); ++k)
+      for (int64_t k = std::max<int64_t>(0, c - 1);
+           k <= std::min<int64_t>(channels - 1, c + 1); ++k)
         sum += double{image[k * spatial + s]} * image[k * spatial + s];
-      const double want = image[c * spatial + s] * std::pow(1.5 + 0.02 / size * sum, -0.75);
-      EXPECT_NEAR(LrnValue(image.data(), channels, spatial, c, s, size, 0.02f, 0.75f, 1.5f),
+      const double want =
+          image[c * spatial + s] * std::pow(1.5 + 0.02 / size * sum, -0.75);
+      EXPECT_NEAR(LrnValue(image.data(), channels, spatial, c, s, size, 0.02f,
+                           0.75f, 1.5f),
                   want, 1e-6 * std::max(1.0, std::fabs(want)));
     }
   }

@@ -1,5 +1,4 @@
 #include "kernels/cuda/elementwise.h"
-
 #include "kernels/cuda/launch_util.cuh"
 
 namespace coalesce::kernels::cuda {

@@ -22,7 +22,7 @@ enum class Activation {
   kLeakyRelu,
   kClip,
   kErf,
-  kPow,   // x^alpha (Pow by a constant scalar exponent)
+  kPow,  // x^alpha (Pow by a constant scalar exponent)
   kSqrt,
   kExp,
 };

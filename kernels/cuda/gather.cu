@@ -1,5 +1,4 @@
 #include "kernels/cuda/gather.h"
-
 #include "kernels/cuda/launch_util.cuh"
 
 namespace coalesce::kernels::cuda {
@@ -17,15 +16,17 @@ __global__ void GatherKernel(const T* __restrict__ data, int64_t axis_dim,
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t pos = GatherIndexPosition(i, num_indices, inner);
-    const int64_t index =
-        indices_int64 ? static_cast<const int64_t*>(indices)[pos]
-                      : static_cast<const int32_t*>(indices)[pos];
-    const int64_t src = GatherSourceOffset(i, index, axis_dim, num_indices, inner);
+    const int64_t index = indices_int64
+                              ? static_cast<const int64_t*>(indices)[pos]
+                              : static_cast<const int32_t*>(indices)[pos];
+    const int64_t src =
+        GatherSourceOffset(i, index, axis_dim, num_indices, inner);
     y[i] = src < 0 ? T{0} : data[src];
   }
 }
 
-__global__ void CastKernel(const void* x, CastSource type, float* y, int64_t n) {
+__global__ void CastKernel(const void* x, CastSource type, float* y,
+                           int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     y[i] = ReadAsFloat(x, i, type);

@@ -25,7 +25,8 @@ __device__ T BlockReduce(T part, Combine combine) {
   __syncthreads();
   for (int width = kThreads / 2; width > 0; width /= 2) {
     if (threadIdx.x < width) {
-      parts[threadIdx.x] = combine(parts[threadIdx.x], parts[threadIdx.x + width]);
+      parts[threadIdx.x] =
+          combine(parts[threadIdx.x], parts[threadIdx.x + width]);
     }
     __syncthreads();
   }

@@ -1,6 +1,5 @@
-#include "kernels/cuda/layer_norm.h"
-
 #include "kernels/cuda/launch_util.cuh"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/layer_norm_math.h"
 
 namespace coalesce::kernels::cuda {

@@ -36,7 +36,8 @@ COALESCE_HD MeanM2 Combine(MeanM2 a, MeanM2 b) {
   const float count = a.count + b.count;
   const float delta = b.mean - a.mean;
   const float wb = b.count / count;
-  return {count, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.count * wb};
+  return {count, a.mean + delta * wb,
+          a.m2 + b.m2 + delta * delta * a.count * wb};
 }
 
 // 1 / sqrt(variance + epsilon) of a whole row (population variance, as

@@ -1,6 +1,5 @@
-#include "kernels/cuda/pool.h"
-
 #include "kernels/cuda/launch_util.cuh"
+#include "kernels/cuda/pool.h"
 
 namespace coalesce::kernels::cuda {
 namespace {

@@ -1,6 +1,5 @@
-#include "kernels/cuda/softmax.h"
-
 #include "kernels/cuda/launch_util.cuh"
+#include "kernels/cuda/softmax.h"
 #include "kernels/cuda/softmax_math.h"
 
 namespace coalesce::kernels::cuda {
@@ -29,7 +28,8 @@ cudaError_t LaunchSoftmax(const float* x, float* y, int64_t rows, int64_t cols,
                           cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
   if (rows > 2147483647) return cudaErrorInvalidConfiguration;
-  SoftmaxKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, cols);
+  SoftmaxKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y,
+                                                                      cols);
   return cudaGetLastError();
 }
 

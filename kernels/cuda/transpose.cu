@@ -1,6 +1,5 @@
-#include "kernels/cuda/transpose.h"
-
 #include "kernels/cuda/launch_util.cuh"
+#include "kernels/cuda/transpose.h"
 
 namespace coalesce::kernels::cuda {
 namespace {

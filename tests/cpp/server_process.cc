@@ -22,11 +22,17 @@ ServerProcess::ServerProcess(const std::string& repository,
                              std::chrono::seconds timeout) {
   int fds[2];
   if (pipe(fds) != 0) return;
-  std::vector<std::string> args = {COALESCE_SERVER_BINARY, "--model-repository",
-                                   repository, "--grpc-address", "127.0.0.1",
-                                   "--grpc-port", "0",
-                                   "--metrics-address", "127.0.0.1",
-                                   "--metrics-port", "0"};
+  std::vector<std::string> args = {COALESCE_SERVER_BINARY,
+                                   "--model-repository",
+                                   repository,
+                                   "--grpc-address",
+                                   "127.0.0.1",
+                                   "--grpc-port",
+                                   "0",
+                                   "--metrics-address",
+                                   "127.0.0.1",
+                                   "--metrics-port",
+                                   "0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -9,9 +9,9 @@
 namespace {
 
 constexpr int kSuccess = 0;
-constexpr int kInvalidArgument = 2;    // NVML_ERROR_INVALID_ARGUMENT
-constexpr int kInsufficientSize = 7;   // NVML_ERROR_INSUFFICIENT_SIZE
-constexpr int kNotSupported = 3;       // NVML_ERROR_NOT_SUPPORTED
+constexpr int kInvalidArgument = 2;   // NVML_ERROR_INVALID_ARGUMENT
+constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr int kNotSupported = 3;      // NVML_ERROR_NOT_SUPPORTED
 
 struct FakeGpu {
   const char* uuid;

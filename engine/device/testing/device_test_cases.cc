@@ -54,15 +54,13 @@ void AddActivationCases(std::vector<DeviceTestCase>& cases) {
     b.Output("y");
     cases.push_back({"sqrt", std::move(b), true, runs, 2e-6f});
   }
-  cases.push_back(OneNode("leaky_relu", "LeakyRelu", {{-1, 70}}, runs, 1e-6f,
-                          20, [](onnx::NodeProto& n) {
-                            SetFloatAttr(n, "alpha", 0.3f);
-                          }));
+  cases.push_back(
+      OneNode("leaky_relu", "LeakyRelu", {{-1, 70}}, runs, 1e-6f, 20,
+              [](onnx::NodeProto& n) { SetFloatAttr(n, "alpha", 0.3f); }));
   cases.push_back(OneNode("gelu_erf", "Gelu", {{-1, 70}}, runs, 2e-6f));
-  cases.push_back(OneNode("gelu_tanh", "Gelu", {{-1, 70}}, runs, 2e-6f, 20,
-                          [](onnx::NodeProto& n) {
-                            SetStringAttr(n, "approximate", "tanh");
-                          }));
+  cases.push_back(OneNode(
+      "gelu_tanh", "Gelu", {{-1, 70}}, runs, 2e-6f, 20,
+      [](onnx::NodeProto& n) { SetStringAttr(n, "approximate", "tanh"); }));
   cases.push_back(OneNode("clip_attrs", "Clip", {{-1, 70}}, runs, 0.0f, 6,
                           [](onnx::NodeProto& n) {
                             SetFloatAttr(n, "min", -0.5f);
@@ -79,9 +77,11 @@ void AddActivationCases(std::vector<DeviceTestCase>& cases) {
 
 void AddBinaryCases(std::vector<DeviceTestCase>& cases) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
-    cases.push_back(OneNode(absl::StrCat(op, "_same"), op, {{-1, 3, 5}, {-1, 3, 5}},
-                            {{{2, 3, 5}, {2, 3, 5}}}, 1e-6f));
-    cases.push_back(OneNode(absl::StrCat(op, "_broadcast"), op, {{-1, 3, 1}, {5}},
+    cases.push_back(OneNode(absl::StrCat(op, "_same"), op,
+                            {{-1, 3, 5}, {-1, 3, 5}}, {{{2, 3, 5}, {2, 3, 5}}},
+                            1e-6f));
+    cases.push_back(OneNode(absl::StrCat(op, "_broadcast"), op,
+                            {{-1, 3, 1}, {5}},
                             {{{4, 3, 1}, {5}}, {{1, 3, 1}, {5}}}, 1e-6f));
   }
   cases.push_back(OneNode("Add_rank_up", "Add", {{2, 1, 4, 1}, {3, 1, 6}},
@@ -143,8 +143,11 @@ void AddGemmCases(std::vector<DeviceTestCase>& cases) {
     SetIntAttr(b.Node("Gemm", {"a", "w", "bias"}, {"g"}), "transB", 1);
     b.Node(act, {"g"}, {"y"});
     b.Output("y");
-    cases.push_back({absl::StrCat("gemm_bias_", act), std::move(b), true,
-                     {{{5, 64}}, {{128, 64}}}, 1e-5f});
+    cases.push_back({absl::StrCat("gemm_bias_", act),
+                     std::move(b),
+                     true,
+                     {{{5, 64}}, {{128, 64}}},
+                     1e-5f});
   }
 }
 
@@ -159,7 +162,10 @@ void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
       {"matmul_2d", {-1, 12}, {12, 9}, {{5, 12}, {1, 12}}, {{12, 9}, {12, 9}}},
       {"matmul_3d_by_2d", {-1, 4, 12}, {12, 9}, {{3, 4, 12}}, {{12, 9}}},
       {"matmul_batched", {-1, 4, 12}, {-1, 12, 9}, {{3, 4, 12}}, {{3, 12, 9}}},
-      {"matmul_4d_batched", {2, -1, 4, 8}, {2, -1, 8, 4}, {{2, 3, 4, 8}},
+      {"matmul_4d_batched",
+       {2, -1, 4, 8},
+       {2, -1, 8, 4},
+       {{2, 3, 4, 8}},
        {{2, 3, 8, 4}}},
       {"matmul_left_one", {4, 12}, {-1, 12, 9}, {{4, 12}}, {{3, 12, 9}}},
       {"matmul_vector_left", {12}, {-1, 12, 9}, {{12}}, {{2, 12, 9}}},
@@ -180,17 +186,19 @@ void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
   b.Node("Add", {"m", "bias"}, {"a"});
   b.Node("Relu", {"a"}, {"y"});
   b.Output("y");
-  cases.push_back({"matmul_bias_relu", std::move(b), true,
-                   {{{2, 8, 16}}, {{1, 8, 16}}}, 1e-5f});
+  cases.push_back({"matmul_bias_relu",
+                   std::move(b),
+                   true,
+                   {{{2, 8, 16}}, {{1, 8, 16}}},
+                   1e-5f});
 }
 
 void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
   cases.push_back(OneNode("softmax_last", "Softmax", {{-1, 7, 300}},
                           {{{2, 7, 300}}, {{1, 7, 300}}}, 1e-6f, 13));
-  cases.push_back(OneNode("softmax_opset11_flatten", "Softmax", {{-1, 3, 5}},
-                          {{{2, 3, 5}}}, 1e-6f, 11, [](onnx::NodeProto& n) {
-                            SetIntAttr(n, "axis", 1);
-                          }));
+  cases.push_back(
+      OneNode("softmax_opset11_flatten", "Softmax", {{-1, 3, 5}}, {{{2, 3, 5}}},
+              1e-6f, 11, [](onnx::NodeProto& n) { SetIntAttr(n, "axis", 1); }));
   cases.push_back(OneNode("softmax_wide_row", "Softmax", {{-1, 5000}},
                           {{{3, 5000}}}, 1e-6f, 13));
 }
@@ -198,21 +206,18 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
 void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
   for (const std::vector<int64_t>& perm :
        {std::vector<int64_t>{0, 2, 1}, {2, 0, 1}, {1, 2, 0}}) {
-    cases.push_back(OneNode(absl::StrCat("transpose_", perm[0], perm[1], perm[2]),
-                            "Transpose", {{-1, 5, 7}}, {{{3, 5, 7}}}, 0.0f, 13,
-                            [perm](onnx::NodeProto& n) {
-                              SetIntsAttr(n, "perm", perm);
-                            }));
+    cases.push_back(
+        OneNode(absl::StrCat("transpose_", perm[0], perm[1], perm[2]),
+                "Transpose", {{-1, 5, 7}}, {{{3, 5, 7}}}, 0.0f, 13,
+                [perm](onnx::NodeProto& n) { SetIntsAttr(n, "perm", perm); }));
   }
   for (int64_t axis : {0, 1, -1}) {
     const std::string name =
         axis < 0 ? "concat_last_axis" : absl::StrCat("concat_axis", axis);
-    cases.push_back(OneNode(name, "Concat",
-                            {{-1, 3, 4}, {-1, 3, 4}, {-1, 3, 4}},
-                            {{{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}}, 0.0f, 13,
-                            [axis](onnx::NodeProto& n) {
-                              SetIntAttr(n, "axis", axis);
-                            }));
+    cases.push_back(
+        OneNode(name, "Concat", {{-1, 3, 4}, {-1, 3, 4}, {-1, 3, 4}},
+                {{{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}}, 0.0f, 13,
+                [axis](onnx::NodeProto& n) { SetIntAttr(n, "axis", axis); }));
   }
   // Views in a chain, the last one a model output (a copy, not a view).
   OnnxModelBuilder b(13);
@@ -247,8 +252,11 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
     if (bias) in.push_back("bias");
     SetFloatAttr(b.Node("LayerNormalization", in, {"y"}), "epsilon", 1e-5f);
     b.Output("y");
-    cases.push_back({bias ? "layer_norm_bias" : "layer_norm", std::move(b), true,
-                     {{{2, 5, 300}}, {{1, 5, 300}}}, 1e-5f});
+    cases.push_back({bias ? "layer_norm_bias" : "layer_norm",
+                     std::move(b),
+                     true,
+                     {{{2, 5, 300}}, {{1, 5, 300}}},
+                     1e-5f});
   }
   {
     // An embedding lookup: a constant table by int64 token ids.
@@ -257,8 +265,8 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
     b.Input("ids", {-1, 7}, onnx::TensorProto::INT64);
     b.Node("Gather", {"table", "ids"}, {"y"});
     b.Output("y");
-    DeviceTestCase c{"gather_embedding", std::move(b), true,
-                     {{{3, 7}}, {{1, 7}}}, 0.0f};
+    DeviceTestCase c{
+        "gather_embedding", std::move(b), true, {{{3, 7}}, {{1, 7}}}, 0.0f};
     c.index_bound = 50;
     cases.push_back(std::move(c));
   }
@@ -323,7 +331,8 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     b.FloatInitializer("w", {4, 3, 3, 3}, RandomFloats(108, 33));
     SetStringAttr(b.Node("Conv", {"x", "w"}, {"y"}), "auto_pad", "SAME_UPPER");
     b.Output("y");
-    cases.push_back({"conv_same_upper", std::move(b), true, {{{1, 3, 9, 9}}}, 1e-5f});
+    cases.push_back(
+        {"conv_same_upper", std::move(b), true, {{{1, 3, 9, 9}}}, 1e-5f});
   }
   struct PoolVariant {
     const char* name;
@@ -346,15 +355,17 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     SetIntsAttr(n, "strides", {v.stride, v.stride});
     if (!v.pads.empty()) SetIntsAttr(n, "pads", v.pads);
     SetIntAttr(n, "ceil_mode", v.ceil);
-    if (std::string(v.op) == "AveragePool") SetIntAttr(n, "count_include_pad", v.include_pad);
+    if (std::string(v.op) == "AveragePool")
+      SetIntAttr(n, "count_include_pad", v.include_pad);
     b.Output("y");
     cases.push_back({v.name, std::move(b), true, {{{2, 3, 12, 11}}}, 1e-6f});
   }
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-    cases.push_back(OneNode(op, op, {{-1, 5, 7, 6}}, {{{2, 5, 7, 6}}}, 1e-6f, 13));
+    cases.push_back(
+        OneNode(op, op, {{-1, 5, 7, 6}}, {{{2, 5, 7, 6}}}, 1e-6f, 13));
   }
-  cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}}, 1e-5f,
-                          13, [](onnx::NodeProto& n) {
+  cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}},
+                          1e-5f, 13, [](onnx::NodeProto& n) {
                             SetIntAttr(n, "size", 5);
                             SetFloatAttr(n, "alpha", 0.01f);
                             SetFloatAttr(n, "beta", 0.75f);
@@ -373,11 +384,15 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     b.FloatInitializer("bias", {5}, RandomFloats(5, 36));
     b.FloatInitializer("mean", {5}, RandomFloats(5, 37));
     b.FloatInitializer("var", {5}, var);
-    b.Node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"}, {"bn"});
+    b.Node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"},
+           {"bn"});
     b.Node("Relu", {"bn"}, {"y"});
     b.Output("y");
-    cases.push_back({"batch_norm_after_concat", std::move(b), true,
-                     {{{2, 2, 5, 5}, {2, 3, 5, 5}}}, 1e-5f});
+    cases.push_back({"batch_norm_after_concat",
+                     std::move(b),
+                     true,
+                     {{{2, 2, 5, 5}, {2, 3, 5, 5}}},
+                     1e-5f});
   }
   cases.push_back(OneNode("sum3", "Sum", {{-1, 4, 3}, {-1, 4, 3}, {-1, 4, 3}},
                           {{{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}}, 1e-6f, 13));
@@ -403,8 +418,11 @@ DeviceTestCase ErfGeluPattern() {
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
-  return {"mlp", std::move(b), true,
-          {{{1, 256}}, {{17, 256}}, {{256, 256}}, {{1, 256}}}, 1e-5f};
+  return {"mlp",
+          std::move(b),
+          true,
+          {{{1, 256}}, {{17, 256}}, {{256, 256}}, {{1, 256}}},
+          1e-5f};
 }
 
 }  // namespace
@@ -441,7 +459,8 @@ std::vector<TypedTensor> RandomInputs(const ModelSignature& signature,
       if (dtype == DataType::kInt64) {
         tensors.push_back(MakeTyped(dtype, shapes[i], v));
       } else {
-        tensors.push_back(MakeTyped(dtype, shapes[i], std::vector<int32_t>(v.begin(), v.end())));
+        tensors.push_back(MakeTyped(dtype, shapes[i],
+                                    std::vector<int32_t>(v.begin(), v.end())));
       }
     } else if (dtype == DataType::kBool) {
       std::vector<uint8_t> v(n);
@@ -477,8 +496,9 @@ absl::StatusOr<std::vector<TypedTensor>> RunBatch(
   std::vector<TypedTensor> outputs;
   for (size_t i = 0; i < signature.outputs.size(); ++i) {
     const char* data = slot->output_data(i);
-    outputs.push_back({signature.outputs[i].dtype, slot->output_shape(i),
-                       std::vector<char>(data, data + slot->output_byte_size(i))});
+    outputs.push_back(
+        {signature.outputs[i].dtype, slot->output_shape(i),
+         std::vector<char>(data, data + slot->output_byte_size(i))});
   }
   return outputs;
 }
@@ -503,11 +523,14 @@ std::string CompareOutputs(const std::vector<TypedTensor>& got,
       }
       continue;
     }
-    const std::vector<float> g = got[o].values<float>(), w = want[o].values<float>();
+    const std::vector<float> g = got[o].values<float>(),
+                             w = want[o].values<float>();
     for (size_t i = 0; i < w.size(); ++i) {
-      if (!(std::fabs(g[i] - w[i]) <= tolerance * std::max(1.0f, std::fabs(w[i])))) {
+      if (!(std::fabs(g[i] - w[i]) <=
+            tolerance * std::max(1.0f, std::fabs(w[i])))) {
         return absl::StrCat("output ", o, " element ", i, ": ", g[i],
-                            ", expected ", w[i], " (tolerance ", tolerance, ")");
+                            ", expected ", w[i], " (tolerance ", tolerance,
+                            ")");
       }
     }
   }
@@ -528,9 +551,11 @@ std::string CheckAgainstCpu(const DeviceTestCase& c,
         RandomInputs(model->signature(), c.runs[r], c.index_bound);
     const int slot = static_cast<int>(r % executor.num_slots());
     auto got = RunBatch(executor, model->signature(), slot, inputs);
-    if (!got.ok()) return absl::StrCat("run ", r, ": ", got.status().ToString());
+    if (!got.ok())
+      return absl::StrCat("run ", r, ": ", got.status().ToString());
     auto want = RunModelTyped(model, inputs);
-    if (!want.ok()) return absl::StrCat("cpu run ", r, ": ", want.status().ToString());
+    if (!want.ok())
+      return absl::StrCat("cpu run ", r, ": ", want.status().ToString());
     std::string diff = CompareOutputs(*got, *want, c.tolerance);
     if (!diff.empty()) return absl::StrCat("run ", r, ": ", diff);
   }

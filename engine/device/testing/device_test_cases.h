@@ -38,7 +38,9 @@ struct DeviceTestCase {
 std::vector<DeviceTestCase> DeviceTestCases();
 
 // gtest prints a case by its name.
-inline void PrintTo(const DeviceTestCase& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const DeviceTestCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // Fresh random inputs of `signature`'s types and `shapes` on every call:
 // floats in [-2, 2) (never zero), integers in [0, index_bound), booleans.

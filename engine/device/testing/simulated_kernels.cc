@@ -45,9 +45,8 @@ class SimulatedKernels : public DeviceKernels {
   }
 
   absl::Status Gemm(DeviceStream& stream, const GemmArgs& g) override {
-    std::vector<Region> reads = {
-        Matrices(g.a, g.batch, g.stride_a, g.m * g.k),
-        Matrices(g.b, g.batch, g.stride_b, g.k * g.n)};
+    std::vector<Region> reads = {Matrices(g.a, g.batch, g.stride_a, g.m * g.k),
+                                 Matrices(g.b, g.batch, g.stride_b, g.k * g.n)};
     if (g.bias != nullptr) reads.push_back(Floats(g.bias, g.n));
     return Launch(stream, "gemm", std::move(reads),
                   {Matrices(g.c, g.batch, g.stride_c, g.m * g.n)},
@@ -56,8 +55,8 @@ class SimulatedKernels : public DeviceKernels {
 
   absl::Status Activation(DeviceStream& stream, ActivationSpec f,
                           const float* x, float* y, int64_t count) override {
-    return Launch(stream, "activation", {Floats(x, count)},
-                  {Floats(y, count)}, [=] {
+    return Launch(stream, "activation", {Floats(x, count)}, {Floats(y, count)},
+                  [=] {
                     const kc::Activation act = ToKernel(f.kind);
                     for (int64_t i = 0; i < count; ++i)
                       y[i] = kc::ApplyActivation(act, x[i], f.alpha, f.beta);
@@ -95,7 +94,8 @@ class SimulatedKernels : public DeviceKernels {
                       for (int64_t c = 0; c < cols; ++c)
                         row = kc::AddElement(row, x[r * cols + c]);
                       for (int64_t c = 0; c < cols; ++c)
-                        y[r * cols + c] = kc::SoftmaxValue(x[r * cols + c], row);
+                        y[r * cols + c] =
+                            kc::SoftmaxValue(x[r * cols + c], row);
                     }
                   });
   }
@@ -123,20 +123,20 @@ class SimulatedKernels : public DeviceKernels {
                          int64_t rows, int64_t cols, float epsilon) override {
     std::vector<Region> reads = {Floats(x, rows * cols), Floats(scale, cols)};
     if (bias != nullptr) reads.push_back(Floats(bias, cols));
-    return Launch(stream, "layer_norm", std::move(reads),
-                  {Floats(y, rows * cols)}, [=] {
-                    for (int64_t r = 0; r < rows; ++r) {
-                      const float* in = x + r * cols;
-                      kc::MeanM2 row = kc::EmptyMeanM2();
-                      for (int64_t c = 0; c < cols; ++c) row = kc::AddValue(row, in[c]);
-                      const float inv = kc::InvStdDev(row, epsilon);
-                      for (int64_t c = 0; c < cols; ++c) {
-                        y[r * cols + c] = kc::LayerNormValue(
-                            in[c], row.mean, inv, scale[c],
-                            bias != nullptr ? bias[c] : 0.0f);
-                      }
-                    }
-                  });
+    return Launch(
+        stream, "layer_norm", std::move(reads), {Floats(y, rows * cols)}, [=] {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float* in = x + r * cols;
+            kc::MeanM2 row = kc::EmptyMeanM2();
+            for (int64_t c = 0; c < cols; ++c) row = kc::AddValue(row, in[c]);
+            const float inv = kc::InvStdDev(row, epsilon);
+            for (int64_t c = 0; c < cols; ++c) {
+              y[r * cols + c] =
+                  kc::LayerNormValue(in[c], row.mean, inv, scale[c],
+                                     bias != nullptr ? bias[c] : 0.0f);
+            }
+          }
+        });
   }
 
   absl::Status Gather(DeviceStream& stream, const void* data,
@@ -161,7 +161,8 @@ class SimulatedKernels : public DeviceKernels {
             if (src < 0) {
               std::memset(out, 0, element_bytes);
             } else {
-              std::memcpy(out, static_cast<const char*>(data) + src * element_bytes,
+              std::memcpy(out,
+                          static_cast<const char*>(data) + src * element_bytes,
                           element_bytes);
             }
           }
@@ -229,16 +230,16 @@ class SimulatedKernels : public DeviceKernels {
     std::vector<Region> reads = {Floats(x, n)};
     if (scale != nullptr) reads.push_back(Floats(scale, channels));
     if (shift != nullptr) reads.push_back(Floats(shift, channels));
-    return Launch(stream, "channel_affine", std::move(reads), {Floats(y, n)},
-                  [=] {
-                    const kc::Activation f = ToKernel(act.kind);
-                    for (int64_t i = 0; i < n; ++i) {
-                      const int64_t c = kc::ChannelOf(i, channels, spatial);
-                      const float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) +
-                                      (shift != nullptr ? shift[c] : 0.0f);
-                      y[i] = kc::ApplyActivation(f, v, act.alpha, act.beta);
-                    }
-                  });
+    return Launch(
+        stream, "channel_affine", std::move(reads), {Floats(y, n)}, [=] {
+          const kc::Activation f = ToKernel(act.kind);
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t c = kc::ChannelOf(i, channels, spatial);
+            const float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) +
+                            (shift != nullptr ? shift[c] : 0.0f);
+            y[i] = kc::ApplyActivation(f, v, act.alpha, act.beta);
+          }
+        });
   }
 
   absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
@@ -290,22 +291,27 @@ class SimulatedKernels : public DeviceKernels {
           for (int64_t q = 0; q < a.out_w; ++q) {
             double sum = 0;
             for (int64_t c = 0; c < cg; ++c) {
-              const float* plane = a.x + ((n * a.c) + g * cg + c) * a.in_h * a.in_w;
-              const float* filter = a.w + (m * cg + c) * a.kernel_h * a.kernel_w;
+              const float* plane =
+                  a.x + ((n * a.c) + g * cg + c) * a.in_h * a.in_w;
+              const float* filter =
+                  a.w + (m * cg + c) * a.kernel_h * a.kernel_w;
               for (int64_t r = 0; r < a.kernel_h; ++r) {
                 const int64_t h = p * a.stride_h - a.pad_top + r * a.dilation_h;
                 if (h < 0 || h >= a.in_h) continue;
                 for (int64_t s = 0; s < a.kernel_w; ++s) {
-                  const int64_t w = q * a.stride_w - a.pad_left + s * a.dilation_w;
+                  const int64_t w =
+                      q * a.stride_w - a.pad_left + s * a.dilation_w;
                   if (w < 0 || w >= a.in_w) continue;
-                  sum += double{plane[h * a.in_w + w]} * filter[r * a.kernel_w + s];
+                  sum += double{plane[h * a.in_w + w]} *
+                         filter[r * a.kernel_w + s];
                 }
               }
             }
             float v = static_cast<float>(sum);
             if (a.bias != nullptr) v += a.bias[m];
             a.y[((n * a.m + m) * a.out_h + p) * a.out_w + q] =
-                kc::ApplyActivation(act, v, a.activation.alpha, a.activation.beta);
+                kc::ApplyActivation(act, v, a.activation.alpha,
+                                    a.activation.beta);
           }
         }
       }
