@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "batching/serialized_bytes.h"
+#include "engine/serialized_bytes.h"
 
 namespace coalesce {
 namespace {

@@ -45,7 +45,7 @@ struct SchedulerOptions {
   std::map<uint32_t, QueuePolicy> priority_queue_policy;
   // Config dims (batch dim excluded when max_batch_size > 0), in the
   // executor's input order. At least one. BYTES tensors travel serialized
-  // (serialized_bytes.h).
+  // (engine/serialized_bytes.h).
   std::vector<TensorSpec> inputs;
   // In the executor's output order. At least one.
   std::vector<TensorSpec> outputs;

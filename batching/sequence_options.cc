@@ -5,18 +5,10 @@
 namespace coalesce {
 namespace {
 
-const TensorSpec* Find(const std::vector<TensorSpec>& specs,
-                       const std::string& name) {
-  for (const TensorSpec& spec : specs) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
 absl::Status CheckTensor(const std::vector<TensorSpec>& specs,
                          const std::string& name, const char* what,
                          DataType dtype, const Shape& dims) {
-  const TensorSpec* spec = Find(specs, name);
+  const TensorSpec* spec = FindTensorSpec(specs, name);
   if (spec == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " '", name, "' is not a tensor of the model"));

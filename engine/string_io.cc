@@ -4,35 +4,20 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/serialized_bytes.h"
 
 namespace coalesce {
-namespace {
-
-constexpr size_t kLengthBytes = 4;
-
-uint32_t ReadLength(const char* at) {
-  const auto* b = reinterpret_cast<const unsigned char*>(at);
-  return static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 |
-         static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
-}
-
-void WriteLength(uint32_t length, char* at) {
-  for (size_t i = 0; i < kLengthBytes; ++i)
-    at[i] = static_cast<char>((length >> (8 * i)) & 0xff);
-}
-
-}  // namespace
 
 absl::Status ParseSerializedStrings(const char* data, size_t byte_size,
                                     int64_t count, StringRef* out) {
   size_t at = 0;
   for (int64_t i = 0; i < count; ++i) {
-    if (byte_size - at < kLengthBytes) {
+    if (byte_size - at < kSerializedLengthBytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           "serialized BYTES hold ", i, " elements, the shape needs ", count));
     }
-    const uint32_t length = ReadLength(data + at);
-    at += kLengthBytes;
+    const uint32_t length = ReadSerializedLength(data + at);
+    at += kSerializedLengthBytes;
     if (byte_size - at < length) {
       return absl::InvalidArgumentError(
           absl::StrCat("element ", i, " of the serialized BYTES has length ",
@@ -58,15 +43,15 @@ absl::StatusOr<size_t> SerializedStringsSize(const StringRef* strings,
           absl::StrCat("element ", i, " is ", strings[i].size,
                        " bytes long; BYTES elements hold at most 2^32 - 1"));
     }
-    total += kLengthBytes + strings[i].size;
+    total += kSerializedLengthBytes + strings[i].size;
   }
   return total;
 }
 
 void SerializeStrings(const StringRef* strings, int64_t count, char* out) {
   for (int64_t i = 0; i < count; ++i) {
-    WriteLength(static_cast<uint32_t>(strings[i].size), out);
-    out += kLengthBytes;
+    WriteSerializedLength(static_cast<uint32_t>(strings[i].size), out);
+    out += kSerializedLengthBytes;
     if (strings[i].size > 0) std::memcpy(out, strings[i].data, strings[i].size);
     out += strings[i].size;
   }

@@ -4,6 +4,7 @@
 #define COALESCE_ENGINE_TENSOR_SPEC_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/data_type.h"
@@ -16,6 +17,16 @@ struct TensorSpec {
   DataType dtype = DataType::kInvalid;
   Shape dims;
 };
+
+// The spec named `name` in `specs`, or null. The pointer lives as long as
+// `specs` is not changed.
+inline const TensorSpec* FindTensorSpec(const std::vector<TensorSpec>& specs,
+                                        std::string_view name) {
+  for (const TensorSpec& spec : specs) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
 
 // What a model takes and returns, in the model's own order.
 struct ModelSignature {

@@ -47,14 +47,6 @@ std::string Names(const std::vector<TensorSpec>& specs) {
   return absl::StrJoin(names, ", ");
 }
 
-const TensorSpec* FindSpec(const std::vector<TensorSpec>& specs,
-                           const std::string& name) {
-  for (const auto& s : specs) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
-
 // The model's dims as the config states them: without the batch dimension
 // when the model batches.
 absl::StatusOr<Shape> ConfigDimsOf(const TensorSpec& spec, bool batching,
@@ -130,7 +122,7 @@ absl::Status CompleteTensors(
     const std::vector<TensorSpec>& specs, bool batching, const char* kind,
     google::protobuf::RepeatedPtrField<TensorConfig>* tensors, AddFn add) {
   for (const TensorConfig& tensor : *tensors) {
-    if (FindSpec(specs, tensor.name()) == nullptr) {
+    if (FindTensorSpec(specs, tensor.name()) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "config ", kind, " '", tensor.name(), "' is not an ", kind,
           " of the model (model ", kind, "s: ", Names(specs), ")"));

@@ -118,14 +118,6 @@ absl::StatusOr<std::string> ReadInitialState(
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-const TensorSpec* FindSpec(const std::vector<TensorSpec>& specs,
-                           const std::string& name) {
-  for (const TensorSpec& spec : specs) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
 // `spec` as the batcher sees it: without the batch dim when batching.
 TensorSpec ItemSpec(TensorSpec spec, bool batching) {
   if (batching && !spec.dims.empty()) spec.dims.erase(spec.dims.begin());
@@ -140,7 +132,7 @@ absl::StatusOr<std::vector<TensorSpec>> WithExtra(
     bool batching, const char* kind) {
   std::vector<TensorSpec> merged;
   for (const TensorSpec& spec : signature) {
-    if (const TensorSpec* c = FindSpec(current, spec.name)) {
+    if (const TensorSpec* c = FindTensorSpec(current, spec.name)) {
       merged.push_back(*c);
     } else if (extra.contains(spec.name)) {
       merged.push_back(ItemSpec(spec, batching));

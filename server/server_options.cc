@@ -53,17 +53,24 @@ Setter StringFlag(std::string ServerOptions::*field) {
   };
 }
 
+// A setter of an integer flag in [min, max], stored as T: an integer type
+// or a std::chrono duration counted in the flag's unit.
+template <typename T>
+Setter IntFlag(const char* flag, T ServerOptions::*field, int64_t min,
+               int64_t max) {
+  return [=](ServerOptions& o, absl::string_view v) -> absl::Status {
+    absl::StatusOr<int64_t> n = ParseInt(flag, v, min, max);
+    if (!n.ok()) return n.status();
+    o.*field = T(*n);
+    return absl::OkStatus();
+  };
+}
+
 const std::map<std::string, Setter, std::less<>>& Setters() {
   static const auto* setters = new std::map<std::string, Setter, std::less<>>{
       {"model-repository", StringFlag(&ServerOptions::model_repository)},
       {"grpc-address", StringFlag(&ServerOptions::grpc_address)},
-      {"grpc-port",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto port = ParseInt("grpc-port", v, 0, 65535);
-         if (!port.ok()) return port.status();
-         o.grpc_port = static_cast<int>(*port);
-         return absl::OkStatus();
-       }},
+      {"grpc-port", IntFlag("grpc-port", &ServerOptions::grpc_port, 0, 65535)},
       {"model-control-mode",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          if (v == "none") {
@@ -103,40 +110,19 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
        BoolFlag("allow-metrics", &ServerOptions::allow_metrics)},
       {"metrics-address", StringFlag(&ServerOptions::metrics_address)},
       {"metrics-port",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto port = ParseInt("metrics-port", v, 0, 65535);
-         if (!port.ok()) return port.status();
-         o.metrics_port = static_cast<int>(*port);
-         return absl::OkStatus();
-       }},
+       IntFlag("metrics-port", &ServerOptions::metrics_port, 0, 65535)},
       {"metrics-interval-ms",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto ms = ParseInt("metrics-interval-ms", v, 10, 3600 * 1000);
-         if (!ms.ok()) return ms.status();
-         o.metrics_interval = std::chrono::milliseconds(*ms);
-         return absl::OkStatus();
-       }},
+       IntFlag("metrics-interval-ms", &ServerOptions::metrics_interval, 10,
+               3600 * 1000)},
       {"grpc-max-connection-age-secs",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto secs = ParseInt("grpc-max-connection-age-secs", v, 0, 30 * 86400);
-         if (!secs.ok()) return secs.status();
-         o.grpc_max_connection_age = std::chrono::seconds(*secs);
-         return absl::OkStatus();
-       }},
+       IntFlag("grpc-max-connection-age-secs",
+               &ServerOptions::grpc_max_connection_age, 0, 30 * 86400)},
       {"grpc-max-message-bytes",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto bytes = ParseInt("grpc-max-message-bytes", v, 1024, INT_MAX);
-         if (!bytes.ok()) return bytes.status();
-         o.grpc_max_message_bytes = *bytes;
-         return absl::OkStatus();
-       }},
+       IntFlag("grpc-max-message-bytes", &ServerOptions::grpc_max_message_bytes,
+               1024, INT_MAX)},
       {"max-inflight-bytes",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto bytes = ParseInt("max-inflight-bytes", v, 0, INT64_MAX);
-         if (!bytes.ok()) return bytes.status();
-         o.max_inflight_bytes = *bytes;
-         return absl::OkStatus();
-       }},
+       IntFlag("max-inflight-bytes", &ServerOptions::max_inflight_bytes, 0,
+               INT64_MAX)},
       {"grpc-restricted-protocol",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          return o.grpc_restricted_protocols.Add(v);
@@ -148,19 +134,11 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
       {"grpc-server-key", StringFlag(&ServerOptions::grpc_server_key)},
       {"grpc-root-cert", StringFlag(&ServerOptions::grpc_root_cert)},
       {"repository-poll-secs",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto secs = ParseInt("repository-poll-secs", v, 1, 24 * 3600);
-         if (!secs.ok()) return secs.status();
-         o.repository_poll = std::chrono::seconds(*secs);
-         return absl::OkStatus();
-       }},
+       IntFlag("repository-poll-secs", &ServerOptions::repository_poll, 1,
+               24 * 3600)},
       {"exit-timeout-secs",
-       [](ServerOptions& o, absl::string_view v) -> absl::Status {
-         auto secs = ParseInt("exit-timeout-secs", v, 0, 24 * 3600);
-         if (!secs.ok()) return secs.status();
-         o.exit_timeout = std::chrono::seconds(*secs);
-         return absl::OkStatus();
-       }},
+       IntFlag("exit-timeout-secs", &ServerOptions::exit_timeout, 0,
+               24 * 3600)},
   };
   return *setters;
 }
