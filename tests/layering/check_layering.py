@@ -19,7 +19,8 @@ from pathlib import Path
 # The coalesce_engine_api target: what batching/ may see of the engine.
 ENGINE_API = {
     "engine/arena_planner.h", "engine/neutral_plan.h", "engine/cpu_stream.h", "engine/data_type.h", "engine/event.h",
-    "engine/executor.h", "engine/shape.h", "engine/tensor_spec.h",
+    "engine/executor.h", "engine/serialized_bytes.h", "engine/shape.h",
+    "engine/tensor_spec.h",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
