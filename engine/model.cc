@@ -69,11 +69,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
   if (!graph.ok()) return graph.status();
   model->graph_ = *std::move(graph);
 
-  absl::flat_hash_set<std::string> initializers;
-  for (const auto& t : proto.graph().initializer())
-    initializers.insert(t.name());
+  // The graph's inputs are the listed inputs that nothing else defines (an
+  // initializer or a Constant node): the signature takes the same ones, in
+  // the same order, so that planning pairs them up.
+  absl::flat_hash_set<std::string> graph_inputs;
+  for (int id : model->graph_.inputs)
+    graph_inputs.insert(model->graph_.value_names[id]);
   for (const onnx::ValueInfoProto& input : proto.graph().input()) {
-    if (initializers.contains(input.name())) continue;
+    if (!graph_inputs.erase(input.name())) continue;
     absl::StatusOr<TensorSpec> spec = ImportValueInfo(input);
     if (!spec.ok()) return Prefixed("graph input ", spec.status());
     model->signature_.inputs.push_back(*std::move(spec));

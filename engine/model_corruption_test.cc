@@ -2,6 +2,8 @@
 // with a clean error, and none may crash. Also built with AddressSanitizer
 // by scripts/test (see docs/engine.md), which turns an out-of-bounds read
 // while parsing or planning into a failure.
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -181,6 +183,143 @@ TEST(ModelCorruptionTest, NodeWithTooFewInputsFails) {
   absl::Status s = LoadAndRun(b.Serialize());
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("Conv"));
+}
+
+// Regression tests for what tests/fuzz/onnx_model_fuzzer found or its
+// review pointed at: each used to crash or misbehave.
+
+// dims whose byte count overflows size_t used to wrap to a small size and
+// load; a later Gather read past it.
+TEST(ModelCorruptionTest, InitializerWhoseByteSizeOverflowsFails) {
+  OnnxModelBuilder b(13);
+  b.Input("i", {1}, onnx::TensorProto::INT64).Output("y");
+  b.RawInitializer("t", onnx::TensorProto::FLOAT, {int64_t{1} << 62}, nullptr,
+                   0);
+  b.Node("Gather", {"t", "i"}, {"y"});
+  absl::Status s = Model::LoadFromBytes(b.Serialize()).status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'t'"));
+}
+
+// A shape its stored values cannot fill is refused before 4 GiB are
+// reserved for it.
+TEST(ModelCorruptionTest, InitializerLargerThanItsDataFailsBeforeAllocating) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1}).Output("y");
+  const float one = 1;
+  b.RawInitializer("t", onnx::TensorProto::FLOAT, {int64_t{1} << 30}, &one,
+                   sizeof(one));
+  b.Node("Add", {"x", "t"}, {"y"});
+  absl::Status s = Model::LoadFromBytes(b.Serialize()).status();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("stores fewer"));
+}
+
+// A graph input also defined by a Constant node: the graph skips it, and so
+// must the signature, or planning pairs inputs with the wrong values (it
+// read past the graph's inputs).
+TEST(ModelCorruptionTest, GraphInputShadowedByAConstantNodeIsNotAnInput) {
+  OnnxModelBuilder b(13);
+  b.Input("c", {2}).Input("x", {2}).Output("y", {2});
+  auto& constant = b.Node("Constant", {}, {"c"});
+  onnx::AttributeProto* value = constant.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(2);
+  value->mutable_t()->add_float_data(1);
+  value->mutable_t()->add_float_data(2);
+  b.Node("Add", {"x", "c"}, {"y"});
+  ModelOptions options;
+  options.optimizer = OptimizerOptions::None();
+  auto model = Model::LoadFromBytes(b.Serialize(), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->signature().inputs.size(), 1u);
+  EXPECT_EQ((*model)->signature().inputs[0].name, "x");
+  auto plan = ExecutionPlan::Build(*model, std::vector<Shape>{{2}});
+  EXPECT_TRUE(plan.ok()) << plan.status();
+}
+
+TEST(ModelCorruptionTest, AbsurdWindowAttributesFail) {
+  OnnxModelBuilder depth(13);
+  depth.Input("x", {1, 4, 2, 2}).Output("y");
+  testing::SetIntAttr(depth.Node("DepthToSpace", {"x"}, {"y"}), "blocksize",
+                      int64_t{1} << 32);
+  absl::Status s = LoadAndRun(depth.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("blocksize"));
+
+  OnnxModelBuilder conv = SmallCnn();
+  testing::SetIntAttr(*conv.proto().mutable_graph()->mutable_node(0), "group",
+                      int64_t{1} << 40);
+  s = LoadAndRun(conv.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("group"));
+
+  OnnxModelBuilder pool = SmallCnn();
+  testing::SetIntsAttr(*pool.proto().mutable_graph()->mutable_node(3),
+                       "dilations", {int64_t{1} << 62, 1});
+  s = LoadAndRun(pool.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("dilations"));
+}
+
+TEST(ModelCorruptionTest, RangeWithANanOrHugeCountFails) {
+  for (float limit : {std::nanf(""), 1e30f}) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {1}).Output("y");
+    b.FloatInitializer("start", {}, {0});
+    b.FloatInitializer("limit", {}, {limit});
+    b.FloatInitializer("delta", {}, {1});
+    b.Node("Range", {"start", "limit", "delta"}, {"r"});
+    b.Node("Add", {"x", "r"}, {"y"});
+    absl::Status s = LoadAndRun(b.Serialize());
+    ASSERT_FALSE(s.ok()) << limit;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("Range")) << limit;
+  }
+}
+
+// int64 Range across the whole type: start + i * delta overflowed (UBSan)
+// although every value fits.
+TEST(ModelCorruptionTest, Int64RangeAcrossTheTypeIsExact) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {4}, onnx::TensorProto::INT64).Output("y", {4});
+  const int64_t delta = int64_t{1} << 62;
+  b.Int64Initializer("start", {}, {INT64_MIN});
+  b.Int64Initializer("limit", {}, {INT64_MAX});
+  b.Int64Initializer("delta", {}, {delta});
+  b.Node("Range", {"start", "limit", "delta"}, {"r"});
+  b.Node("Add", {"x", "r"}, {"y"});
+  ModelOptions options;
+  options.optimizer = OptimizerOptions::None();
+  auto model = Model::LoadFromBytes(b.Serialize(), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto plan = ExecutionPlan::Build(*model, std::vector<Shape>{{4}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<int64_t> x = {0, 0, 0, 0}, y(4);
+  std::vector<char> arena((*plan)->arena_bytes() + 64);
+  char* aligned =
+      arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  std::vector<const char*> in = {reinterpret_cast<const char*>(x.data())};
+  std::vector<char*> out = {reinterpret_cast<char*>(y.data())};
+  ASSERT_TRUE((*plan)->Execute(in, out, aligned).ok());
+  EXPECT_EQ(y, (std::vector<int64_t>{INT64_MIN, -delta, 0, delta}));
+}
+
+// A few bytes of ConstantOfShape asking for 1 GiB: left for run time, not
+// materialized at load (which took the memory and copied it once more).
+TEST(ModelCorruptionTest, ExpandingConstantsAreNotFoldedAtLoad) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1}).Output("y");
+  b.Int64Initializer("shape", {1}, {int64_t{1} << 28});
+  b.Node("ConstantOfShape", {"shape"}, {"big"});
+  b.Node("Add", {"x", "big"}, {"y"});
+  auto model = Model::LoadFromBytes(b.Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  bool kept = false;
+  for (const GraphNode& node : (*model)->graph().nodes)
+    kept |= node.op_type == "ConstantOfShape";
+  EXPECT_TRUE(kept);
 }
 
 }  // namespace

@@ -20,22 +20,19 @@ namespace {
 // known; shape arithmetic is a few dozen bytes.
 constexpr size_t kMaxFoldedBytes = 64 * 1024;
 
-// No tensor may exceed this many bytes (1 TiB): a shape computed from a
-// corrupt or hostile model fails planning instead of overflowing sizes.
-constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
-
 // The byte size of a tensor, or InvalidArgument naming it when its shape has
 // negative dims, overflows or exceeds kMaxTensorBytes.
 absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
                                        const std::string& name) {
   std::optional<int64_t> count = ElementCount(info.shape);
-  const int64_t elem = StorageByteSize(info.dtype);
-  if (!count || (elem > 0 && *count > kMaxTensorBytes / elem)) {
+  std::optional<size_t> bytes =
+      count ? CheckedStorageBytes(*count, info.dtype) : std::nullopt;
+  if (!bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "output '", name, "' would have shape ", ShapeToString(info.shape),
         ", which is negative or larger than 1 TiB"));
   }
-  return static_cast<size_t>(*count * elem);
+  return *bytes;
 }
 
 PlanNode PlanNodeOf(const GraphNode& node) {

@@ -34,13 +34,16 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> MakeConstant(DataType dtype,
                                                              Shape shape) {
   auto tensor = std::make_unique<ConstantTensor>();
   std::optional<int64_t> count = ElementCount(shape);
-  if (!count) {
+  std::optional<size_t> bytes =
+      count ? CheckedStorageBytes(*count, dtype) : std::nullopt;
+  if (!bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid tensor shape ", ShapeToString(shape)));
+        absl::StrCat("invalid tensor shape ", ShapeToString(shape),
+                     ": negative, overflowing or larger than 1 TiB"));
   }
   tensor->dtype = dtype;
   tensor->shape = std::move(shape);
-  tensor->byte_size = static_cast<size_t>(*count) * StorageByteSize(dtype);
+  tensor->byte_size = *bytes;
   if (absl::Status s = tensor->data.Reserve(tensor->byte_size); !s.ok())
     return s;
   return tensor;
@@ -83,6 +86,16 @@ absl::Status CopyStrings(const onnx::TensorProto& proto,
     next += s.size();
   }
   return absl::OkStatus();
+}
+
+// At least the number of elements `proto` stores: its typed values, or one
+// per byte of raw_data (no element takes less than a byte).
+int64_t StoredElementBound(const onnx::TensorProto& proto) {
+  if (proto.has_raw_data())
+    return static_cast<int64_t>(proto.raw_data().size());
+  return int64_t{proto.float_data_size()} + proto.double_data_size() +
+         proto.int32_data_size() + proto.int64_data_size() +
+         proto.uint64_data_size() + proto.string_data_size();
 }
 
 absl::Status FillTensor(const onnx::TensorProto& proto,
@@ -206,8 +219,16 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
   if (!dtype.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(where, dtype.status().message()));
-  auto tensor =
-      MakeConstant(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  // Refused before anything is allocated for it: a shape the stored values
+  // cannot fill (FillTensor checks the exact count afterwards).
+  if (std::optional<int64_t> count = ElementCount(shape);
+      count && *count > StoredElementBound(proto)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "shape ", ShapeToString(shape), " needs ", *count,
+                     " elements; the tensor stores fewer"));
+  }
+  auto tensor = MakeConstant(*dtype, std::move(shape));
   if (!tensor.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(where, tensor.status().message()));

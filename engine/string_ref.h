@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "engine/data_type.h"
@@ -42,6 +43,20 @@ static_assert(sizeof(StringRef) == 16, "a STRING element is 16 bytes");
 // stays 0, which the wire and batching layers read as "variable length".
 constexpr size_t StorageByteSize(DataType type) {
   return type == DataType::kBytes ? sizeof(StringRef) : ElementByteSize(type);
+}
+
+// No tensor the engine holds may take more than this (1 TiB): a size read
+// from a corrupt or hostile model is refused instead of overflowing.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+
+// Bytes `count` elements of `type` take in engine memory; nullopt when
+// count is negative or they would take more than kMaxTensorBytes.
+constexpr std::optional<size_t> CheckedStorageBytes(int64_t count,
+                                                    DataType type) {
+  const int64_t element = static_cast<int64_t>(StorageByteSize(type));
+  if (count < 0 || (element > 0 && count > kMaxTensorBytes / element))
+    return std::nullopt;
+  return static_cast<size_t>(count * element);
 }
 
 }  // namespace coalesce

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/ops/window_limits.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
@@ -29,7 +30,7 @@ absl::StatusOr<std::vector<int64_t>> PerAxis(const std::vector<int64_t>& values,
         "] for ", rank, " spatial dims"));
   }
   for (int64_t v : values) {
-    if (v < (fill == 0 ? 0 : 1)) {
+    if (v < (fill == 0 ? 0 : 1) || v > kMaxWindowAttribute) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, " [", absl::StrJoin(values, ","), "] has an invalid value"));
     }
@@ -48,9 +49,9 @@ absl::StatusOr<ConvAttributes> ParseConvAttributes(const OpNode& node) {
   attrs.auto_pad = *parsed;
   absl::StatusOr<int64_t> group = node.GetInt("group", 1);
   if (!group.ok()) return group.status();
-  if (*group < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("group must be at least 1, got ", *group));
+  if (*group < 1 || *group > kMaxWindowAttribute) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "group must be in [1, ", kMaxWindowAttribute, "], got ", *group));
   }
   attrs.group = *group;
   for (auto [name, field] : {std::pair{"kernel_shape", &attrs.kernel_shape},
@@ -70,6 +71,13 @@ absl::StatusOr<SpatialGeometry> ResolveConvGeometry(
   const size_t rank = in_spatial.size();
   SpatialGeometry g;
   g.kernel = attrs.kernel_shape.empty() ? weight_kernel : attrs.kernel_shape;
+  for (int64_t k : weight_kernel) {
+    if (k < 1 || k > kMaxWindowAttribute) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel [", absl::StrJoin(weight_kernel, ","),
+                       "] needs sizes in [1, ", kMaxWindowAttribute, "]"));
+    }
+  }
   if (g.kernel != weight_kernel) {
     return absl::InvalidArgumentError(
         absl::StrCat("kernel_shape [", absl::StrJoin(attrs.kernel_shape, ","),

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/ops/window_limits.h"
 #include "engine/string_ref.h"
 #include "onnx/onnx_pb.h"
 
@@ -39,9 +40,9 @@ class DepthSpaceOp : public OpKernel {
       return absl::InvalidArgumentError("the blocksize attribute is required");
     absl::StatusOr<int64_t> block = node.GetInt("blocksize", 1);
     if (!block.ok()) return block.status();
-    if (*block < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("blocksize must be at least 1, got ", *block));
+    if (*block < 1 || *block > kMaxWindowAttribute) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "blocksize must be in [1, ", kMaxWindowAttribute, "], got ", *block));
     }
     absl::StatusOr<kernels::DepthSpaceMode> mode = ParseMode(node);
     if (!mode.ok()) return mode.status();

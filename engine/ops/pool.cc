@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/ops/window_limits.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
@@ -51,7 +52,7 @@ struct PoolAttributes {
 };
 
 // `values`, or `fill` per spatial axis when absent; InvalidArgument unless
-// there are `count` values, each at least `min`.
+// there are `count` values, each in [min, kMaxWindowAttribute].
 absl::StatusOr<std::vector<int64_t>> PerAxis(const OpNode& node,
                                              const std::string& name,
                                              size_t count, int64_t fill,
@@ -60,11 +61,12 @@ absl::StatusOr<std::vector<int64_t>> PerAxis(const OpNode& node,
   if (!values.ok()) return values.status();
   if (values->empty()) return std::vector<int64_t>(count, fill);
   bool valid = values->size() == count;
-  for (int64_t v : *values) valid = valid && v >= min;
+  for (int64_t v : *values)
+    valid = valid && v >= min && v <= kMaxWindowAttribute;
   if (!valid) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, " [", absl::StrJoin(*values, ","), "] needs ", count,
-                     " values of at least ", min));
+                     " values in [", min, ", ", kMaxWindowAttribute, "]"));
   }
   return values;
 }

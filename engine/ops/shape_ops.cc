@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/onnx_import.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
@@ -152,9 +154,14 @@ class RangeOp : public OpKernel {
                  limit = Scalar(type, in[1].constant_data),
                  delta = Scalar(type, in[2].constant_data);
     if (delta == 0) return absl::InvalidArgumentError("delta is 0");
+    const double count = std::ceil((limit - start) / delta);
+    if (!(count <= static_cast<double>(kMaxTensorBytes))) {  // NaN too
+      return absl::InvalidArgumentError(
+          absl::StrCat("Range from ", start, " to ", limit, " by ", delta,
+                       " would have ", count, " elements"));
+    }
     out[0].dtype = type;
-    out[0].shape = {std::max<int64_t>(
-        static_cast<int64_t>(std::ceil((limit - start) / delta)), 0)};
+    out[0].shape = {std::max<int64_t>(static_cast<int64_t>(count), 0)};
     return absl::OkStatus();
   }
 
@@ -189,8 +196,18 @@ class RangeOp : public OpKernel {
   static void Fill(absl::Span<const ConstTensorView> in, int64_t n,
                    const TensorView& out) {
     const T start = *in[0].as<T>(), delta = *in[2].as<T>();
-    for (int64_t i = 0; i < n; ++i)
-      out.as<T>()[i] = start + static_cast<T>(i) * delta;
+    if constexpr (std::is_integral_v<T>) {
+      // Every value lies between start and limit, but i * delta alone may
+      // not fit in T: computed modulo 2^N, which gives the exact value.
+      using U = std::make_unsigned_t<T>;
+      for (int64_t i = 0; i < n; ++i) {
+        out.as<T>()[i] = static_cast<T>(
+            static_cast<U>(start) + static_cast<U>(i) * static_cast<U>(delta));
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        out.as<T>()[i] = start + static_cast<T>(i) * delta;
+    }
   }
 };
 

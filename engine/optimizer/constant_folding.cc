@@ -1,7 +1,8 @@
 // Constant folding: Constant nodes become initializers, then every node whose
 // inputs are all initializers is run once with the engine's own kernel and
 // its outputs become initializers, until nothing changes. Outputs above
-// kMaxFoldedBytes stay computed at run time, so an absurd ConstantOfShape
+// kMaxNodeFoldBytes, or above kMaxFoldBytesUnchecked and much larger than
+// their inputs, stay computed at run time, so an absurd ConstantOfShape
 // cannot exhaust memory at load. Nodes with a STRING output are not folded
 // (the strings they make would need an owner); STRING Constants become
 // string_data initializers.
@@ -23,7 +24,15 @@
 namespace coalesce {
 namespace {
 
-constexpr size_t kMaxFoldedBytes = size_t{1} << 30;
+// The most one folded node may produce. (The planner's kMaxFoldedBytes is
+// another bound: on the shape arithmetic it computes while planning.)
+constexpr size_t kMaxNodeFoldBytes = size_t{1} << 30;
+// Outputs above this are folded only when they are no more than
+// kMaxFoldGrowth times the node's constant inputs: ConstantOfShape, Expand
+// or Tile of a few bytes into gigabytes stay for run time, where the plan's
+// size checks bound them, instead of taking the memory at load.
+constexpr size_t kMaxFoldBytesUnchecked = size_t{16} << 20;
+constexpr size_t kMaxFoldGrowth = 4;
 
 // `data` holds the tensor as the engine does: elements, or StringRef
 // handles for STRING, whose bytes go to string_data.
@@ -99,6 +108,16 @@ class Folder {
     return (cache_[name] = *std::move(c)).get();
   }
 
+  static size_t ConstantInputBytes(const std::vector<TensorInfo>& infos) {
+    size_t total = 0;
+    for (const TensorInfo& i : infos) {
+      std::optional<int64_t> count = ElementCount(i.shape);
+      if (i.constant_data != nullptr && count)
+        total += static_cast<size_t>(*count) * StorageByteSize(i.dtype);
+    }
+    return total;
+  }
+
   bool Evaluate(onnx::NodeProto& node, const OpKernel& kernel,
                 const std::vector<TensorInfo>& infos,
                 const std::vector<TensorInfo>& outs) {
@@ -108,7 +127,6 @@ class Folder {
     std::vector<ConstTensorView> in;
     for (const TensorInfo& i : infos)
       in.push_back({i.dtype, &i.shape, i.constant_data});
-    std::vector<TensorView> out;
     for (size_t o = 0; o < outs.size(); ++o) {
       std::optional<int64_t> count = ElementCount(outs[o].shape);
       // STRING outputs stay computed at run time: nothing here would own
@@ -116,13 +134,18 @@ class Folder {
       if (outs[o].dtype == DataType::kBytes) return false;
       const size_t elem = ElementByteSize(outs[o].dtype);
       if (!outs[o].present() || !count || elem == 0 ||
-          static_cast<uint64_t>(*count) > kMaxFoldedBytes / elem)
+          static_cast<uint64_t>(*count) > kMaxNodeFoldBytes / elem)
         return false;
       bytes[o] = *count * elem;
       total += bytes[o];
-      if (total > kMaxFoldedBytes ||
-          !buffers[o].Reserve(std::max<size_t>(bytes[o], 1)).ok())
-        return false;
+      if (total > kMaxNodeFoldBytes) return false;
+    }
+    if (total > kMaxFoldBytesUnchecked &&
+        total > kMaxFoldGrowth * ConstantInputBytes(infos))
+      return false;
+    std::vector<TensorView> out;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (!buffers[o].Reserve(std::max<size_t>(bytes[o], 1)).ok()) return false;
       out.push_back({outs[o].dtype, &outs[o].shape, buffers[o].data()});
     }
     if (!Run(kernel, infos, outs, in, out).ok()) return false;
