@@ -107,7 +107,8 @@ InferenceService::InferenceService(ModelManager* manager, Clock* clock,
       budget_(options.max_inflight_bytes),
       handler_(manager, clock, &shared_memory_, &budget_),
       mode_(options.model_control_mode),
-      restrictions_(options.grpc_restricted_protocols) {}
+      restrictions_(options.grpc_restricted_protocols),
+      stream_max_pending_(options.grpc_stream_max_pending) {}
 
 Reactor* InferenceService::ServerLive(Context* c,
                                       const inference::ServerLiveRequest*,
@@ -328,7 +329,7 @@ InferenceService::ModelStreamInfer(Context* c) {
   if (absl::Status s = Allowed(c, ProtocolGroup::kInference); !s.ok()) {
     return new RefusedStreamReactor(ToGrpcStatus(s));
   }
-  return new StreamInferReactor(c, &handler_, &streams_);
+  return new StreamInferReactor(c, &handler_, &streams_, stream_max_pending_);
 }
 
 absl::Status InferenceService::Allowed(Context* c, ProtocolGroup group) const {

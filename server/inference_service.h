@@ -89,6 +89,7 @@ class InferenceService final
   StreamRegistry streams_;
   const ModelControlMode mode_;
   const ProtocolRestrictions restrictions_;
+  const int64_t stream_max_pending_;  // --grpc-stream-max-pending
   std::atomic<bool> ready_{false};
 };
 

@@ -123,6 +123,9 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
       {"max-inflight-bytes",
        IntFlag("max-inflight-bytes", &ServerOptions::max_inflight_bytes, 0,
                INT64_MAX)},
+      {"grpc-stream-max-pending",
+       IntFlag("grpc-stream-max-pending",
+               &ServerOptions::grpc_stream_max_pending, 1, 1 << 20)},
       {"grpc-restricted-protocol",
        [](ServerOptions& o, absl::string_view v) -> absl::Status {
          return o.grpc_restricted_protocols.Add(v);
@@ -191,6 +194,10 @@ Flags:
                              request beyond it gets UNAVAILABLE at once
                              (default: a quarter of the cgroup memory limit,
                              or of physical memory; 0: no limit).
+  --grpc-stream-max-pending N
+                             Requests one ModelStreamInfer stream may have
+                             read and not yet answered (default 256); at the
+                             limit it reads no more until one is written.
   --grpc-restricted-protocol <protocols>:<header>=<value>
                              Calls to these RPC groups (comma-separated:
                              health, metadata, inference, shared-memory,

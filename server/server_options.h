@@ -40,6 +40,12 @@ struct ServerOptions {
   // is refused with UNAVAILABLE. 0 = no limit. Default: a quarter of the
   // memory limit (inflight_budget.h).
   int64_t max_inflight_bytes = DefaultInflightBytes();
+  // Requests one ModelStreamInfer call may have read and not yet answered
+  // (queued, running, or answered and waiting for the ones before them or
+  // for the client to read). At the limit the stream reads no more until
+  // one is written, so a client that pipelines without reading is held back
+  // by gRPC's flow control instead of growing the server's memory.
+  int64_t grpc_stream_max_pending = 256;
   // --grpc-restricted-protocol: RPC groups that need a header.
   ProtocolRestrictions grpc_restricted_protocols;
   // TLS on the gRPC port, with Triton's flags. PEM file paths.

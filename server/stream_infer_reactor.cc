@@ -26,13 +26,18 @@ void StreamRegistry::CloseAll() {
 
 StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* context,
                                        InferHandler* handler,
-                                       StreamRegistry* registry)
-    : context_(context), handler_(handler), registry_(registry) {
+                                       StreamRegistry* registry,
+                                       int64_t max_pending)
+    : context_(context),
+      handler_(handler),
+      registry_(registry),
+      max_pending_(max_pending) {
   if (!registry_->Add(this)) {
     Close();
     return;
   }
-  StartRead(&incoming_);
+  absl::MutexLock lock(&mu_);
+  MaybeStartReadLocked();
 }
 
 void StreamInferReactor::Close() {
@@ -44,6 +49,7 @@ void StreamInferReactor::Close() {
 void StreamInferReactor::OnReadDone(bool ok) {
   if (!ok) {
     absl::MutexLock lock(&mu_);
+    read_in_flight_ = false;
     reads_done_ = true;
     MaybeFinishLocked();
     return;
@@ -52,6 +58,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
   request->Swap(&incoming_);
   {
     absl::MutexLock lock(&mu_);
+    read_in_flight_ = false;
     ++pending_;
   }
   auto sink = std::make_unique<StreamResponseSink>(this, next_sequence_++,
@@ -59,7 +66,20 @@ void StreamInferReactor::OnReadDone(bool ok) {
   const inference::ModelInferRequest& proto = sink->request();
   cancel_notifier_.Add(
       handler_->Submit(proto, context_->deadline(), std::move(sink)));
-  if (!cancelled_.load() && !closing_.load()) StartRead(&incoming_);
+  absl::MutexLock lock(&mu_);
+  MaybeStartReadLocked();
+}
+
+void StreamInferReactor::MaybeStartReadLocked() {
+  if (read_in_flight_ || reads_done_ || finish_called_ || cancelled_.load() ||
+      closing_.load()) {
+    return;
+  }
+  const int64_t unwritten = pending_ + static_cast<int64_t>(ready_.size()) +
+                            (writing_ != nullptr ? 1 : 0);
+  if (unwritten >= max_pending_) return;
+  read_in_flight_ = true;
+  StartRead(&incoming_);
 }
 
 void StreamInferReactor::Deliver(
@@ -74,6 +94,7 @@ void StreamInferReactor::Deliver(
       StartNextWriteLocked();
     }
     MaybeFinishLocked();
+    MaybeStartReadLocked();
     delete_now = done_ && pending_ == 0;
   }
   if (delete_now) delete this;
@@ -90,11 +111,17 @@ void StreamInferReactor::StartNextWriteLocked() {
 }
 
 void StreamInferReactor::OnWriteDone(bool ok) {
+  if (!ok) {
+    // The client is gone: its queued requests need not run. (Outside mu_:
+    // the batchers call Deliver, which takes it.)
+    cancelled_.store(true);
+    cancel_notifier_.NotifyAll();
+  }
   absl::MutexLock lock(&mu_);
   writing_.reset();
-  if (!ok) cancelled_.store(true);
   StartNextWriteLocked();
   MaybeFinishLocked();
+  MaybeStartReadLocked();
 }
 
 void StreamInferReactor::OnCancel() {

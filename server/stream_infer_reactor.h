@@ -2,7 +2,10 @@
 // another, submits each through the InferHandler, and writes the responses
 // (or error_message with the request's id) back in the order the requests
 // arrived, as Triton does for non-decoupled models: a response that is ready
-// early waits for the ones before it. One write in flight at a time.
+// early waits for the ones before it. One write in flight at a time, one
+// read in flight at a time, and no read while `max_pending` requests are
+// read and not yet written (the client is then held back by gRPC's flow
+// control).
 //
 // Lifetime: gRPC owns the reactor until OnDone; requests still queued then
 // keep it alive, and the last of OnDone and the last Deliver deletes it.
@@ -51,9 +54,10 @@ class StreamInferReactor
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
-  // REQUIRES: `registry` outlives the reactor.
+  // REQUIRES: `registry` outlives the reactor; max_pending >= 1.
   StreamInferReactor(grpc::CallbackServerContext* context,
-                     InferHandler* handler, StreamRegistry* registry);
+                     InferHandler* handler, StreamRegistry* registry,
+                     int64_t max_pending);
 
   // Reads no more requests; finishes with UNAVAILABLE once the pending ones
   // are answered (StreamRegistry::CloseAll).
@@ -73,14 +77,20 @@ class StreamInferReactor
 
  private:
   void StartNextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the next read unless one is in flight, the stream is ending, or
+  // max_pending_ requests are read and not yet written.
+  void MaybeStartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   grpc::CallbackServerContext* const context_;
   InferHandler* const handler_;
   StreamRegistry* const registry_;
+  const int64_t max_pending_;
   std::atomic<bool> closing_{false};
-  inference::ModelInferRequest incoming_;  // read buffer, reader callbacks only
-  uint64_t next_sequence_ = 0;             // reader callbacks only
+  // The read buffer: written by gRPC while a read is in flight, then by
+  // OnReadDone until it clears read_in_flight_.
+  inference::ModelInferRequest incoming_;
+  uint64_t next_sequence_ = 0;  // reader callbacks only
   std::atomic<bool> cancelled_{false};
   CancelNotifier cancel_notifier_;
 
@@ -92,6 +102,7 @@ class StreamInferReactor
   std::unique_ptr<inference::ModelStreamInferResponse> writing_
       ABSL_GUARDED_BY(mu_);
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // read, not yet delivered
+  bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,11 +1,13 @@
 """Resource limits: a message above --grpc-max-message-bytes gets
 RESOURCE_EXHAUSTED; a request that would take the bytes held by queued and
 running requests above --max-inflight-bytes gets UNAVAILABLE at once, and
-serving goes on once the held requests are answered."""
+serving goes on once the held requests are answered; a stream reads no
+more than --grpc-stream-max-pending requests ahead of its answers."""
 
 from __future__ import annotations
 
 import queue
+import time
 
 import numpy as np
 import pytest
@@ -56,3 +58,37 @@ def test_inflight_bytes_budget_refuses_at_once_then_serves_again(start_server, t
     np.testing.assert_allclose(result.as_numpy("y"), row * 2 + 1)
     # Its bytes are back: the next request is admitted.
     np.testing.assert_allclose(client.infer("wide", make_inputs(x=row)).as_numpy("y"), row * 2 + 1)
+
+
+def test_stream_reads_no_more_than_max_pending_requests(start_server, tmp_path):
+    # Requests wait 1.5 s in the queue for company, so every request the
+    # stream has read shows in the pending gauge until its batch runs.
+    repo = tmp_path / "repo_stream_pending"
+    config = tiny_config("slow", max_batch_size=8,
+                         dynamic_batching="max_queue_delay_microseconds: 1500000")
+    gm.write_model(repo, "slow", gm.make_tiny_model(), config)
+    srv = start_server(repo, "--grpc-stream-max-pending", "2")
+    client = srv.client()
+    answers: queue.Queue = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    rows = [np.full((1, 4), i, dtype=np.float32) for i in range(6)]
+    for i, row in enumerate(rows):
+        client.async_stream_infer("slow", make_inputs(x=row), request_id=str(i))
+    # Sample the queue until every answer is in: the stream holds back the
+    # requests beyond the first two until those are written.
+    most_pending, got = 0, []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        most_pending = max(most_pending, model_series(
+            scrape(srv.metrics_url)[1], "nv_inference_pending_request_count", "slow"))
+        while not answers.empty():
+            got.append(answers.get())
+        if len(got) == len(rows):
+            break
+    client.stop_stream()
+    assert len(got) == len(rows), f"{len(got)} of {len(rows)} answers"
+    assert most_pending == 2, most_pending
+    for i, (result, error) in enumerate(got):
+        assert error is None, error
+        assert result.get_response().id == str(i)
+        np.testing.assert_allclose(result.as_numpy("y"), rows[i] * 2 + 1)
