@@ -11,6 +11,19 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
+// NVML's structs, under NVML's own tags (nvml.h), at global scope: the fake
+// library the tests load (tests/fake_nvml) declares the same, so that the
+// function types match under UBSan's -fsanitize=function.
+struct nvmlUtilization_st {
+  unsigned int gpu;     // percent of time a kernel ran, last sample period
+  unsigned int memory;  // percent of time memory was read or written
+};
+struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
 namespace coalesce {
 namespace {
 
@@ -18,15 +31,8 @@ namespace {
 // entry points).
 using NvmlReturn = int;  // nvmlReturn_t; 0 = NVML_SUCCESS
 using NvmlDevice = void*;
-struct NvmlUtilization {
-  unsigned int gpu;     // percent of time a kernel ran, last sample period
-  unsigned int memory;  // percent of time memory was read or written
-};
-struct NvmlMemory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
+using NvmlUtilization = ::nvmlUtilization_st;
+using NvmlMemory = ::nvmlMemory_st;
 constexpr unsigned kUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 struct NvmlApi {

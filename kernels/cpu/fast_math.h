@@ -27,7 +27,10 @@ inline float FastExp(float x) {
   // magnitudes below 2^22); std::floor would keep the loop from vectorizing.
   constexpr float kRound = 12582912.0f;
   const float xc = std::min(std::max(x, -87.0f), 88.0f);  // NaN stays NaN
-  const float n = (xc * kLog2e + kRound) - kRound;
+  // A NaN takes exponent 0 (converting NaN to an integer is undefined);
+  // r below keeps the NaN, so the result is NaN.
+  const float xn = xc == xc ? xc : 0.0f;
+  const float n = (xn * kLog2e + kRound) - kRound;
   const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -36,8 +39,7 @@ inline float FastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float er = p * r * r + r + 1.0f;
-  // n is in [-126, 127], a normal exponent (NaN converts to something; the
-  // product below is NaN anyway).
+  // n is in [-126, 127], a normal exponent.
   const float scale =
       std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
   float y = er * scale;

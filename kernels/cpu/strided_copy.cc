@@ -12,8 +12,10 @@ void CopyRow(const char* src, int64_t n, int64_t stride, char* out) {
     std::memcpy(out, src, n * kBytes);
     return;
   }
+  // Signed: a negative stride (Slice with a negative step) walks backwards.
+  constexpr int64_t kStep = kBytes;
   for (int64_t i = 0; i < n; ++i)
-    std::memcpy(out + i * kBytes, src + i * stride * kBytes, kBytes);
+    std::memcpy(out + i * kStep, src + i * stride * kStep, kBytes);
 }
 
 void CopyRowAny(const char* src, int64_t n, int64_t stride, size_t bytes,
@@ -28,8 +30,10 @@ void CopyRowAny(const char* src, int64_t n, int64_t stride, size_t bytes,
     case 8:
       return CopyRow<8>(src, n, stride, out);
     default:
-      for (int64_t i = 0; i < n; ++i)
-        std::memcpy(out + i * bytes, src + i * stride * bytes, bytes);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t step = static_cast<int64_t>(bytes);
+        std::memcpy(out + i * step, src + i * stride * step, bytes);
+      }
   }
 }
 

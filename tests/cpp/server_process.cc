@@ -1,6 +1,7 @@
 #include "tests/cpp/server_process.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,9 @@ ServerProcess::ServerProcess(const std::string& repository,
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {
+    // The server dies with the test, even when the test dies first (a
+    // sanitizer report aborts it before the destructor runs).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);

@@ -39,10 +39,12 @@ const FakeGpu* Gpu(void* handle) {
 
 extern "C" {
 
-struct FakeNvmlUtilization {
-  unsigned gpu, memory;
+// NVML's struct tags, as server/gpu_metrics.cc declares them: the function
+// types must be the same for UBSan's -fsanitize=function.
+struct nvmlUtilization_st {
+  unsigned int gpu, memory;
 };
-struct FakeNvmlMemory {
+struct nvmlMemory_st {
   unsigned long long total, free, used;
 };
 
@@ -68,14 +70,14 @@ int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
   std::strcpy(uuid, gpu->uuid);
   return kSuccess;
 }
-int nvmlDeviceGetUtilizationRates(void* device, FakeNvmlUtilization* u) {
+int nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_st* u) {
   const FakeGpu* gpu = Gpu(device);
   if (gpu == nullptr || u == nullptr) return kInvalidArgument;
   u->gpu = gpu->utilization_percent;
   u->memory = 0;
   return kSuccess;
 }
-int nvmlDeviceGetMemoryInfo(void* device, FakeNvmlMemory* m) {
+int nvmlDeviceGetMemoryInfo(void* device, nvmlMemory_st* m) {
   const FakeGpu* gpu = Gpu(device);
   if (gpu == nullptr || m == nullptr) return kInvalidArgument;
   m->total = gpu->memory_total;
