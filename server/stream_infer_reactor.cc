@@ -56,13 +56,17 @@ void StreamInferReactor::OnReadDone(bool ok) {
   }
   auto request = std::make_unique<inference::ModelInferRequest>();
   request->Swap(&incoming_);
+  uint64_t sequence = 0;
   {
+    // The number is taken before the next read may start (Deliver can start
+    // it once read_in_flight_ is false), so numbers follow arrival order.
     absl::MutexLock lock(&mu_);
     read_in_flight_ = false;
     ++pending_;
+    sequence = next_sequence_++;
   }
-  auto sink = std::make_unique<StreamResponseSink>(this, next_sequence_++,
-                                                   std::move(request));
+  auto sink =
+      std::make_unique<StreamResponseSink>(this, sequence, std::move(request));
   const inference::ModelInferRequest& proto = sink->request();
   cancel_notifier_.Add(
       handler_->Submit(proto, context_->deadline(), std::move(sink)));

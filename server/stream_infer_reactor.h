@@ -90,7 +90,6 @@ class StreamInferReactor
   // The read buffer: written by gRPC while a read is in flight, then by
   // OnReadDone until it clears read_in_flight_.
   inference::ModelInferRequest incoming_;
-  uint64_t next_sequence_ = 0;  // reader callbacks only
   std::atomic<bool> cancelled_{false};
   CancelNotifier cancel_notifier_;
 
@@ -103,6 +102,7 @@ class StreamInferReactor
       ABSL_GUARDED_BY(mu_);
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // read, not yet delivered
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 0;  // of the next request read
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
