@@ -322,5 +322,30 @@ TEST(ModelCorruptionTest, ExpandingConstantsAreNotFoldedAtLoad) {
   EXPECT_TRUE(kept);
 }
 
+// Found by onnx_model_fuzzer: a Reshape target whose element count
+// overflows int64 (UBSan: signed overflow while counting).
+TEST(ModelCorruptionTest, ReshapeToAnOverflowingShapeFails) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 2}).Output("y");
+  b.Int64Initializer("shape", {3},
+                     {int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40});
+  b.Node("Reshape", {"x", "shape"}, {"y"});
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("more elements than int64"));
+}
+
+// Found by onnx_model_fuzzer: the LayerNorm pattern read output 0 of a Div
+// that had none (the optimizer sees the file before it is validated).
+TEST(ModelCorruptionTest, NodeWithoutOutputsFails) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2}).Output("y");
+  b.Node("Div", {"x", "x"}, {});
+  b.Node("Relu", {"x"}, {"y"});
+  absl::Status s = LoadAndRun(b.Serialize());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("has no outputs"));
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/op_registry.h"
 #include "engine/ops/copying_op.h"
 #include "engine/ops/register_ops.h"
@@ -72,7 +73,11 @@ absl::StatusOr<Shape> ResolveReshape(const Shape& in,
       return absl::InvalidArgumentError(
           absl::StrCat("invalid dimension ", spec[i]));
     }
-    known *= out[i];
+    if (__builtin_mul_overflow(known, out[i], &known)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", absl::StrJoin(spec, ","),
+                       "] has more elements than int64 counts"));
+    }
   }
   const int64_t total = DimProduct(in, 0, in.size());
   if (infer_at >= 0) {

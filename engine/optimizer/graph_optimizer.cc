@@ -1,5 +1,6 @@
 #include "engine/optimizer/graph_optimizer.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/optimizer/graph_editor.h"
 #include "engine/optimizer/passes.h"
 
@@ -7,6 +8,15 @@ namespace coalesce {
 
 absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
                            onnx::GraphProto* graph) {
+  // The passes match patterns on the file as written, before the graph is
+  // validated; a node without outputs is the one shape they cannot skip.
+  for (const onnx::NodeProto& node : graph->node()) {
+    if (node.output_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", node.name(),
+                                                     "' (op '", node.op_type(),
+                                                     "') has no outputs"));
+    }
+  }
   GraphEditor editor(graph);
   // Not an optimization and not optional: without it no compute operator
   // accepts a FLOAT16/BFLOAT16 model.
