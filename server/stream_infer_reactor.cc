@@ -58,10 +58,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
   request->Swap(&incoming_);
   uint64_t sequence = 0;
   {
-    // The number is taken before the next read may start (Deliver can start
-    // it once read_in_flight_ is false), so numbers follow arrival order.
     absl::MutexLock lock(&mu_);
-    read_in_flight_ = false;
     ++pending_;
     sequence = next_sequence_++;
   }
@@ -70,7 +67,11 @@ void StreamInferReactor::OnReadDone(bool ok) {
   const inference::ModelInferRequest& proto = sink->request();
   cancel_notifier_.Add(
       handler_->Submit(proto, context_->deadline(), std::move(sink)));
+  // Only now may the next read start (OnWriteDone starts it too when the
+  // stream was full): requests reach the batchers in the order they
+  // arrived, which sequence batching depends on.
   absl::MutexLock lock(&mu_);
+  read_in_flight_ = false;
   MaybeStartReadLocked();
 }
 
@@ -98,7 +99,6 @@ void StreamInferReactor::Deliver(
       StartNextWriteLocked();
     }
     MaybeFinishLocked();
-    MaybeStartReadLocked();
     delete_now = done_ && pending_ == 0;
   }
   if (delete_now) delete this;

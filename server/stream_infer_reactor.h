@@ -88,7 +88,7 @@ class StreamInferReactor
   const int64_t max_pending_;
   std::atomic<bool> closing_{false};
   // The read buffer: written by gRPC while a read is in flight, then by
-  // OnReadDone until it clears read_in_flight_.
+  // OnReadDone, which clears read_in_flight_ once the request is submitted.
   inference::ModelInferRequest incoming_;
   std::atomic<bool> cancelled_{false};
   CancelNotifier cancel_notifier_;
