@@ -12,6 +12,7 @@ constexpr char kFlushDenormals[] = "flush_denormals";
 constexpr char kDoubleBuffering[] = "double_buffering";
 constexpr char kGpuPrecision[] = "gpu_precision";
 constexpr char kCudaGraphs[] = "cuda_graphs";
+constexpr char kCudaGraphPadding[] = "cuda_graph_padding";
 
 absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
                       bool* value) {
@@ -58,6 +59,11 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
   options.pipeline.num_slots = double_buffering ? 2 : 1;
   if (absl::Status s =
           ReadBool(config, kCudaGraphs, &options.program.device_graphs);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadBool(config, kCudaGraphPadding, &options.program.pad_batches);
       !s.ok()) {
     return s;
   }

@@ -18,6 +18,10 @@
 //                    batch's kernels as a CUDA graph per shape set and
 //                    buffers after one warm-up batch, and replay it
 //                    (engine/device/graph_program.h).
+//   cuda_graph_padding "true" (default) or "false": with graphs, a batch
+//                    runs padded to the next graph batch size (1, 2, 3, 4,
+//                    6, 8, 12, ...) when the model's rows are independent,
+//                    so one graph serves every size up to it.
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_

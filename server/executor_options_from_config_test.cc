@@ -67,6 +67,7 @@ TEST(ExecutorOptionsFromConfigTest, GpuDefaultsAreDoubleBufferedExactFp32) {
   EXPECT_EQ(options->pipeline.num_slots, 2);
   EXPECT_EQ(options->kernels.precision, DevicePrecision::kFp32);
   EXPECT_TRUE(options->program.device_graphs);
+  EXPECT_TRUE(options->program.pad_batches);
 }
 
 TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
@@ -74,9 +75,11 @@ TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
       name: "m"
       parameters { key: "double_buffering" value { string_value: "false" } }
       parameters { key: "gpu_precision" value { string_value: "tf32" } }
-      parameters { key: "cuda_graphs" value { string_value: "false" } })"));
+      parameters { key: "cuda_graphs" value { string_value: "false" } }
+      parameters { key: "cuda_graph_padding" value { string_value: "false" } })"));
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_FALSE(options->program.device_graphs);
+  EXPECT_FALSE(options->program.pad_batches);
   EXPECT_EQ(options->pipeline.num_slots, 1);
   EXPECT_EQ(options->kernels.precision, DevicePrecision::kTf32);
   auto fp32 = GpuInstanceOptionsFromConfig(Parse(R"(

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/arena_planner.h"
+#include "engine/device/batch_rows.h"
 #include "engine/device/device_ops.h"
 #include "engine/device/status_context.h"
 
@@ -22,6 +23,12 @@ namespace {
 
 // Constants go to the device through a pinned buffer of this size.
 constexpr size_t kStagingBytes = size_t{8} << 20;
+// Padded inputs and outputs start at multiples of this in the arena.
+constexpr size_t kIoAlignment = 256;
+
+size_t AlignUp(size_t bytes) {
+  return (bytes + kIoAlignment - 1) / kIoAlignment * kIoAlignment;
+}
 
 // One plan bound to the device.
 struct BoundPlan {
@@ -35,6 +42,11 @@ struct BoundPlan {
   std::vector<std::pair<int, int>> views;  // (value, its source), node order
   std::vector<size_t> arena_offsets;       // by value id (intermediates)
   size_t arena_bytes = 0;
+  // For running padded batches (BatchRowsIndependent): the model inputs'
+  // then outputs' buffers, in the arena after the intermediates.
+  bool rows_independent = false;
+  std::vector<size_t> io_offsets;
+  size_t arena_bytes_with_io = 0;
   std::vector<void*> constants;  // by value id: device address
   std::vector<std::unique_ptr<DeviceBuffer>> derived;  // LoweredNode::derived
   std::vector<Shape> output_shapes;
@@ -94,6 +106,14 @@ class GraphProgram : public DeviceProgram {
                                                        size_t bytes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EnsureArena(DeviceStream& stream, size_t bytes);
+  // The plan of GraphBatchSize(batch) rows when this batch runs padded;
+  // null when it runs as it is.
+  absl::StatusOr<std::shared_ptr<BoundPlan>> PaddedPlanFor(
+      const std::vector<Shape>& input_shapes);
+  // The batch's `rows` rows through the padded plan's buffers and graph.
+  absl::Status RunPadded(BoundPlan& plan, DeviceStream& stream, int64_t rows,
+                         const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs);
   void FillAddresses(BoundPlan& bound, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) const;
   // The batch's steps and output copies, enqueued one by one.
@@ -127,7 +147,22 @@ class GraphProgram : public DeviceProgram {
   int graphs_ = 0;                      // captured and alive
   std::vector<const void*> graph_key_;  // RunAsGraph's lookup key
   bool graphs_unsupported_ = false;     // the device has no capture
+  // Reused per padded batch, so that it allocates nothing.
+  std::vector<Shape> padded_shapes_;
+  std::vector<const void*> padded_inputs_;
+  std::vector<void*> padded_outputs_;
+  bool batched_model_ = false;  // every input and output has a batch dim
 };
+
+// Whether every model input and output has -1 (the batch) as dim 0.
+bool HasBatchDim(const ModelSignature& signature) {
+  for (const auto* specs : {&signature.inputs, &signature.outputs}) {
+    for (const TensorSpec& spec : *specs) {
+      if (spec.dims.empty() || spec.dims[0] != -1) return false;
+    }
+  }
+  return !signature.inputs.empty();
+}
 
 // The smallest shapes the signature allows: every -1 dim as 1.
 std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
@@ -151,6 +186,7 @@ absl::Status GraphProgram::Init() {
   auto idle = device_->CreateEvent();
   if (!idle.ok()) return idle.status();
   arena_idle_ = *std::move(idle);
+  batched_model_ = HasBatchDim(source_.signature);
 
   // Operators and attributes first; then, with the smallest shapes, what
   // only shapes tell (dtypes, layouts). Nodes the smallest plan computes
@@ -268,6 +304,15 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
   bound->plan = std::move(plan);
   PlanArena(*bound, last_read);
   bound->addresses.assign(values.size(), nullptr);
+  bound->rows_independent = BatchRowsIndependent(*bound->plan);
+  size_t io_end = AlignUp(bound->arena_bytes);
+  for (const auto* ids : {&bound->plan->inputs, &bound->plan->outputs}) {
+    for (int id : *ids) {
+      bound->io_offsets.push_back(io_end);
+      io_end = AlignUp(io_end + values[id].byte_size);
+    }
+  }
+  bound->arena_bytes_with_io = io_end;
   return bound;
 }
 
@@ -392,6 +437,11 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
                                    const std::vector<Shape>& input_shapes,
                                    const std::vector<const void*>& inputs,
                                    const std::vector<void*>& outputs) {
+  auto padded = PaddedPlanFor(input_shapes);
+  if (!padded.ok()) return padded.status();
+  if (*padded != nullptr) {
+    return RunPadded(**padded, stream, input_shapes[0][0], inputs, outputs);
+  }
   auto bound = PlanFor(input_shapes);
   if (!bound.ok()) return bound.status();
   BoundPlan& plan = **bound;
@@ -401,6 +451,68 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
     return RunSteps(plan, stream, outputs);
   }
   return RunAsGraph(plan, stream, inputs, outputs);
+}
+
+absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PaddedPlanFor(
+    const std::vector<Shape>& input_shapes) {
+  if (!options_.device_graphs || !options_.pad_batches || graphs_unsupported_ ||
+      !batched_model_) {
+    return nullptr;
+  }
+  const int64_t rows = input_shapes[0][0];
+  for (const Shape& shape : input_shapes) {
+    if (shape.empty() || shape[0] != rows) return nullptr;
+  }
+  const int64_t padded_rows = GraphBatchSize(rows);
+  if (padded_rows < 2) return nullptr;  // rows are only told apart from 2
+  padded_shapes_.resize(input_shapes.size());
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    padded_shapes_[i] = input_shapes[i];
+    padded_shapes_[i][0] = padded_rows;
+  }
+  auto bound = PlanFor(padded_shapes_);
+  if (!bound.ok()) return bound.status();
+  if (!(*bound)->rows_independent) return nullptr;
+  return bound;
+}
+
+absl::Status GraphProgram::RunPadded(BoundPlan& plan, DeviceStream& stream,
+                                     int64_t rows,
+                                     const std::vector<const void*>& inputs,
+                                     const std::vector<void*>& outputs) {
+  absl::Status s = EnsureArena(stream, plan.arena_bytes_with_io);
+  if (!s.ok()) return s;
+  const NeutralPlan& neutral = *plan.plan;
+  const int64_t padded_rows = neutral.values[neutral.inputs[0]].info.shape[0];
+  // Bytes of the real rows of value `id`, whose dim 0 is padded_rows.
+  auto row_bytes = [&](int id) {
+    return neutral.values[id].byte_size / padded_rows * rows;
+  };
+  char* arena = static_cast<char*>(arena_->data());
+  const size_t num_inputs = neutral.inputs.size();
+  padded_inputs_.resize(num_inputs);
+  padded_outputs_.resize(neutral.outputs.size());
+  for (size_t i = 0; i < num_inputs; ++i) {
+    padded_inputs_[i] = arena + plan.io_offsets[i];
+    const size_t bytes = row_bytes(neutral.inputs[i]);
+    if (bytes == 0) continue;
+    s = device_->CopyOnDevice(stream, arena + plan.io_offsets[i], inputs[i],
+                              bytes);
+    if (!s.ok()) return WithContext(s, "padding the batch's inputs");
+  }
+  for (size_t o = 0; o < padded_outputs_.size(); ++o) {
+    padded_outputs_[o] = arena + plan.io_offsets[num_inputs + o];
+  }
+  FillAddresses(plan, padded_inputs_, padded_outputs_);
+  s = RunAsGraph(plan, stream, padded_inputs_, padded_outputs_);
+  if (!s.ok()) return s;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const size_t bytes = row_bytes(neutral.outputs[o]);
+    if (bytes == 0) continue;
+    s = device_->CopyOnDevice(stream, outputs[o], padded_outputs_[o], bytes);
+    if (!s.ok()) return WithContext(s, "copying the batch's rows out");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
@@ -473,6 +585,15 @@ void GraphProgram::DropGraphs() {
 }
 
 }  // namespace
+
+int64_t GraphBatchSize(int64_t batch) {
+  int64_t power = 1;
+  while (power < batch) {
+    if (power >= 2 && power / 2 * 3 >= batch) return power / 2 * 3;
+    power *= 2;
+  }
+  return power;
+}
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,

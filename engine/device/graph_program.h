@@ -19,6 +19,7 @@
 #ifndef COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
 #define COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -46,10 +47,25 @@ struct GraphProgramSource {
 // `max_graphs` per program; past it, batches run step by step. A device
 // without capture, or a capture that fails, runs step by step. Growing the
 // arena drops every graph (their addresses are stale).
+//
+// Padding: when the model computes each batch row on its own
+// (BatchRowsIndependent, batch_rows.h), a batch of b >= 2 rows runs as
+// GraphBatchSize(b) rows. Its rows are copied into padded input buffers in
+// the arena, the graph of that size runs, and the first b rows of its
+// padded outputs are copied out: one graph per size serves every batch
+// size up to it, on every slot. The extra rows hold whatever an earlier
+// batch left there; no real row reads them. Batches of 1, and models whose
+// rows mix, get graphs per exact shapes and buffers.
 struct GraphProgramOptions {
   bool device_graphs = true;
   int max_graphs = 32;
+  bool pad_batches = true;
 };
+
+// The batch sizes padded batches run as: 1, 2, 3, 4, 6, 8, 12, 16, 24, ...
+// (powers of two and 1.5 times them), so padding adds less than half of a
+// batch's rows; the smallest of them >= `batch` (batch >= 1).
+int64_t GraphBatchSize(int64_t batch);
 
 // Unimplemented naming every node the device cannot run; the device's error
 // (ResourceExhausted when out of memory) when the constants cannot be

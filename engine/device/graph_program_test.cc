@@ -216,11 +216,14 @@ OnnxModelBuilder SmallMlp() {
   return builder;
 }
 
-// The first batch on a slot with new shapes runs step by step (the
-// warm-up), the second is captured and launched as a graph, later ones
-// replay it; outputs are right every time.
+// Without padding: the first batch on a slot with new shapes runs step by
+// step (the warm-up), the second is captured and launched as a graph, later
+// ones replay it; each slot's buffers get their own graph; outputs are
+// right every time.
 TEST_F(GraphProgramTest, GraphsAreCapturedAfterWarmUpAndReplayed) {
-  ASSERT_OK_AND_LOADED(SmallMlp());
+  GraphProgramOptions options;
+  options.pad_batches = false;
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
   for (int run = 0; run < 4; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
   EXPECT_EQ(device_->graphs_captured(), 1);
   EXPECT_EQ(device_->graph_launches(), 3);
@@ -244,6 +247,7 @@ TEST_F(GraphProgramTest, GraphsOffRunsStepByStep) {
 TEST_F(GraphProgramTest, GraphCountIsBounded) {
   GraphProgramOptions options;
   options.max_graphs = 2;
+  options.pad_batches = false;
   ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
   for (int run = 0; run < 3; ++run) {
     for (int64_t batch : {1, 2, 3, 4})
@@ -251,6 +255,57 @@ TEST_F(GraphProgramTest, GraphCountIsBounded) {
   }
   EXPECT_EQ(device_->graphs_captured(), 2);
   EXPECT_EQ(device_->graph_launches(), 4);  // 2 graphs, replayed on runs 1, 2
+}
+
+TEST(GraphBatchSizeTest, PowersOfTwoAndOneAndAHalfTimesThem) {
+  std::vector<int64_t> sizes;
+  for (int64_t batch = 1; batch <= 25; ++batch)
+    sizes.push_back(GraphBatchSize(batch));
+  EXPECT_THAT(sizes, ::testing::ElementsAre(1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12,
+                                            12, 16, 16, 16, 16, 24, 24, 24, 24,
+                                            24, 24, 24, 24, 32));
+  EXPECT_EQ(GraphBatchSize(129), 192);
+  EXPECT_EQ(GraphBatchSize(256), 256);
+}
+
+// A model whose rows are independent runs batches of 5 and 6 rows on the
+// graph of 6, on both slots: one capture, replayed from then on. Outputs
+// match the CPU engine every time, also when the padding row holds what
+// the batch before left there.
+TEST_F(GraphProgramTest, PaddedBatchesShareOneGraphPerSize) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  int slot = 0;
+  for (int64_t batch : {6, 5, 6, 5, 5}) {
+    ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
+    slot = 1 - slot;
+  }
+  EXPECT_EQ(device_->graphs_captured(), 1);
+  EXPECT_EQ(device_->graph_launches(), 4);
+}
+
+TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
+  GraphProgramOptions options;
+  options.pad_batches = false;
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  for (int run = 0; run < 2; ++run) {
+    // Largest first: the slot's buffers grow once, and keep their address.
+    for (int64_t batch : {6, 5}) ExpectMatchesCpu({RandomTensor({batch, 24})});
+  }
+  EXPECT_EQ(device_->graphs_captured(), 2);
+}
+
+// Softmax over the whole batch (opset 11, axis 0) mixes rows, so padding
+// would change the outputs: its batches run at their own size.
+TEST_F(GraphProgramTest, RowsThatMixAreNotPadded) {
+  OnnxModelBuilder b(11);
+  b.Input("x", {-1, 4});
+  SetIntAttr(b.Node("Softmax", {"x"}, {"y"}), "axis", 0);
+  b.Output("y", {-1, 4});
+  ASSERT_OK_AND_LOADED(b);
+  for (int run = 0; run < 2; ++run) {
+    for (int64_t batch : {5, 6}) ExpectMatchesCpu({RandomTensor({batch, 4})});
+  }
+  EXPECT_EQ(device_->graphs_captured(), 2);
 }
 
 // Growing the arena (a larger batch) drops the graphs, whose addresses are
