@@ -98,8 +98,10 @@ class ExecutionPlan {
   // caller may place them at string_input_offset / string_output_offset).
   // Returns the first failing kernel's status. REQUIRES: no other Execute of
   // this plan is running.
-  // Allocates nothing, except that an op making strings (Cast to STRING)
-  // adds their bytes to context.strings, which may allocate.
+  // Allocates nothing (engine/allocation_test.cc), except that an op making
+  // strings (Cast to STRING) adds their bytes to context.strings, which may
+  // allocate, and that kernels keep per-call dim lists inline only up to
+  // rank 8.
   absl::Status Execute(absl::Span<const char* const> inputs,
                        absl::Span<char* const> outputs, char* arena,
                        const ExecuteContext& context = {}) const;

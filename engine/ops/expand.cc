@@ -1,17 +1,37 @@
 // Expand (bidirectional broadcast to a shape known while planning) and Tile
-// (repeats known while planning). Both are one strided copy; any element
-// type.
+// (repeats known while planning). Both are one strided copy whose view a plan
+// computes once (engine/ops/strided_view.h); any element type.
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
-#include "engine/string_ref.h"
+#include "engine/ops/strided_view.h"
+#include "engine/prepared_kernel.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/strided_copy.h"
 
 namespace coalesce {
 namespace {
+
+// Expand reads the input with stride 0 along broadcast dims.
+StridedView ExpandView(const Shape& in, const Shape& out) {
+  return {0, out, kernels::BroadcastStrides(in, out)};
+}
+
+// Tile views the output as [r0, d0, r1, d1, ...] and reads the input with
+// strides [0, s0, 0, s1, ...].
+StridedView TileView(const Shape& in, const Shape& out) {
+  const std::vector<int64_t> dense = kernels::DenseStrides(in);
+  StridedView view;
+  for (size_t d = 0; d < in.size(); ++d) {
+    view.dims.push_back(in[d] == 0 ? 0 : out[d] / in[d]);
+    view.dims.push_back(in[d]);
+    view.strides.push_back(0);
+    view.strides.push_back(dense[d]);
+  }
+  return view;
+}
 
 class ExpandOp : public OpKernel {
  public:
@@ -40,10 +60,17 @@ class ExpandOp : public OpKernel {
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    kernels::StridedCopy(in[0].data, *out[0].shape,
-                         kernels::BroadcastStrides(*in[0].shape, *out[0].shape),
-                         StorageByteSize(in[0].dtype), out[0].data);
+    if (out[0].shape == nullptr) return absl::OkStatus();  // unnamed output
+    CopyViews(in[0], {ExpandView(*in[0].shape, *out[0].shape)}, out);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    if (!out[0].present()) return nullptr;  // Run writes nothing
+    return std::make_unique<PreparedStridedCopy>(
+        ExpandView(in[0].shape, out[0].shape));
   }
 };
 
@@ -74,22 +101,19 @@ class TileOp : public OpKernel {
     return absl::OkStatus();
   }
 
-  // The output viewed as [r0, d0, r1, d1, ...] reads the input with strides
-  // [0, s0, 0, s1, ...].
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    const Shape& s = *in[0].shape;
-    const std::vector<int64_t> dense = kernels::DenseStrides(s);
-    std::vector<int64_t> dims, strides;
-    for (size_t d = 0; d < s.size(); ++d) {
-      dims.push_back(s[d] == 0 ? 0 : (*out[0].shape)[d] / s[d]);
-      dims.push_back(s[d]);
-      strides.push_back(0);
-      strides.push_back(dense[d]);
-    }
-    kernels::StridedCopy(in[0].data, dims, strides,
-                         StorageByteSize(in[0].dtype), out[0].data);
+    if (out[0].shape == nullptr) return absl::OkStatus();  // unnamed output
+    CopyViews(in[0], {TileView(*in[0].shape, *out[0].shape)}, out);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    if (!out[0].present()) return nullptr;  // Run writes nothing
+    return std::make_unique<PreparedStridedCopy>(
+        TileView(in[0].shape, out[0].shape));
   }
 };
 

@@ -1,4 +1,6 @@
 // Slice and Split: strided views along axes, copied out. Any element type.
+// The views depend only on shapes and plan-time values, so a plan computes
+// them once (engine/ops/strided_view.h).
 // Slice takes starts/ends/axes as attributes before opset 10 and
 // starts/ends/axes/steps as inputs from opset 10 (known while planning);
 // indices count from the end when negative and are clamped to the axis, steps
@@ -11,7 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
-#include "engine/string_ref.h"
+#include "engine/ops/strided_view.h"
+#include "engine/prepared_kernel.h"
 #include "kernels/cpu/strided_copy.h"
 
 namespace coalesce {
@@ -68,18 +71,14 @@ absl::StatusOr<SliceSpec> ResolveSlice(const Shape& data,
   return spec;
 }
 
-// Copies the slice of `in` described by spec into out.
-void CopySlice(const ConstTensorView& in, const SliceSpec& spec, char* out) {
-  const std::vector<int64_t> dense = kernels::DenseStrides(*in.shape);
-  int64_t offset = 0;
-  std::vector<int64_t> strides(dense.size());
-  for (size_t d = 0; d < dense.size(); ++d) {
-    offset += spec.start[d] * dense[d];
-    strides[d] = spec.step[d] * dense[d];
+// The view of a tensor of shape `data` that `spec` selects.
+StridedView SliceView(const Shape& data, const SliceSpec& spec) {
+  StridedView view{0, spec.out_shape, kernels::DenseStrides(data)};
+  for (size_t d = 0; d < data.size(); ++d) {
+    view.offset += spec.start[d] * view.strides[d];
+    view.strides[d] *= spec.step[d];
   }
-  const size_t element = StorageByteSize(in.dtype);
-  kernels::StridedCopy(in.data + offset * static_cast<int64_t>(element),
-                       spec.out_shape, strides, element, out);
+  return view;
 }
 
 class SliceOp : public OpKernel {
@@ -120,8 +119,17 @@ class SliceOp : public OpKernel {
     SplitViews(in, &info, &data);
     absl::StatusOr<SliceSpec> spec = Resolve(info, data);
     if (!spec.ok()) return spec.status();
-    CopySlice(in[0], *spec, out[0].data);
+    CopyViews(in[0], {SliceView(*in[0].shape, *spec)}, out);
     return absl::OkStatus();
+  }
+
+  // Starts, ends, axes and steps are known when planning, so the view is too.
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    absl::StatusOr<SliceSpec> spec = Resolve(in, {});
+    if (!spec.ok()) return spec.status();
+    return std::make_unique<PreparedStridedCopy>(SliceView(in[0].shape, *spec));
   }
 
  private:
@@ -177,7 +185,7 @@ class SplitOp : public OpKernel {
     absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, in[0].shape.size());
     if (!axis.ok()) return axis.status();
     absl::StatusOr<std::vector<int64_t>> sizes =
-        Sizes(in, in[0].shape[*axis], out.size());
+        Sizes(in, {}, in[0].shape[*axis], out.size());
     if (!sizes.ok()) return sizes.status();
     for (size_t o = 0; o < out.size(); ++o) {
       out[o].dtype = in[0].dtype;
@@ -189,30 +197,56 @@ class SplitOp : public OpKernel {
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    const Shape& shape = *in[0].shape;
-    const int64_t axis = *NormalizeAxis(axis_, shape.size());
-    const std::vector<int64_t> dense = kernels::DenseStrides(shape);
-    const size_t element = StorageByteSize(in[0].dtype);
-    int64_t begin = 0;
-    for (const TensorView& o : out) {
-      const int64_t size = (*o.shape)[axis];
-      if (o.data != nullptr) {
-        kernels::StridedCopy(in[0].data + begin * dense[axis] * element,
-                             *o.shape, dense, element, o.data);
-      }
-      begin += size;
-    }
+    std::vector<TensorInfo> info;
+    std::vector<const char*> data;
+    SplitViews(in, &info, &data);
+    absl::StatusOr<std::vector<StridedView>> views =
+        PartViews(info, data, out.size());
+    if (!views.ok()) return views.status();
+    CopyViews(in[0], *views, out);
     return absl::OkStatus();
   }
 
+  // The split sizes are known when planning, so the views are too.
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    absl::StatusOr<std::vector<StridedView>> views =
+        PartViews(in, {}, out.size());
+    if (!views.ok()) return views.status();
+    return std::make_unique<PreparedStridedCopy>(*std::move(views));
+  }
+
  private:
-  absl::StatusOr<std::vector<int64_t>> Sizes(absl::Span<const TensorInfo> in,
-                                             int64_t dim,
-                                             size_t num_outputs) const {
+  // Output o reads the o-th part of input 0 along the axis. `data` (Run)
+  // holds the inputs' memory; empty when planning.
+  absl::StatusOr<std::vector<StridedView>> PartViews(
+      absl::Span<const TensorInfo> in, const std::vector<const char*>& data,
+      size_t num_outputs) const {
+    const Shape& shape = in[0].shape;
+    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, shape.size());
+    if (!axis.ok()) return axis.status();
+    absl::StatusOr<std::vector<int64_t>> sizes =
+        Sizes(in, data, shape[*axis], num_outputs);
+    if (!sizes.ok()) return sizes.status();
+    const std::vector<int64_t> dense = kernels::DenseStrides(shape);
+    std::vector<StridedView> views;
+    int64_t begin = 0;
+    for (int64_t size : *sizes) {
+      views.push_back({begin * dense[*axis], shape, dense});
+      views.back().dims[*axis] = size;
+      begin += size;
+    }
+    return views;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> Sizes(
+      absl::Span<const TensorInfo> in, const std::vector<const char*>& data,
+      int64_t dim, size_t num_outputs) const {
     std::vector<int64_t> sizes = split_;
     if (split_from_input_ && in.size() > 1 && in[1].present()) {
       absl::StatusOr<std::vector<int64_t>> v =
-          ReadInts(in[1], nullptr, "the split input");
+          ReadInts(in[1], data.empty() ? nullptr : data[1], "the split input");
       if (!v.ok()) return v.status();
       sizes = *std::move(v);
     }

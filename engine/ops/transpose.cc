@@ -1,4 +1,5 @@
 // Transpose: permutes axes by `perm` (default: reversed). Any element type.
+// A plan resolves the default perm for its rank once.
 #include "kernels/cpu/transpose.h"
 
 #include <algorithm>
@@ -7,10 +8,28 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/prepared_kernel.h"
 #include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
+
+// Transpose with the perm of one plan's rank.
+class PreparedTranspose : public PreparedKernel {
+ public:
+  explicit PreparedTranspose(std::vector<int64_t> perm)
+      : perm_(std::move(perm)) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out, char* scratch) override {
+    kernels::Transpose(in[0].data, *in[0].shape, perm_,
+                       StorageByteSize(in[0].dtype), out[0].data);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
 
 class TransposeOp : public OpKernel {
  public:
@@ -49,6 +68,12 @@ class TransposeOp : public OpKernel {
     kernels::Transpose(in[0].data, s, PermFor(s.size()),
                        StorageByteSize(in[0].dtype), out[0].data);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    return std::make_unique<PreparedTranspose>(PermFor(in[0].shape.size()));
   }
 
  private:

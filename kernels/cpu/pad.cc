@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "kernels/cpu/strided_copy.h"
 
 namespace coalesce::kernels {
@@ -32,32 +33,43 @@ void Pad(const void* src, const std::vector<int64_t>& in_dims,
          const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
          PadMode mode, const void* constant_value, size_t element_bytes,
          void* out) {
+  PadPlan(in_dims, begin, end, mode)
+      .Run(src, constant_value, element_bytes, out);
+}
+
+PadPlan::PadPlan(const std::vector<int64_t>& in_dims,
+                 const std::vector<int64_t>& begin,
+                 const std::vector<int64_t>& end, PadMode mode)
+    : out_dims_(in_dims.size()), in_strides_(DenseStrides(in_dims)) {
   const size_t rank = in_dims.size();
-  std::vector<int64_t> out_dims(rank);
-  int64_t total = 1;
+  total_ = 1;
   for (size_t d = 0; d < rank; ++d) {
-    out_dims[d] = in_dims[d] + begin[d] + end[d];
-    total *= out_dims[d];
+    out_dims_[d] = in_dims[d] + begin[d] + end[d];
+    total_ *= out_dims_[d];
   }
-  if (total == 0) return;
-  // Per dim, the source coordinate of every output coordinate.
-  std::vector<std::vector<int64_t>> maps(rank);
+  if (total_ == 0) return;
+  maps_.resize(rank);
   for (size_t d = 0; d < rank; ++d) {
-    maps[d].resize(out_dims[d]);
-    for (int64_t o = 0; o < out_dims[d]; ++o)
-      maps[d][o] = SourceIndex(o, in_dims[d], begin[d], mode);
+    maps_[d].resize(out_dims_[d]);
+    for (int64_t o = 0; o < out_dims_[d]; ++o)
+      maps_[d][o] = SourceIndex(o, in_dims[d], begin[d], mode);
   }
-  const std::vector<int64_t> strides = DenseStrides(in_dims);
+}
+
+void PadPlan::Run(const void* src, const void* constant_value,
+                  size_t element_bytes, void* out) const {
+  if (total_ == 0) return;
+  const size_t rank = out_dims_.size();
   const char* in = static_cast<const char*>(src);
   char* dst = static_cast<char*>(out);
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t i = 0; i < total; ++i) {
+  absl::InlinedVector<int64_t, 8> index(rank, 0);
+  for (int64_t i = 0; i < total_; ++i) {
     int64_t offset = 0;
     bool inside = true;
     for (size_t d = 0; d < rank && inside; ++d) {
-      const int64_t s = maps[d][index[d]];
+      const int64_t s = maps_[d][index[d]];
       inside = s >= 0;
-      offset += s * strides[d];
+      offset += s * in_strides_[d];
     }
     std::memcpy(dst,
                 inside ? in + offset * element_bytes
@@ -65,7 +77,7 @@ void Pad(const void* src, const std::vector<int64_t>& in_dims,
                 element_bytes);
     dst += element_bytes;
     for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_dims[d]) break;
+      if (++index[d] < out_dims_[d]) break;
       index[d] = 0;
     }
   }

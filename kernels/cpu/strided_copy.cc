@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
+
 namespace coalesce::kernels {
 namespace {
 
@@ -71,7 +73,8 @@ void StridedCopy(const void* src, const std::vector<int64_t>& out_dims,
   const size_t rank = out_dims.size();
   const int64_t row = out_dims[rank - 1];
   const int64_t row_stride = src_strides[rank - 1];
-  std::vector<int64_t> index(rank - 1, 0);
+  // Inline for up to 17 dims (Tile doubles a tensor's rank): no allocation.
+  absl::InlinedVector<int64_t, 16> index(rank - 1, 0);
   int64_t offset = 0;  // source element offset of the current row
   while (true) {
     CopyRowAny(in + offset * static_cast<int64_t>(element_bytes), row,

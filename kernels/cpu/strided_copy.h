@@ -2,7 +2,7 @@
 // element type (sizes in bytes). Slice (offset and steps, negative too),
 // Split, Expand (stride 0 on broadcast dims) and Tile (a [repeat, dim] pair of
 // dims per axis with strides [0, stride]) are all this one loop. Stateless and
-// thread-safe.
+// thread-safe; StridedCopy allocates nothing for up to 17 out_dims.
 #ifndef COALESCE_KERNELS_CPU_STRIDED_COPY_H_
 #define COALESCE_KERNELS_CPU_STRIDED_COPY_H_
 

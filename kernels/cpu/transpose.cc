@@ -2,20 +2,26 @@
 
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
+
 namespace coalesce::kernels {
 namespace {
+
+// Per-call dim lists live inline up to rank 8, so a transpose allocates
+// nothing.
+using Dims = absl::InlinedVector<int64_t, 8>;
 
 // Walks the output in order with an odometer over its dimensions; the
 // innermost output dimension is a strided gather from the input.
 template <typename T>
-void TransposeTyped(const T* in, const std::vector<int64_t>& out_dims,
-                    const std::vector<int64_t>& in_strides, T* out) {
+void TransposeTyped(const T* in, const Dims& out_dims, const Dims& in_strides,
+                    T* out) {
   const size_t rank = out_dims.size();
   const int64_t inner = out_dims[rank - 1];
   const int64_t inner_stride = in_strides[rank - 1];
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < rank; ++d) rows *= out_dims[d];
-  std::vector<int64_t> index(rank, 0);
+  Dims index(rank, 0);
   int64_t in_off = 0;
   for (int64_t row = 0; row < rows; ++row) {
     const T* src = in + in_off;
@@ -47,7 +53,7 @@ void Transpose(const void* in, const std::vector<int64_t>& in_dims,
     std::memcpy(out, in, element_size);
     return;
   }
-  std::vector<int64_t> in_strides(rank), out_dims(rank), perm_strides(rank);
+  Dims in_strides(rank), out_dims(rank), perm_strides(rank);
   int64_t stride = 1;
   for (size_t d = rank; d-- > 0;) {
     in_strides[d] = stride;
