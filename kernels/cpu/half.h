@@ -12,6 +12,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "kernels/cuda/half_math.h"
+
 namespace coalesce::kernels {
 
 struct Float16 {
@@ -22,50 +24,9 @@ struct BFloat16 {
 };
 static_assert(sizeof(Float16) == 2 && sizeof(BFloat16) == 2);
 
-inline uint16_t FloatToHalfBits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: inf
-  if (abs >= 0x38800000u) {                       // a normal half (>= 2^-14)
-    const uint32_t odd = (abs >> 13) & 1u;
-    return sign |
-           static_cast<uint16_t>((abs - 0x38000000u + 0xfffu + odd) >> 13);
-  }
-  if (abs <= 0x33000000u) return sign;  // <= 2^-25 rounds to zero
-  // A subnormal half: value / 2^-24, rounded to nearest even.
-  const uint32_t exponent = abs >> 23;
-  const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - exponent;  // 14..24
-  uint32_t result = mantissa >> shift;
-  const uint32_t rest = mantissa & ((1u << shift) - 1);
-  const uint32_t half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (result & 1u))) ++result;
-  return sign | static_cast<uint16_t>(result);
-}
-
-inline float HalfBitsToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // inf or NaN
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;  // zero
-  } else {        // subnormal: normalize
-    uint32_t e = 113;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
+// Float16: the same functions as the GPU path's (host and device code).
+using cuda::FloatToHalfBits;
+using cuda::HalfBitsToFloat;
 
 inline uint16_t FloatToBf16Bits(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);

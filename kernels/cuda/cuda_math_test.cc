@@ -1,13 +1,17 @@
 // The CUDA kernels' math, compiled for the host: activations and broadcast
 // indexing against double-precision references, and the Softmax partial
-// row combination against a direct computation, in several split orders.
+// row combination against a direct computation, in several split orders;
+// float16 conversions against a decoding in double, over every half.
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/half_math.h"
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
@@ -365,6 +369,101 @@ TEST(CudaMathTest, LrnMatchesDoublePrecision) {
     }
   }
   EXPECT_EQ(ChannelOf(2 * 6 * 4 + 3 * 4 + 1, 6, 4), 3);
+}
+
+// A half's value from its fields, in double: (-1)^sign * mantissa * 2^exp.
+double DecodeHalf(uint16_t h) {
+  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  if (exponent == 0x1f) {
+    return mantissa != 0 ? std::copysign(NAN, sign) : sign * INFINITY;
+  }
+  if (exponent == 0)
+    return sign * std::ldexp(static_cast<double>(mantissa), -24);
+  return sign *
+         std::ldexp(static_cast<double>(0x400 + mantissa), exponent - 25);
+}
+
+bool IsHalfNan(uint16_t h) {
+  return (h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0;
+}
+
+TEST(CudaMathTest, EveryHalfDecodesExactlyAndEncodesBack) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const uint16_t h = static_cast<uint16_t>(bits);
+    const double want = DecodeHalf(h);
+    const float got = HalfBitsToFloat(h);
+    ASSERT_EQ(std::signbit(got), (h & 0x8000) != 0) << "half " << bits;
+    if (IsHalfNan(h)) {
+      ASSERT_TRUE(std::isnan(got)) << "half " << bits;
+      continue;
+    }
+    ASSERT_EQ(double{got}, want) << "half " << bits;
+    ASSERT_EQ(FloatToHalfBits(static_cast<float>(want)), h) << "half " << bits;
+    ASSERT_EQ(FloatToHalfBits(got), h) << "half " << bits;  // -0 included
+  }
+}
+
+// Between each pair of neighboring halves, from 0 up to 65504 and the next
+// step past it (65536, which rounds to infinity): the midpoint goes to the
+// even one, the floats beside it to the nearer one. Negatives mirror.
+TEST(CudaMathTest, FloatToHalfRoundsToNearestEven) {
+  for (uint16_t low = 0; low <= 0x7bff; ++low) {
+    const uint16_t high = low + 1;
+    const double low_value = DecodeHalf(low);
+    const double high_value = high == 0x7c00 ? 65536.0 : DecodeHalf(high);
+    const double midpoint = (low_value + high_value) / 2;
+    const float mid = static_cast<float>(midpoint);
+    ASSERT_EQ(double{mid}, midpoint) << "half " << low;  // exact in float
+    const uint16_t even = (low & 1) == 0 ? low : high;
+    const float above = std::nextafter(mid, INFINITY);
+    const float below = std::nextafter(mid, 0.0f);
+    ASSERT_EQ(FloatToHalfBits(mid), even) << "half " << low;
+    ASSERT_EQ(FloatToHalfBits(above), high) << "half " << low;
+    ASSERT_EQ(FloatToHalfBits(below), low) << "half " << low;
+    ASSERT_EQ(FloatToHalfBits(-mid), 0x8000 | even) << "half " << low;
+    ASSERT_EQ(FloatToHalfBits(-above), 0x8000 | high) << "half " << low;
+    ASSERT_EQ(FloatToHalfBits(-below), 0x8000 | low) << "half " << low;
+  }
+}
+
+TEST(CudaMathTest, FloatToHalfOverflowInfinityAndNan) {
+  EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7bff);  // the largest finite half
+  EXPECT_EQ(FloatToHalfBits(65519.99f), 0x7bff);
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);
+  EXPECT_EQ(FloatToHalfBits(-65520.0f), 0xfc00);
+  EXPECT_EQ(FloatToHalfBits(1e10f), 0x7c00);
+  EXPECT_EQ(FloatToHalfBits(-1e10f), 0xfc00);
+  EXPECT_EQ(FloatToHalfBits(std::numeric_limits<float>::max()), 0x7c00);
+  EXPECT_EQ(FloatToHalfBits(INFINITY), 0x7c00);
+  EXPECT_EQ(FloatToHalfBits(-INFINITY), 0xfc00);
+  // Quiet and signaling NaNs, of both signs and with the payload in the
+  // low bits only (which 13 dropped bits must not turn into infinity).
+  for (uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u,
+                       0x7fffffffu, 0x7f801000u}) {
+    const uint16_t h = FloatToHalfBits(std::bit_cast<float>(nan));
+    EXPECT_TRUE(IsHalfNan(h)) << std::hex << nan << " -> " << h;
+    EXPECT_NE(h & 0x0200, 0) << std::hex << nan << " -> " << h;  // quiet
+    EXPECT_EQ(h & 0x8000, (nan >> 16) & 0x8000) << std::hex << nan;
+  }
+}
+
+TEST(CudaMathTest, FloatToHalfSubnormalsAndUnderflow) {
+  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);  // halfway 0 / 2^-24: even
+  EXPECT_EQ(FloatToHalfBits(std::nextafter(0x1p-25f, 1.0f)), 0x0001);
+  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(FloatToHalfBits(-0x1p-24f), 0x8001);
+  EXPECT_EQ(FloatToHalfBits(0x1.ff8p-15f), 0x03ff);  // the largest one
+  EXPECT_EQ(FloatToHalfBits(0x1p-14f), 0x0400);      // the smallest normal
+  EXPECT_EQ(FloatToHalfBits(-0x1p-30f), 0x8000);     // a signed zero
+  EXPECT_EQ(FloatToHalfBits(0.0f), 0x0000);
+  EXPECT_EQ(FloatToHalfBits(-0.0f), 0x8000);
+  // Float subnormals, and the smallest normal float.
+  EXPECT_EQ(FloatToHalfBits(std::numeric_limits<float>::denorm_min()), 0);
+  EXPECT_EQ(FloatToHalfBits(-std::numeric_limits<float>::denorm_min()), 0x8000);
+  EXPECT_EQ(FloatToHalfBits(0x1p-130f), 0);
+  EXPECT_EQ(FloatToHalfBits(std::numeric_limits<float>::min()), 0);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@ what its folder may use. Tests (*_test.cc) and test fakes may reach further
 (a batching test may run the batcher on the simulated device); libraries may
 not. Third-party headers are checked too: only server/ (and tools, tests,
 benchmarks) may include gRPC, and only engine/cuda/ and kernels/cuda/ CUDA.
+The host-device math headers of kernels/cuda/ (no CUDA, nothing to link) are
+shared with kernels/cpu/ and engine/device/.
 
 Exit 0 when every include is allowed; 1 with one line per violation.
 Usage: python3 tests/layering/check_layering.py [REPO_ROOT]
@@ -34,8 +36,18 @@ def is_test_file(path: str) -> bool:
             or name.startswith("recording_sink"))
 
 
+def is_host_device_math(inc: str) -> bool:
+    """kernels/cuda/*_math.h and host_device.h: header-only math that compiles
+    for the host as well as the GPU and links nothing, so the CPU kernels and
+    the device lowering may share it (FP16 conversion, for one)."""
+    return inc.startswith("kernels/cuda/") and (inc.endswith("_math.h")
+                                                or inc == "kernels/cuda/host_device.h")
+
+
 def allowed(src: str, inc: str) -> bool:
     """May project file `src` include project header `inc`?"""
+    if is_host_device_math(inc) and src.startswith(("kernels/cpu/", "engine/device/")):
+        return True
     if src in ENGINE_API or src.replace(".cc", ".h") in ENGINE_API:
         return inc in ENGINE_API
     if src.startswith("kernels/cpu/"):

@@ -24,6 +24,8 @@ def test_allowed_includes_pass(tmp_path):
         "engine/cuda/c.cc": '#include "engine/device/device.h"\n#include <cuda_runtime_api.h>\n',
         "server/s.cc": '#include "engine/model.h"\n#include <grpcpp/grpcpp.h>\n',
         "batching/x_test.cc": '#include "engine/device/simulated_device.h"\n',
+        "kernels/cpu/h.h": '#include "kernels/cuda/half_math.h"\n',  # host-device math
+        "engine/device/h.cc": '#include "kernels/cuda/half_math.h"\n',
     }, tmp_path)
     assert rc == 0, out
 
@@ -37,9 +39,10 @@ def test_each_violation_is_reported(tmp_path):
         "kernels/cpu/k.cc": '#include "engine/shape.h"\n',         # upward
         "engine/graph.cc": '#include <grpcpp/grpcpp.h>\n',         # gRPC below server
         "batching/q.cc": '#include <cuda_runtime_api.h>\n',        # CUDA outside cuda/
+        "engine/device/k.cc": '#include "kernels/cuda/half.h"\n',  # a CUDA launcher
     }, tmp_path)
     assert rc == 1, out
     for src in ("batching/b.cc", "engine/executor.h", "engine/model.cc", "engine/ops/o.cc",
-                "kernels/cpu/k.cc", "engine/graph.cc", "batching/q.cc"):
+                "kernels/cpu/k.cc", "engine/graph.cc", "batching/q.cc", "engine/device/k.cc"):
         assert f"{src}: includes" in out, (src, out)
-    assert "7 violations" in out, out
+    assert "8 violations" in out, out
