@@ -8,12 +8,13 @@
    batch 1..256, through `coalesce-onnx-run --device gpu` (one GPU instance
    built as the server builds it; each run host to host: inputs copied in,
    computed, outputs copied out, timed with steady_clock, median of the
-   timed runs after warm-up), in FP32 and TF32. Outputs are checked against
+   timed runs after warm-up), in FP32, TF32 and FP16. Outputs are checked against
    onnxruntime (CPU) when it is installed. Beside it, when PyTorch with CUDA
    is installed, the same model in PyTorch on the same GPU (the dense models
    rebuilt from their weights, torchvision's ResNet-50), FP32 with TF32 off,
    also host to host: eager, and replaying a CUDA graph captured per batch
-   size.
+   size; for FP16, under torch.autocast(float16), which like Coalesce's FP16
+   mode runs the products on float16 operands and keeps float32 elsewhere.
 2. Server end to end: coalesce-server with mlp_classifier on KIND_GPU in four
    configurations (dynamic batching on/off x double buffering on/off),
    coalesce-bench closed loop at concurrency 1, 16, 64 and 256 each, with
@@ -151,12 +152,17 @@ class DenseTorch:
         return x
 
 
-def torch_time_ms(module, args_host: list, repeat: int, warmup: int, graph: bool) -> float:
+def torch_time_ms(module, args_host: list, repeat: int, warmup: int, graph: bool,
+                  fp16: bool = False) -> float:
     """Host to host, as coalesce-onnx-run: pinned inputs copied in, forward,
-    the output copied back to pinned memory, synchronized."""
+    the output copied back to pinned memory, synchronized. fp16: under
+    autocast to float16 (its weight cache off, as graph capture needs)."""
+    import contextlib
     import torch
     pinned = [torch.from_numpy(a).pin_memory() for a in args_host]
-    with torch.inference_mode():
+    autocast = (torch.autocast("cuda", dtype=torch.float16, cache_enabled=False) if fp16
+                else contextlib.nullcontext())
+    with torch.inference_mode(), autocast:
         static = [p.cuda() for p in pinned]
         out0 = module(*static)
         pinned_out = torch.empty(out0.shape, dtype=out0.dtype).pin_memory()
@@ -247,6 +253,28 @@ def bert_case(bundle: Path, work: Path, batches: list) -> ModelCase:
                      None, "no PyTorch version of this encoder here")
 
 
+def case_runs(cases: list, why_no_torch: str):
+    """(case, its PyTorch module or None, batch, feeds) for every batch of
+    every case; each case's module is built once."""
+    for case in cases:
+        module = None
+        if not why_no_torch and case.torch_module is not None:
+            module = case.torch_module()
+        for batch in case.batches:
+            yield case, module, batch, case.feeds(batch)
+
+
+def diff_cell(model: Path, feeds: dict, outputs: list, tolerance: float) -> tuple[str, bool]:
+    """The max |Coalesce - onnxruntime| cell, and whether it is within
+    tolerance * max(1, |reference|); (a note, True) without onnxruntime."""
+    ref = onnxruntime_outputs(model, feeds)
+    if ref is None:
+        return "onnxruntime not installed", True
+    d = max(float(np.max(np.abs(a - r))) if a.size else 0.0 for a, r in zip(outputs, ref))
+    bound = tolerance * max(1.0, max(float(np.max(np.abs(r))) for r in ref))
+    return f"{d:.2e}" + ("" if d <= bound else f" (FAILED: above {bound:.1e})"), d <= bound
+
+
 def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[str, bool]:
     repeat, warmup = (10, 3) if quick else (50, 10)
     why_no_torch = torch_status()
@@ -264,41 +292,67 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[
               "max abs diff vs onnxruntime |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     ok = True
-    for case in cases:
-        module = None
-        if not why_no_torch and case.torch_module is not None:
-            module = case.torch_module()
-        for batch in case.batches:
-            feeds = case.feeds(batch)
-            row = [case.name, str(batch)]
-            try:
-                fp32, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32")
-                plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
-                                        graphs=False)
-                tf32, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "tf32")
-            except Exception as e:  # noqa: BLE001 - reported in the table
-                lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | | |")
-                ok = False
-                continue
-            row += [f"{fp32:.3f}", f"{plain:.3f}", f"{tf32:.3f}"]
-            if module is not None:
-                args = list(feeds.values())
-                e = torch_time_ms(module, args, repeat, warmup, graph=False)
-                g = torch_time_ms(module, args, repeat, warmup, graph=True)
-                row += [f"{e:.3f}", f"{e / fp32:.2f}x", f"{g:.3f}", f"{g / fp32:.2f}x"]
-            else:
-                row += ["", "", "", ""] if not case.why_no_torch else [case.why_no_torch, "", "", ""]
-            ref = onnxruntime_outputs(case.path, feeds)
-            if ref is None:
-                row.append("onnxruntime not installed")
-            else:
-                d = max(float(np.max(np.abs(a - r))) if a.size else 0.0
-                        for a, r in zip(outputs, ref))
-                bound = 1e-3 * max(1.0, max(float(np.max(np.abs(r))) for r in ref))
-                row.append(f"{d:.2e}" + ("" if d <= bound else f" (FAILED: above {bound:.1e})"))
-                ok = ok and d <= bound
-            lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines), ok
+    for case, module, batch, feeds in case_runs(cases, why_no_torch):
+        row = [case.name, str(batch)]
+        try:
+            fp32, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32")
+            plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
+                                    graphs=False)
+            tf32, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "tf32")
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | | |")
+            ok = False
+            continue
+        row += [f"{fp32:.3f}", f"{plain:.3f}", f"{tf32:.3f}"]
+        if module is not None:
+            args = list(feeds.values())
+            e = torch_time_ms(module, args, repeat, warmup, graph=False)
+            g = torch_time_ms(module, args, repeat, warmup, graph=True)
+            row += [f"{e:.3f}", f"{e / fp32:.2f}x", f"{g:.3f}", f"{g / fp32:.2f}x"]
+        else:
+            row += ["", "", "", ""] if not case.why_no_torch else [case.why_no_torch, "", "", ""]
+        text, matched = diff_cell(case.path, feeds, outputs, 1e-3)
+        row.append(text)
+        ok = ok and matched
+        lines.append("| " + " | ".join(row) + " |")
+    fp16_lines, fp16_ok = fp16_table(bundle, cases, work, repeat, warmup, why_no_torch)
+    return "\n".join(lines + [""] + fp16_lines), ok and fp16_ok
+
+
+def fp16_table(bundle: Path, cases: list, work: Path, repeat: int, warmup: int,
+               why_no_torch: str) -> tuple[list, bool]:
+    """Coalesce with `gpu_precision: fp16` against PyTorch under autocast
+    float16, eager and with CUDA graphs; outputs within 2e-2 of max(1, |ref|)
+    of onnxruntime's (float16 operands keep 10 mantissa bits)."""
+    lines = ["FP16: Coalesce with `gpu_precision: fp16` (products on float16 operands, "
+             "float32 accumulation, float32 elsewhere) against PyTorch under "
+             "`torch.autocast(float16)`, same runs as above. Ratio: PyTorch ms / Coalesce "
+             "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32.", "",
+             "| model | batch | Coalesce FP16 ms | PyTorch FP16 eager ms | ratio | "
+             "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    ok = True
+    for case, module, batch, feeds in case_runs(cases, why_no_torch):
+        try:
+            fp16, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
+                                         "fp16")
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | |")
+            ok = False
+            continue
+        row = [case.name, str(batch), f"{fp16:.3f}"]
+        if module is not None:
+            args = list(feeds.values())
+            e = torch_time_ms(module, args, repeat, warmup, graph=False, fp16=True)
+            g = torch_time_ms(module, args, repeat, warmup, graph=True, fp16=True)
+            row += [f"{e:.3f}", f"{e / fp16:.2f}x", f"{g:.3f}", f"{g / fp16:.2f}x"]
+        else:
+            row += [case.why_no_torch or why_no_torch, "", "", ""]
+        text, matched = diff_cell(case.path, feeds, outputs, 2e-2)
+        row.append(text)
+        ok = ok and matched
+        lines.append("| " + " | ".join(row) + " |")
+    return lines, ok
 
 
 # -- server end to end ---------------------------------------------------------

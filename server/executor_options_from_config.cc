@@ -73,15 +73,12 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
   if (precision == "tf32") {
     options.kernels.precision = DevicePrecision::kTf32;
   } else if (precision == "fp16") {
-    return absl::UnimplementedError(
-        absl::StrCat("model '", config.name(),
-                     "': parameter 'gpu_precision' \"fp16\" is "
-                     "not implemented yet (\"fp32\" or \"tf32\")"));
+    options.program.fp16 = true;
   } else if (precision != "fp32") {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(),
                      "': parameter 'gpu_precision' must be "
-                     "\"fp32\" or \"tf32\", got \"",
+                     "\"fp32\", \"tf32\" or \"fp16\", got \"",
                      precision, "\""));
   }
   return options;

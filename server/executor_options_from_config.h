@@ -10,10 +10,13 @@
 //   double_buffering "true" (default) or "false": GPU instances get two
 //                    slots, so a batch copies in while the last computes
 //                    (engine/device/pipelined_executor.h), or one.
-//   gpu_precision    "fp32" (default: exact float32) or "tf32": GPU GEMMs
+//   gpu_precision    "fp32" (default: exact float32), "tf32": GPU GEMMs
 //                    and convolutions may use TF32 tensor cores (about 3
-//                    decimal digits per input, float32 accumulation).
-//                    "fp16" is refused: not implemented yet.
+//                    decimal digits per input, float32 accumulation), or
+//                    "fp16": they multiply float16 operands (weights
+//                    converted at load, activations on the GPU before each
+//                    product; float32 accumulation; everything else, the
+//                    wire included, stays float32).
 //   cuda_graphs      "true" (default) or "false": GPU instances capture a
 //                    batch's kernels as a CUDA graph per shape set and
 //                    buffers after one warm-up batch, and replay it

@@ -86,17 +86,20 @@ TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
       name: "m" parameters { key: "gpu_precision" value { string_value: "fp32" } })"));
   ASSERT_TRUE(fp32.ok());
   EXPECT_EQ(fp32->kernels.precision, DevicePrecision::kFp32);
+  EXPECT_FALSE(fp32->program.fp16);
+  auto fp16 = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
+  ASSERT_TRUE(fp16.ok()) << fp16.status();
+  EXPECT_TRUE(fp16->program.fp16);
+  EXPECT_EQ(fp16->kernels.precision, DevicePrecision::kFp32);
 }
 
 TEST(ExecutorOptionsFromConfigTest, BadGpuParametersAreRefusedByName) {
-  auto fp16 = GpuInstanceOptionsFromConfig(Parse(R"(
-      name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
-  EXPECT_EQ(fp16.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(fp16.status().message()),
-              ::testing::HasSubstr("'gpu_precision'"));
   auto bad = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "gpu_precision" value { string_value: "half" } })"));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("'gpu_precision'"));
   auto db = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "double_buffering" value { string_value: "no" } })"));
   EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);

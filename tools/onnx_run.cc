@@ -12,7 +12,7 @@
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
-//                     [--gpu-precision fp32|tf32] [--device-graphs on|off]
+//                     [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -61,7 +61,7 @@ constexpr char kUsage[] =
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
     "[--graph-optimizations on|off] [--device cpu|gpu|simulated] "
-    "[--plugin PATH] [--gpu-precision fp32|tf32] [--device-graphs on|off]";
+    "[--plugin PATH] [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]";
 
 struct Flags {
   std::string model;
@@ -76,6 +76,7 @@ struct Flags {
   std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
   bool tf32 = false;          // --gpu-precision tf32
+  bool fp16 = false;          // --gpu-precision fp16
   bool device_graphs = true;  // --device-graphs on (GPU and simulated)
 };
 
@@ -133,11 +134,12 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
   } else if (flag == "--plugin") {
     flags.plugin = std::string(value);
   } else if (flag == "--gpu-precision") {
-    if (value != "fp32" && value != "tf32") {
+    if (value != "fp32" && value != "tf32" && value != "fp16") {
       return UsageError(absl::StrCat(
-          "--gpu-precision needs 'fp32' or 'tf32', got '", value, "'"));
+          "--gpu-precision needs 'fp32', 'tf32' or 'fp16', got '", value, "'"));
     }
     flags.tf32 = value == "tf32";
+    flags.fp16 = value == "fp16";
   } else if (flag == "--device-graphs") {
     if (value != "on" && value != "off") {
       return UsageError(absl::StrCat(
@@ -414,6 +416,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   options.pipeline.num_slots = 1;
   if (flags.tf32) options.kernels.precision = DevicePrecision::kTf32;
   options.program.device_graphs = flags.device_graphs;
+  options.program.fp16 = flags.fp16;
   auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, options);
   if (!instance.ok()) return instance.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
@@ -428,7 +431,8 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
   auto program = CreateGraphProgram(
       device, CreateSimulatedKernels(device.get()),
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
-      GraphProgramOptions{.device_graphs = flags.device_graphs});
+      GraphProgramOptions{.device_graphs = flags.device_graphs,
+                          .fp16 = flags.fp16});
   if (!program.ok()) return program.status();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
                                           PipelinedExecutorOptions{1});

@@ -18,6 +18,7 @@
 #include "engine/cuda/kernel_args.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gather.h"
+#include "kernels/cuda/half.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
@@ -66,9 +67,10 @@ struct GemmKey {
   bool trans_a, trans_b;
   cublasLtEpilogue_t epilogue;
   uint32_t alignment;  // bytes, of every matrix (Alignment)
+  bool half;           // float16 A and B (GemmArgs::a_half)
   auto Tie() const {
     return std::tie(m, n, k, batch, stride_a, stride_b, stride_c, trans_a,
-                    trans_b, epilogue, alignment);
+                    trans_b, epilogue, alignment, half);
   }
   bool operator<(const GemmKey& o) const { return Tie() < o.Tie(); }
 };
@@ -90,8 +92,9 @@ class PreparedGemm {
                    void* workspace, cudaStream_t stream) const;
 
  private:
-  absl::Status Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
-                      uint64_t cols, int64_t ld, int64_t batch, int64_t stride);
+  absl::Status Layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type,
+                      uint64_t rows, uint64_t cols, int64_t ld, int64_t batch,
+                      int64_t stride);
 
   const CublasLt& lt_;
   cublasLtMatmulDesc_t desc_ = nullptr;
@@ -101,12 +104,13 @@ class PreparedGemm {
   cublasLtMatmulAlgo_t algo_{};
 };
 
-absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
+absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout,
+                                  cudaDataType_t type, uint64_t rows,
                                   uint64_t cols, int64_t ld, int64_t batch,
                                   int64_t stride) {
-  absl::Status s = CublasStatus(
-      lt_, lt_.MatrixLayoutCreate(layout, CUDA_R_32F, rows, cols, ld),
-      "cublasLtMatrixLayoutCreate");
+  absl::Status s =
+      CublasStatus(lt_, lt_.MatrixLayoutCreate(layout, type, rows, cols, ld),
+                   "cublasLtMatrixLayoutCreate");
   if (!s.ok() || batch == 1) return s;
   const int32_t count = static_cast<int32_t>(batch);
   s = CublasStatus(
@@ -124,10 +128,13 @@ absl::Status PreparedGemm::Layout(cublasLtMatrixLayout_t* layout, uint64_t rows,
 
 absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
                                 bool tf32) {
+  // float16 A and B with float32 C and D, accumulating in float32, is one
+  // of cuBLASLt's supported type combinations for CUBLAS_COMPUTE_32F.
   absl::Status s = CublasStatus(
       lt_,
       lt_.MatmulDescCreate(
-          &desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+          &desc_,
+          tf32 && !key.half ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
           CUDA_R_32F),
       "cublasLtMatmulDescCreate");
   if (!s.ok()) return s;
@@ -147,15 +154,18 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
                                  &key.epilogue, sizeof(key.epilogue)),
       "epilogue");
   if (!s.ok()) return s;
+  const cudaDataType_t in = key.half ? CUDA_R_16F : CUDA_R_32F;
   // x: op(x) is n x k; stored (column-major) n x k, or k x n when transposed.
-  s = key.trans_b ? Layout(&x_, key.k, key.n, key.k, key.batch, key.stride_b)
-                  : Layout(&x_, key.n, key.k, key.n, key.batch, key.stride_b);
+  s = key.trans_b
+          ? Layout(&x_, in, key.k, key.n, key.k, key.batch, key.stride_b)
+          : Layout(&x_, in, key.n, key.k, key.n, key.batch, key.stride_b);
   if (!s.ok()) return s;
   // y: op(y) is k x m.
-  s = key.trans_a ? Layout(&y_, key.m, key.k, key.m, key.batch, key.stride_a)
-                  : Layout(&y_, key.k, key.m, key.k, key.batch, key.stride_a);
+  s = key.trans_a
+          ? Layout(&y_, in, key.m, key.k, key.m, key.batch, key.stride_a)
+          : Layout(&y_, in, key.k, key.m, key.k, key.batch, key.stride_a);
   if (!s.ok()) return s;
-  s = Layout(&d_, key.n, key.m, key.n, key.batch, key.stride_c);
+  s = Layout(&d_, CUDA_R_32F, key.n, key.m, key.n, key.batch, key.stride_c);
   if (!s.ok()) return s;
 
   cublasLtMatmulPreference_t pref = nullptr;
@@ -191,7 +201,8 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
   if (found == 0) {
     return absl::InternalError(absl::StrCat(
         "cuBLASLt has no algorithm for a ", key.m, "x", key.k, " by ", key.k,
-        "x", key.n, " float32 GEMM (batch ", key.batch, ")"));
+        "x", key.n, key.half ? " float16" : " float32", " GEMM (batch ",
+        key.batch, ")"));
   }
   algo_ = result.algo;
   return absl::OkStatus();
@@ -209,33 +220,52 @@ absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
     if (!s.ok()) return s;
   }
   const float beta = 0.0f;
-  return CublasStatus(lt_,
-                      lt_.Matmul(handle, desc_, &args.alpha, args.b, x_, args.a,
-                                 y_, &beta, args.c, d_, args.c, d_, &algo_,
-                                 workspace, kWorkspaceBytes, stream),
-                      "cublasLtMatmul");
+  const bool half = args.a_half != nullptr;
+  const void* x = half ? static_cast<const void*>(args.b_half) : args.b;
+  const void* y = half ? static_cast<const void*>(args.a_half) : args.a;
+  return CublasStatus(
+      lt_,
+      lt_.Matmul(handle, desc_, &args.alpha, x, x_, y, y_, &beta, args.c, d_,
+                 args.c, d_, &algo_, workspace, kWorkspaceBytes, stream),
+      "cublasLtMatmul");
 }
 
 // Everything that decides a convolution's descriptors and algorithm.
 struct ConvKey {
   int64_t n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w, stride_h,
       stride_w, pad_top, pad_left, dilation_h, dilation_w, groups;
+  bool half;  // float16 x, w and y (ConvArgs::x_half)
   auto Tie() const {
     return std::tie(n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w,
                     stride_h, stride_w, pad_top, pad_left, dilation_h,
-                    dilation_w, groups);
+                    dilation_w, groups, half);
   }
   bool operator<(const ConvKey& o) const { return Tie() < o.Tie(); }
   static ConvKey Of(const ConvArgs& a) {
-    return {a.n,        a.c,          a.in_h,       a.in_w,
-            a.m,        a.kernel_h,   a.kernel_w,   a.out_h,
-            a.out_w,    a.stride_h,   a.stride_w,   a.pad_top,
-            a.pad_left, a.dilation_h, a.dilation_w, a.groups};
+    return {a.n,
+            a.c,
+            a.in_h,
+            a.in_w,
+            a.m,
+            a.kernel_h,
+            a.kernel_w,
+            a.out_h,
+            a.out_w,
+            a.stride_h,
+            a.stride_w,
+            a.pad_top,
+            a.pad_left,
+            a.dilation_h,
+            a.dilation_w,
+            a.groups,
+            a.x_half != nullptr};
   }
 };
 
 // A convolution's cuDNN descriptors and chosen algorithm (FP32 with FMA
-// math: no TF32), destroyed with it.
+// math: no TF32, unless allowed; or float16 tensors with float32
+// accumulation on tensor cores: cuDNN's PSEUDO_HALF_CONFIG), destroyed
+// with it.
 class PreparedConv {
  public:
   explicit PreparedConv(const Cudnn& dnn) : dnn_(dnn) {}
@@ -254,26 +284,27 @@ class PreparedConv {
       return CudnnStatus(dnn_, status, call);
     };
     const auto i = [](int64_t v) { return static_cast<int>(v); };
+    const cudnnDataType_t type = k.half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    cudnnMathType_t math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    if (k.half) math = CUDNN_TENSOR_OP_MATH;
     absl::Status s =
         check(dnn_.CreateTensorDescriptor(&x_), "tensor descriptor");
     if (s.ok())
-      s = check(
-          dnn_.SetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                     i(k.n), i(k.c), i(k.in_h), i(k.in_w)),
-          "input");
+      s = check(dnn_.SetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, i(k.n),
+                                           i(k.c), i(k.in_h), i(k.in_w)),
+                "input");
     if (s.ok())
       s = check(dnn_.CreateTensorDescriptor(&y_), "tensor descriptor");
     if (s.ok())
-      s = check(
-          dnn_.SetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                     i(k.n), i(k.m), i(k.out_h), i(k.out_w)),
-          "output");
+      s = check(dnn_.SetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, i(k.n),
+                                           i(k.m), i(k.out_h), i(k.out_w)),
+                "output");
     if (s.ok())
       s = check(dnn_.CreateFilterDescriptor(&w_), "filter descriptor");
     if (s.ok())
-      s = check(dnn_.SetFilter4dDescriptor(
-                    w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(k.m),
-                    i(k.c / k.groups), i(k.kernel_h), i(k.kernel_w)),
+      s = check(dnn_.SetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, i(k.m),
+                                           i(k.c / k.groups), i(k.kernel_h),
+                                           i(k.kernel_w)),
                 "filter");
     if (s.ok())
       s = check(dnn_.CreateConvolutionDescriptor(&conv_),
@@ -287,9 +318,7 @@ class PreparedConv {
     if (s.ok())
       s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
     if (s.ok())
-      s = check(dnn_.SetConvolutionMathType(
-                    conv_, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
-                "math type");
+      s = check(dnn_.SetConvolutionMathType(conv_, math), "math type");
     if (!s.ok()) return s;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
@@ -306,17 +335,21 @@ class PreparedConv {
       }
     }
     return absl::InternalError(
-        "cuDNN has no float32 algorithm for this convolution within the "
-        "workspace");
+        absl::StrCat("cuDNN has no ", k.half ? "float16" : "float32",
+                     " algorithm for this convolution within the workspace"));
   }
 
   absl::Status Run(cudnnHandle_t handle, const ConvArgs& a, void* workspace,
                    size_t workspace_bytes) const {
     const float one = 1.0f, zero = 0.0f;
+    const bool half = a.x_half != nullptr;
+    const void* x = half ? static_cast<const void*>(a.x_half) : a.x;
+    const void* w = half ? static_cast<const void*>(a.w_half) : a.w;
+    void* y = half ? static_cast<void*>(a.y_half) : a.y;
     return CudnnStatus(
         dnn_,
-        dnn_.ConvolutionForward(handle, &one, x_, a.x, w_, a.w, conv_, algo_,
-                                workspace, workspace_bytes, &zero, y_, a.y),
+        dnn_.ConvolutionForward(handle, &one, x_, x, w_, w, conv_, algo_,
+                                workspace, workspace_bytes, &zero, y_, y),
         "cudnnConvolutionForward");
   }
 
@@ -361,7 +394,11 @@ class CudaKernels : public DeviceKernels {
     if (args.m == 0 || args.n == 0 || args.batch == 0) return absl::OkStatus();
     if (absl::Status s = Current(); !s.ok()) return s;
     bool fused = false;
+    const bool half = args.a_half != nullptr;
     const int64_t f = sizeof(float);
+    const int64_t h = half ? sizeof(Half) : sizeof(float);  // of A and B
+    const void* a = half ? static_cast<const void*>(args.a_half) : args.a;
+    const void* b = half ? static_cast<const void*>(args.b_half) : args.b;
     const GemmKey key{
         args.m,
         args.n,
@@ -373,8 +410,9 @@ class CudaKernels : public DeviceKernels {
         args.trans_a,
         args.trans_b,
         EpilogueOf(args.activation.kind, args.bias != nullptr, &fused),
-        Alignment({args.a, args.b, args.c},
-                  {args.stride_a * f, args.stride_b * f, args.stride_c * f})};
+        Alignment({a, b, args.c},
+                  {args.stride_a * h, args.stride_b * h, args.stride_c * f}),
+        half};
     auto it = gemms_.find(key);
     if (it == gemms_.end()) {
       auto prepared = std::make_unique<PreparedGemm>(lt_);
@@ -448,6 +486,20 @@ class CudaKernels : public DeviceKernels {
         "gather kernel");
   }
 
+  absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
+                      int64_t count) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchToHalf(x, y, count, CudaStreamOf(stream)),
+                      "float16 conversion kernel");
+  }
+
+  absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
+                        int64_t count) override {
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchFromHalf(x, y, count, CudaStreamOf(stream)),
+                      "float32 conversion kernel");
+  }
+
   absl::Status CastToFloat(DeviceStream& stream, DataType from, const void* x,
                            float* y, int64_t count) override {
     kc::CastSource source;
@@ -485,6 +537,10 @@ class CudaKernels : public DeviceKernels {
     if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes);
         !s.ok())
       return s;
+    if (args.y_half != nullptr) {
+      const int64_t count = args.n * args.m * args.out_h * args.out_w;
+      if (s = FromHalf(stream, args.y_half, args.y, count); !s.ok()) return s;
+    }
     if (args.bias == nullptr &&
         args.activation.kind == DeviceActivation::kIdentity) {
       return absl::OkStatus();

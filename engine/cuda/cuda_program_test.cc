@@ -90,6 +90,26 @@ TEST_P(GpuCaseTest, MatchesCpuWithTf32) {
   EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
 }
 
+// The FP16 opt-in (gpu_precision "fp16"): GEMM and convolution operands in
+// float16 (10 mantissa bits, as TF32), float32 accumulation; a
+// convolution's result is rounded to float16 once more. Same tolerance.
+constexpr float kFp16Tolerance = 2e-2f;
+
+TEST_P(GpuCaseTest, MatchesCpuWithFp16) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kFp16Tolerance);
+  auto model = ::coalesce::testing::LoadCase(c);
+  ASSERT_TRUE(model.ok()) << model.status();
+  GpuInstanceOptions options;
+  options.program.fp16 = true;
+  auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
+  EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllCases, GpuCaseTest,
     ::testing::ValuesIn(::coalesce::testing::DeviceTestCases()),

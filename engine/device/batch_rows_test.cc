@@ -56,8 +56,7 @@ TEST(BatchRowsTest, OneRowCannotTellTheBatchFromABroadcast) {
 TEST(BatchRowsTest, SoftmaxAndConcatDependOnTheirAxis) {
   EXPECT_TRUE(Independent(OneNode("Softmax"), {{3, 4}}));
   EXPECT_FALSE(Independent(
-      OneNode("Softmax",
-              [](onnx::NodeProto& n) { SetIntAttr(n, "axis", 0); }),
+      OneNode("Softmax", [](onnx::NodeProto& n) { SetIntAttr(n, "axis", 0); }),
       {{3, 4}}));
   for (int64_t axis : {0, 1}) {
     OnnxModelBuilder b;
@@ -91,8 +90,9 @@ TEST(BatchRowsTest, ReshapeMustKeepDimZero) {
   for (bool keep : {true, false}) {
     OnnxModelBuilder b;
     b.Input("x", {-1, 4});
-    b.Int64Initializer("shape", {2}, keep ? std::vector<int64_t>{0, 4}
-                                          : std::vector<int64_t>{-1, 2});
+    b.Int64Initializer(
+        "shape", {2},
+        keep ? std::vector<int64_t>{0, 4} : std::vector<int64_t>{-1, 2});
     b.Node("Reshape", {"x", "shape"}, {"y"});
     b.Output("y");
     EXPECT_EQ(Independent(b, {{3, 4}}), keep);

@@ -48,12 +48,19 @@ struct ActivationSpec {
 
 enum class DeviceBinaryOp { kAdd, kSub, kMul, kDiv };
 
+// A float16 value as its IEEE 754 binary16 bits (CUDA's __half layout);
+// kernels/cuda/half_math.h converts on the host.
+using Half = uint16_t;
+
 // C[i] = act(alpha * op(A[i]) op(B[i]) + bias) for i < batch, where op
 // transposes when asked, op(A) is m x k, op(B) is k x n, C is m x n, all
 // row-major and packed (leading dimension = row length). Matrix i of X
 // starts at X + i * stride_x elements; a stride of 0 repeats one matrix.
 // `bias`, when not null, has n elements added to every row (before act).
-// Computed in float32 throughout (no TF32).
+// Computed in float32 throughout (no TF32, unless the kernels' precision
+// allows it). With a_half and b_half set (FP16 mode), the product reads them
+// (float16, laid out as a and b would be) instead of a and b, multiplies in
+// float16 and accumulates in float32; bias and c stay float32.
 struct GemmArgs {
   const float* a = nullptr;
   const float* b = nullptr;
@@ -64,6 +71,8 @@ struct GemmArgs {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1.0f;
+  const Half* a_half = nullptr;
+  const Half* b_half = nullptr;
   // Implementations fuse what their library fuses (cuBLASLt: Relu, GeluErf)
   // and apply anything else after the product.
   ActivationSpec activation;
@@ -72,7 +81,11 @@ struct GemmArgs {
 // A 2-D convolution, NCHW: x [n, c, in_h, in_w], w [m, c / groups,
 // kernel_h, kernel_w], y [n, m, out_h, out_w]; symmetric padding (pad_top
 // rows above and below, pad_left columns left and right). Then, per output
-// channel, y = act(y + bias[m]) (bias may be null). float32 throughout.
+// channel, y = act(y + bias[m]) (bias may be null). float32 throughout,
+// except in FP16 mode: with x_half, w_half and y_half set, the convolution
+// reads x_half and w_half (float16, laid out as x and w), accumulates in
+// float32 and writes its result to y_half (float16, y's layout); then
+// y = act(float(y_half) + bias).
 struct ConvArgs {
   const float* x = nullptr;
   const float* w = nullptr;
@@ -83,6 +96,9 @@ struct ConvArgs {
   int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
   int64_t dilation_h = 1, dilation_w = 1, groups = 1;
   ActivationSpec activation;
+  const Half* x_half = nullptr;
+  const Half* w_half = nullptr;
+  Half* y_half = nullptr;
 };
 
 // 2-D max or average pooling of `planes` planes [in_h, in_w] into
@@ -98,9 +114,10 @@ struct Pool2DArgs {
   bool count_include_pad = false;
 };
 
-// How a device may compute float32 math. kFp32 (the default): exact float32
-// (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores (10-bit
-// mantissa inputs, float32 accumulation), a per-model opt-in.
+// How a device may compute float32 products. kFp32 (the default): exact
+// float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
+// (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
+// products are chosen per call, by the args' float16 operands.)
 enum class DevicePrecision { kFp32, kTf32 };
 
 struct DeviceKernelOptions {
@@ -156,6 +173,15 @@ class DeviceKernels {
                               int64_t axis_dim, int64_t inner,
                               const void* indices, bool indices_int64,
                               int64_t num_indices, void* y) = 0;
+
+  // y = float16(x), rounded to nearest even (beyond float16's range: an
+  // infinity), for `count` elements.
+  virtual absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
+                              int64_t count) = 0;
+
+  // y = float(x), exact, for `count` elements.
+  virtual absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
+                                int64_t count) = 0;
 
   // y = float(x) for `count` elements of type `from` (float32, int64,
   // int32, uint8 or bool).

@@ -14,9 +14,11 @@
 namespace coalesce {
 namespace {
 
+using device_ops::AddHalfOperand;
 using device_ops::Count;
 using device_ops::F;
 using device_ops::FusedActivation;
+using device_ops::HalfOperand;
 using device_ops::NodeView;
 using device_ops::Product;
 
@@ -193,16 +195,35 @@ void AddEpilogue(LoweredNode& lowered, int y, const Shape& y_shape, int c,
   }
 }
 
-// The GEMM of `args` on values a, b, bias (-1: none) into c.
-DeviceStep GemmStep(const GemmArgs& args, int a, int b, int bias, int c) {
-  return [=](const StepContext& ctx) {
+// The GEMM of `args` on inputs 0 and 1 into output 0, plus `bias` (a value
+// id; -1: none): float32, or in FP16 mode on float16 operands.
+void AddGemm(const NodeView& v, const GemmArgs& args, int bias,
+             LoweredNode& lowered) {
+  const int a = v.in_id(0), b = v.in_id(1), c = v.out_id(0);
+  if (bias >= 0) lowered.reads.push_back(bias);
+  if (!v.options().fp16) {
+    lowered.reads.push_back(a);
+    lowered.reads.push_back(b);
+    lowered.steps.push_back([=](const StepContext& ctx) {
+      GemmArgs g = args;
+      g.a = F(ctx, a);
+      g.b = F(ctx, b);
+      g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
+      g.c = F(ctx, c);
+      return ctx.kernels.Gemm(ctx.stream, g);
+    });
+    return;
+  }
+  const HalfOperand half_a = AddHalfOperand(v, 0, lowered);
+  const HalfOperand half_b = AddHalfOperand(v, 1, lowered);
+  lowered.steps.push_back([=](const StepContext& ctx) {
     GemmArgs g = args;
-    g.a = F(ctx, a);
-    g.b = F(ctx, b);
+    g.a_half = half_a.Address(ctx);
+    g.b_half = half_b.Address(ctx);
     g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
     g.c = F(ctx, c);
     return ctx.kernels.Gemm(ctx.stream, g);
-  };
+  });
 }
 
 // True when C (of `shape`) is one row of n values: [n] or [1, n].
@@ -230,7 +251,7 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   args.k = args.trans_a ? a[0] : a[1];
   args.n = v.out_shape(0)[1];
   if (args.k == 0) return absl::UnimplementedError("inner dimension 0");
-  const int ia = v.in_id(0), ib = v.in_id(1), iy = v.out_id(0);
+  const int iy = v.out_id(0);
   int bias = -1, c = -1;
   Shape c_shape;
   if (v.has_input(2) && *beta != 0.0f) {
@@ -244,10 +265,8 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   // Activations the GEMM fuses only when nothing is added after it.
   const bool fuse = c < 0;
   LoweredNode lowered;
-  lowered.reads = {ia, ib};
-  if (bias >= 0) lowered.reads.push_back(bias);
   args.activation = fuse ? *act : ActivationSpec{};
-  lowered.steps.push_back(GemmStep(args, ia, ib, bias, iy));
+  AddGemm(v, args, bias, lowered);
   AddEpilogue(lowered, iy, v.out_shape(0), c, c_shape,
               fuse ? ActivationSpec{} : *act);
   return lowered;
@@ -307,12 +326,9 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
   args.stride_b = layout->stride_b;
   args.stride_c = layout->m * layout->n;
   args.activation = *act;
-  const int ia = v.in_id(0), ib = v.in_id(1), iy = v.out_id(0);
   const int bias = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
-  lowered.reads = {ia, ib};
-  if (bias >= 0) lowered.reads.push_back(bias);
-  lowered.steps.push_back(GemmStep(args, ia, ib, bias, iy));
+  AddGemm(v, args, bias, lowered);
   return lowered;
 }
 
@@ -636,7 +652,8 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
 
 absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
                                             const PlanNode& node,
-                                            bool allow_view) {
+                                            bool allow_view,
+                                            LoweringOptions options) {
   auto family = FamilyOf(node);
   if (!family.ok()) return family.status();
   // STRING tensors hold host pointers (engine/string_ref.h).
@@ -647,7 +664,7 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
             "STRING tensors run on the CPU executor only");
     }
   }
-  const NodeView v(plan, node);
+  const NodeView v(plan, node, options);
   switch (*family) {
     case Family::kActivation:
       return LowerActivation(v);

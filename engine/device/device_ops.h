@@ -31,8 +31,12 @@ struct StepContext {
   DeviceKernels& kernels;
   DeviceStream& stream;
   void* const* addresses;  // by value id: where each value lives this batch
-  // The node's derived constants on the device (LoweredNode::derived).
+  // The node's derived constants on the device (LoweredNode::derived and
+  // derived_half).
   const float* const* derived;
+  const Half* const* derived_half;
+  // The node's scratch buffers (LoweredNode::scratch_bytes) in the arena.
+  void* const* scratch;
 };
 
 using DeviceStep = std::function<absl::Status(const StepContext&)>;
@@ -47,6 +51,20 @@ struct LoweredNode {
   // (BatchNormalization's per-channel scale and shift), uploaded with the
   // plan; steps read them as StepContext::derived[i].
   std::vector<std::vector<float>> derived;
+  // The same for float16 constants (FP16 mode: weights converted at load).
+  std::vector<std::vector<Half>> derived_half;
+  // Device memory the steps use while the node runs (FP16 mode: operands
+  // converted to float16), StepContext::scratch[i]; garbage on entry.
+  std::vector<size_t> scratch_bytes;
+};
+
+// How nodes are lowered. fp16: GEMMs and convolutions take float16
+// operands and accumulate in float32 (DeviceKernels' FP16 mode). Constant
+// operands (weights) are converted once, at lowering (derived_half);
+// computed ones by a ToHalf step into scratch before each product.
+// Everything else, model inputs and outputs included, stays float32.
+struct LoweringOptions {
+  bool fp16 = false;
 };
 
 // OK when the device can run `node` for some shapes.
@@ -57,7 +75,8 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);
 // operator becomes a device-to-device copy.
 absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
                                             const PlanNode& node,
-                                            bool allow_view);
+                                            bool allow_view,
+                                            LoweringOptions options = {});
 
 }  // namespace coalesce
 

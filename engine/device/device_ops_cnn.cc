@@ -114,13 +114,33 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
   const int ib = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
-  lowered.reads = {ix, iw};
   if (ib >= 0) lowered.reads.push_back(ib);
-  if (Count(y) == 0) return lowered;
+  if (!v.options().fp16) {
+    lowered.reads.push_back(ix);
+    lowered.reads.push_back(iw);
+    if (Count(y) == 0) return lowered;
+    lowered.steps.push_back([=](const StepContext& c) {
+      ConvArgs a = args;
+      a.x = F(c, ix);
+      a.w = F(c, iw);
+      a.bias = ib >= 0 ? F(c, ib) : nullptr;
+      a.y = F(c, iy);
+      return c.kernels.Conv2D(c.stream, a);
+    });
+    return lowered;
+  }
+  if (Count(y) == 0) {
+    lowered.reads.push_back(ix);
+    return lowered;
+  }
+  const HalfOperand half_x = AddHalfOperand(v, 0, lowered);
+  const HalfOperand half_w = AddHalfOperand(v, 1, lowered);
+  const int half_y = AddHalfScratch(Count(y), lowered);
   lowered.steps.push_back([=](const StepContext& c) {
     ConvArgs a = args;
-    a.x = F(c, ix);
-    a.w = F(c, iw);
+    a.x_half = half_x.Address(c);
+    a.w_half = half_w.Address(c);
+    a.y_half = static_cast<Half*>(c.scratch[half_y]);
     a.bias = ib >= 0 ? F(c, ib) : nullptr;
     a.y = F(c, iy);
     return c.kernels.Conv2D(c.stream, a);

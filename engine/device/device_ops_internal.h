@@ -21,12 +21,14 @@ namespace device_ops {
 // One node being lowered: its plan, shapes and attributes.
 class NodeView {
  public:
-  NodeView(const NeutralPlan& plan, const PlanNode& node)
-      : plan_(plan), node_(node) {}
+  NodeView(const NeutralPlan& plan, const PlanNode& node,
+           LoweringOptions options = {})
+      : plan_(plan), node_(node), options_(options) {}
 
   const PlanNode& node() const { return node_; }
   const NodeAttributes& attrs() const { return *node_.attributes; }
   int64_t opset() const { return plan_.opset; }
+  const LoweringOptions& options() const { return options_; }
   int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
   bool has_input(int i) const {
     return i < num_inputs() && node_.inputs[i] >= 0;
@@ -70,6 +72,7 @@ class NodeView {
  private:
   const NeutralPlan& plan_;
   const PlanNode& node_;
+  const LoweringOptions options_;
 };
 
 inline float* F(const StepContext& c, int id) {
@@ -85,6 +88,29 @@ inline int64_t Product(const Shape& shape, size_t begin, size_t end) {
 inline int64_t Count(const Shape& shape) {
   return Product(shape, 0, shape.size());
 }
+
+// A float16 operand of a product in FP16 mode (LoweringOptions::fp16): a
+// constant converted at lowering (derived_half) or a computed value that a
+// ToHalf step converts into scratch before each product.
+struct HalfOperand {
+  int derived = -1;  // index in LoweredNode::derived_half
+  int scratch = -1;  // index in LoweredNode::scratch_bytes
+  const Half* Address(const StepContext& c) const {
+    return derived >= 0 ? c.derived_half[derived]
+                        : static_cast<const Half*>(c.scratch[scratch]);
+  }
+};
+
+// Makes input `input` of the node (float32) a float16 operand of the next
+// step appended to `lowered`: a constant is converted now; anything else
+// gets a scratch buffer, a ToHalf step appended now, and a place in
+// `lowered.reads`. Constants converted this way are not added to reads, so
+// their float32 form is never uploaded.
+HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered);
+
+// Scratch for a float16 result of `count` elements (a convolution's output
+// before it returns to float32).
+int AddHalfScratch(int64_t count, LoweredNode& lowered);
 
 // The optimizer's fused activation attributes (FusedConv, FusedGemm,
 // FusedMatMul: "activation", "activation_alpha", "activation_beta").

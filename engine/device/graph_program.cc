@@ -33,12 +33,24 @@ size_t AlignUp(size_t bytes) {
 // One plan bound to the device.
 struct BoundPlan {
   std::shared_ptr<const NeutralPlan> plan;
+  // What one node's steps reach besides values: its derived constants on
+  // the device, and its scratch buffers in the arena (offsets fixed by the
+  // plan, addresses filled per batch).
+  struct NodeMemory {
+    std::vector<const float*> derived;
+    std::vector<const Half*> derived_half;
+    std::vector<size_t> scratch_bytes;
+    std::vector<size_t> scratch_offsets;
+    std::vector<void*> scratch;
+  };
   struct Step {
     int node = 0;  // index in plan->nodes, for errors
     DeviceStep run;
-    std::shared_ptr<const std::vector<const float*>> derived;
+    std::shared_ptr<NodeMemory> memory;
   };
   std::vector<Step> steps;
+  // By node index; null for nodes that run nothing.
+  std::vector<std::shared_ptr<NodeMemory>> node_memory;
   std::vector<std::pair<int, int>> views;  // (value, its source), node order
   std::vector<size_t> arena_offsets;       // by value id (intermediates)
   size_t arena_bytes = 0;
@@ -48,7 +60,8 @@ struct BoundPlan {
   std::vector<size_t> io_offsets;
   size_t arena_bytes_with_io = 0;
   std::vector<void*> constants;  // by value id: device address
-  std::vector<std::unique_ptr<DeviceBuffer>> derived;  // LoweredNode::derived
+  // LoweredNode::derived and derived_half on the device.
+  std::vector<std::unique_ptr<DeviceBuffer>> derived;
   std::vector<Shape> output_shapes;
   // Model outputs not written in place: (output index, value id).
   std::vector<std::pair<int, int>> output_copies;
@@ -99,6 +112,10 @@ class GraphProgram : public DeviceProgram {
       std::vector<std::string>* errors) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlanArena(BoundPlan& bound, const std::vector<int>& reads_end) const;
+  // Uploads the node's derived constants into `memory`.
+  absl::Status UploadDerived(const LoweredNode& lowered, BoundPlan& bound,
+                             BoundPlan::NodeMemory& memory) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<void*> UploadConstant(const PlannedValue& value) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `bytes` (> 0) of host memory in new device memory, through staging.
@@ -241,6 +258,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
   auto bound = std::make_shared<BoundPlan>();
   const std::vector<PlannedValue>& values = plan->values;
   bound->constants.assign(values.size(), nullptr);
+  bound->node_memory.resize(plan->nodes.size());
   // By value id: the last node reading it (through views too).
   std::vector<int> last_read(values.size(), -1);
   std::vector<int> root(values.size());
@@ -250,7 +268,8 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     if (node.folded) continue;
     const bool allow_view =
         values[node.outputs[0]].storage == ValueStorage::kIntermediate;
-    auto lowered = LowerDeviceNode(*plan, node, allow_view);
+    auto lowered =
+        LowerDeviceNode(*plan, node, allow_view, {.fp16 = options_.fp16});
     if (!lowered.ok()) {
       if (errors == nullptr ||
           lowered.status().code() != absl::StatusCode::kUnimplemented) {
@@ -273,16 +292,13 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
       root[node.outputs[0]] = root[lowered->view_of];
       bound->views.emplace_back(node.outputs[0], lowered->view_of);
     }
-    auto derived = std::make_shared<std::vector<const float*>>();
-    for (const std::vector<float>& values : lowered->derived) {
-      auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
-                           std::max<size_t>(values.size() * sizeof(float), 1));
-      if (!buffer.ok()) return WithContext(buffer.status(), NodeLabel(node));
-      derived->push_back(static_cast<const float*>((*buffer)->data()));
-      bound->derived.push_back(*std::move(buffer));
-    }
+    auto memory = std::make_shared<BoundPlan::NodeMemory>();
+    if (absl::Status s = UploadDerived(*lowered, *bound, *memory); !s.ok())
+      return WithContext(s, NodeLabel(node));
+    memory->scratch_bytes = lowered->scratch_bytes;
+    bound->node_memory[n] = memory;
     for (DeviceStep& step : lowered->steps) {
-      bound->steps.push_back({static_cast<int>(n), std::move(step), derived});
+      bound->steps.push_back({static_cast<int>(n), std::move(step), memory});
     }
   }
   for (size_t i = 0; i < plan->outputs.size(); ++i) {
@@ -316,9 +332,30 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
   return bound;
 }
 
+absl::Status GraphProgram::UploadDerived(const LoweredNode& lowered,
+                                         BoundPlan& bound,
+                                         BoundPlan::NodeMemory& memory) const {
+  for (const std::vector<float>& values : lowered.derived) {
+    auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
+                         std::max<size_t>(values.size() * sizeof(float), 1));
+    if (!buffer.ok()) return buffer.status();
+    memory.derived.push_back(static_cast<const float*>((*buffer)->data()));
+    bound.derived.push_back(*std::move(buffer));
+  }
+  for (const std::vector<Half>& values : lowered.derived_half) {
+    auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
+                         std::max<size_t>(values.size() * sizeof(Half), 1));
+    if (!buffer.ok()) return buffer.status();
+    memory.derived_half.push_back(static_cast<const Half*>((*buffer)->data()));
+    bound.derived.push_back(*std::move(buffer));
+  }
+  return absl::OkStatus();
+}
+
 // Intermediate values get blocks from their producer to their last reader
-// (views extend their source's life); a block is freed only after the
-// reading node's outputs are placed, so no step writes over its inputs.
+// (views extend their source's life), a node's scratch buffers for the
+// node; a block is freed only after the node's outputs and scratch are
+// placed, so no step writes over its inputs.
 void GraphProgram::PlanArena(BoundPlan& bound,
                              const std::vector<int>& last_read) const {
   const NeutralPlan& plan = *bound.plan;
@@ -338,6 +375,14 @@ void GraphProgram::PlanArena(BoundPlan& bound,
       if (!owns_block(id)) continue;
       bound.arena_offsets[id] = planner.Allocate(plan.values[id].byte_size);
       live[id] = true;
+    }
+    BoundPlan::NodeMemory* memory = bound.node_memory[n].get();
+    if (memory != nullptr) {
+      for (size_t bytes : memory->scratch_bytes)
+        memory->scratch_offsets.push_back(planner.Allocate(bytes));
+      for (size_t i = 0; i < memory->scratch_bytes.size(); ++i)
+        planner.Free(memory->scratch_offsets[i], memory->scratch_bytes[i]);
+      memory->scratch.assign(memory->scratch_bytes.size(), nullptr);
     }
     for (size_t id = 0; id < live.size(); ++id) {
       if (live[id] && last_read[id] <= static_cast<int>(n)) {
@@ -431,6 +476,11 @@ void GraphProgram::FillAddresses(BoundPlan& bound,
   for (const auto& [value, source] : bound.views) {
     bound.addresses[value] = bound.addresses[source];
   }
+  for (const auto& memory : bound.node_memory) {
+    if (memory == nullptr) continue;
+    for (size_t i = 0; i < memory->scratch.size(); ++i)
+      memory->scratch[i] = arena + memory->scratch_offsets[i];
+  }
 }
 
 absl::Status GraphProgram::Enqueue(DeviceStream& stream,
@@ -518,8 +568,13 @@ absl::Status GraphProgram::RunPadded(BoundPlan& plan, DeviceStream& stream,
 absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
                                     const std::vector<void*>& outputs) {
   for (const BoundPlan::Step& step : plan.steps) {
-    const StepContext context{*device_, *kernels_, stream,
-                              plan.addresses.data(), step.derived->data()};
+    const StepContext context{*device_,
+                              *kernels_,
+                              stream,
+                              plan.addresses.data(),
+                              step.memory->derived.data(),
+                              step.memory->derived_half.data(),
+                              step.memory->scratch.data()};
     absl::Status s = step.run(context);
     if (!s.ok()) {
       return WithContext(s, NodeLabel(plan.plan->nodes[step.node]));

@@ -60,6 +60,11 @@ struct GraphProgramOptions {
   bool device_graphs = true;
   int max_graphs = 32;
   bool pad_batches = true;
+  // FP16 mode (DeviceKernels' float16 operands): GEMMs and convolutions
+  // multiply in float16, weights converted once at binding, activations by
+  // the device before each product; float32 accumulation, and float32
+  // everywhere else (model inputs and outputs, normalizations, softmax).
+  bool fp16 = false;
 };
 
 // The batch sizes padded batches run as: 1, 2, 3, 4, 6, 8, 12, 16, 24, ...

@@ -4,6 +4,7 @@
 // out of device memory; no memory race between steps (the device's check).
 #include "engine/device/graph_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -106,20 +107,37 @@ class GraphProgramTest : public ::testing::Test {
 class DeviceCaseTest
     : public ::testing::TestWithParam<::coalesce::testing::DeviceTestCase> {};
 
-TEST_P(DeviceCaseTest, MatchesCpu) {
-  const auto& c = GetParam();
+// Runs case `c` on a fresh simulated device through a program with
+// `options`: "" when every output matches the CPU engine's and the device
+// saw no race.
+std::string RunCase(const ::coalesce::testing::DeviceTestCase& c,
+                    GraphProgramOptions options) {
   auto model = ::coalesce::testing::LoadCase(c);
-  ASSERT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return model.status().ToString();
   auto device = std::make_shared<SimulatedDevice>();
   auto program = CreateGraphProgram(
-      device, CreateSimulatedKernels(device.get()), SourceOf(*model));
-  ASSERT_TRUE(program.ok()) << program.status();
+      device, CreateSimulatedKernels(device.get()), SourceOf(*model), options);
+  if (!program.ok()) return program.status().ToString();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
                                           PipelinedExecutorOptions{2});
-  ASSERT_TRUE(executor.ok()) << executor.status();
-  EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **executor), "");
+  if (!executor.ok()) return executor.status().ToString();
+  std::string problems =
+      ::coalesce::testing::CheckAgainstCpu(c, *model, **executor);
   executor->reset();
-  EXPECT_THAT(device->problems(), ::testing::IsEmpty());
+  for (const std::string& p : device->problems()) problems += "; " + p;
+  return problems;
+}
+
+TEST_P(DeviceCaseTest, MatchesCpu) { EXPECT_EQ(RunCase(GetParam(), {}), ""); }
+
+// FP16 mode (gpu_precision "fp16"): products on float16 operands, which keep
+// 10 mantissa bits as TF32's do; the GPU tests use the same tolerance.
+constexpr float kFp16Tolerance = 2e-2f;
+
+TEST_P(DeviceCaseTest, MatchesCpuInFp16) {
+  ::coalesce::testing::DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kFp16Tolerance);
+  EXPECT_EQ(RunCase(c, {.fp16 = true}), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -189,24 +207,28 @@ OnnxModelBuilder OperatorModel() {
 
 // After warm-up (each shape set once on each slot), batches allocate no
 // device or pinned memory: plans, the arena, staging buffers and constants
-// are all reused.
+// are all reused; in FP16 mode too (float16 weights, scratch in the arena).
 TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
   OnnxModelBuilder builder;
   builder.proto().ParseFromString(
       ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
-  ASSERT_OK_AND_LOADED(builder);
-  const int64_t batches[] = {8, 3, 8, 1};
-  for (int slot : {0, 1}) {
-    for (int64_t batch : batches)
-      ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, slot);
-  }
-  const int64_t warm = device_->allocation_count();
-  for (int round = 0; round < 5; ++round) {
-    for (int64_t batch : batches) {
-      ExpectMatchesCpu({RandomTensor({batch, 24})}, 1e-5f, round % 2);
+  for (bool fp16 : {false, true}) {
+    ASSERT_OK_AND_LOADED(builder, {}, {}, GraphProgramOptions{.fp16 = fp16});
+    const float tolerance = fp16 ? 2e-2f : 1e-5f;
+    const int64_t batches[] = {8, 3, 8, 1};
+    for (int slot : {0, 1}) {
+      for (int64_t batch : batches)
+        ExpectMatchesCpu({RandomTensor({batch, 24})}, tolerance, slot);
     }
+    const int64_t warm = device_->allocation_count();
+    for (int round = 0; round < 5; ++round) {
+      for (int64_t batch : batches) {
+        ExpectMatchesCpu({RandomTensor({batch, 24})}, tolerance, round % 2);
+      }
+    }
+    EXPECT_EQ(device_->allocation_count(), warm) << "fp16 " << fp16;
+    executor_.reset();
   }
-  EXPECT_EQ(device_->allocation_count(), warm);
 }
 
 OnnxModelBuilder SmallMlp() {
@@ -306,6 +328,38 @@ TEST_F(GraphProgramTest, RowsThatMixAreNotPadded) {
     for (int64_t batch : {5, 6}) ExpectMatchesCpu({RandomTensor({batch, 4})});
   }
   EXPECT_EQ(device_->graphs_captured(), 2);
+}
+
+// 1 + 2^-12 is not a float16 (10 mantissa bits): FP16 mode rounds it to 1
+// in a weight (converted at binding) and in an activation (converted on the
+// device before the product), so x [1 + 2^-12, 1] times w [1, 1 + 2^-12]
+// is exactly 2 where float32 gives 2 + 2^-11. A 1x1 convolution likewise.
+TEST_F(GraphProgramTest, Fp16RoundsTheOperandsOfProducts) {
+  const float odd = 1.0f + 1.0f / 4096;
+  OnnxModelBuilder b;
+  b.Input("x", {-1, 2});
+  b.Input("image", {-1, 1, 1, 1});
+  b.FloatInitializer("w", {2, 1}, {1.0f, odd});
+  b.FloatInitializer("k", {1, 1, 1, 1}, {odd});
+  b.Node("MatMul", {"x", "w"}, {"y"});
+  b.Node("Conv", {"image", "k"}, {"z"});
+  b.Output("y", {-1, 1});
+  b.Output("z", {-1, 1, 1, 1});
+  for (bool fp16 : {false, true}) {
+    ASSERT_OK_AND_LOADED(b, {}, {}, GraphProgramOptions{.fp16 = fp16});
+    auto out = ::coalesce::testing::RunBatch(
+        *executor_, model_->signature(), 0,
+        {::coalesce::testing::MakeTyped(DataType::kFp32, {1, 2},
+                                        std::vector<float>{odd, 1.0f}),
+         ::coalesce::testing::MakeTyped(DataType::kFp32, {1, 1, 1, 1},
+                                        std::vector<float>{1.0f})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].values<float>()[0], fp16 ? 2.0f : 2.0f + 2.0f / 4096)
+        << "fp16 " << fp16;
+    EXPECT_EQ((*out)[1].values<float>()[0], fp16 ? 1.0f : odd)
+        << "fp16 " << fp16;
+    executor_.reset();
+  }
 }
 
 // Growing the arena (a larger batch) drops the graphs, whose addresses are

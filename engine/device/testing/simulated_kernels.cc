@@ -9,6 +9,7 @@
 #include "engine/cuda/kernel_args.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/half_math.h"
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
@@ -24,9 +25,21 @@ Region Floats(const float* p, int64_t count) {
   return {p, static_cast<size_t>(count) * sizeof(float)};
 }
 
+Region Halves(const Half* p, int64_t count) {
+  return {p, static_cast<size_t>(count) * sizeof(Half)};
+}
+
 // The extent of `batch` matrices of `size` elements, `stride` apart.
-Region Matrices(const float* p, int64_t batch, int64_t stride, int64_t size) {
-  return Floats(p, (batch - 1) * stride + size);
+template <typename T>
+Region Matrices(const T* p, int64_t batch, int64_t stride, int64_t size) {
+  return {p, static_cast<size_t>((batch - 1) * stride + size) * sizeof(T)};
+}
+
+// `count` float16 values as floats (exact).
+std::vector<float> Widen(const Half* x, int64_t count) {
+  std::vector<float> y(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) y[i] = kc::HalfBitsToFloat(x[i]);
+  return y;
 }
 
 int64_t Count(const Shape& shape) {
@@ -45,12 +58,42 @@ class SimulatedKernels : public DeviceKernels {
   }
 
   absl::Status Gemm(DeviceStream& stream, const GemmArgs& g) override {
-    std::vector<Region> reads = {Matrices(g.a, g.batch, g.stride_a, g.m * g.k),
-                                 Matrices(g.b, g.batch, g.stride_b, g.k * g.n)};
+    const int64_t a_count = (g.batch - 1) * g.stride_a + g.m * g.k;
+    const int64_t b_count = (g.batch - 1) * g.stride_b + g.k * g.n;
+    const bool half = g.a_half != nullptr;
+    std::vector<Region> reads = {
+        half ? Halves(g.a_half, a_count) : Floats(g.a, a_count),
+        half ? Halves(g.b_half, b_count) : Floats(g.b, b_count)};
     if (g.bias != nullptr) reads.push_back(Floats(g.bias, g.n));
     return Launch(stream, "gemm", std::move(reads),
-                  {Matrices(g.c, g.batch, g.stride_c, g.m * g.n)},
-                  [g] { RunGemm(g); });
+                  {Matrices(g.c, g.batch, g.stride_c, g.m * g.n)}, [=] {
+                    if (!half) return RunGemm(g);
+                    // float16 products are exact in float32: widen and run.
+                    const std::vector<float> a = Widen(g.a_half, a_count);
+                    const std::vector<float> b = Widen(g.b_half, b_count);
+                    GemmArgs wide = g;
+                    wide.a = a.data();
+                    wide.b = b.data();
+                    RunGemm(wide);
+                  });
+  }
+
+  absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
+                      int64_t count) override {
+    return Launch(stream, "to_half", {Floats(x, count)}, {Halves(y, count)},
+                  [=] {
+                    for (int64_t i = 0; i < count; ++i)
+                      y[i] = kc::FloatToHalfBits(x[i]);
+                  });
+  }
+
+  absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
+                        int64_t count) override {
+    return Launch(stream, "from_half", {Halves(x, count)}, {Floats(y, count)},
+                  [=] {
+                    for (int64_t i = 0; i < count; ++i)
+                      y[i] = kc::HalfBitsToFloat(x[i]);
+                  });
   }
 
   absl::Status Activation(DeviceStream& stream, ActivationSpec f,
@@ -182,14 +225,45 @@ class SimulatedKernels : public DeviceKernels {
   }
 
   absl::Status Conv2D(DeviceStream& stream, const ConvArgs& a) override {
-    const int64_t cg = a.c / a.groups;
-    std::vector<Region> reads = {
-        Floats(a.x, a.n * a.c * a.in_h * a.in_w),
-        Floats(a.w, a.m * cg * a.kernel_h * a.kernel_w)};
+    const int64_t x_count = a.n * a.c * a.in_h * a.in_w;
+    const int64_t w_count = a.m * (a.c / a.groups) * a.kernel_h * a.kernel_w;
+    const int64_t y_count = a.n * a.m * a.out_h * a.out_w;
+    if (a.x_half != nullptr) return HalfConv2D(stream, a, x_count, w_count);
+    std::vector<Region> reads = {Floats(a.x, x_count), Floats(a.w, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
-    return Launch(stream, "conv2d", std::move(reads),
-                  {Floats(a.y, a.n * a.m * a.out_h * a.out_w)},
+    return Launch(stream, "conv2d", std::move(reads), {Floats(a.y, y_count)},
                   [a] { RunConv(a); });
+  }
+
+  // As the CUDA kernels do: the float16 convolution (accumulating in
+  // float32 or better) rounds its result to y_half, then bias and
+  // activation on the widened result.
+  absl::Status HalfConv2D(DeviceStream& stream, const ConvArgs& a,
+                          int64_t x_count, int64_t w_count) {
+    const int64_t y_count = a.n * a.m * a.out_h * a.out_w;
+    std::vector<Region> reads = {Halves(a.x_half, x_count),
+                                 Halves(a.w_half, w_count)};
+    if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
+    return Launch(stream, "conv2d_half", std::move(reads),
+                  {Halves(a.y_half, y_count), Floats(a.y, y_count)}, [=] {
+                    const std::vector<float> x = Widen(a.x_half, x_count);
+                    const std::vector<float> w = Widen(a.w_half, w_count);
+                    ConvArgs wide = a;
+                    wide.x = x.data();
+                    wide.w = w.data();
+                    wide.bias = nullptr;
+                    wide.activation = {};
+                    RunConv(wide);  // into y, then rounded through y_half
+                    const kc::Activation act = ToKernel(a.activation.kind);
+                    const int64_t spatial = a.out_h * a.out_w;
+                    for (int64_t i = 0; i < y_count; ++i) {
+                      a.y_half[i] = kc::FloatToHalfBits(a.y[i]);
+                      float v = kc::HalfBitsToFloat(a.y_half[i]);
+                      if (a.bias != nullptr) v += a.bias[(i / spatial) % a.m];
+                      a.y[i] = kc::ApplyActivation(act, v, a.activation.alpha,
+                                                   a.activation.beta);
+                    }
+                  });
   }
 
   absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
