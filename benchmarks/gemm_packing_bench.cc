@@ -4,8 +4,8 @@
 // the constant weights reordered once into the layout it chose, plus a bias,
 // as a prepared kernel would hold them. Both at 2 intra-op threads.
 //   Arguments: M, K, N (A is [M, K], B is [K, N]).
-// Shapes: bert-base's projections at batch 1 and 8 (sequence 128) and the
-// MLP example's first layer at batch 1.
+// Shapes: bert-base's projections and the MLP example's first layer, at
+// 1 to 1024 rows.
 #include <omp.h>
 
 #include <vector>
@@ -62,14 +62,14 @@ void BM_MatMulPackedWeights(benchmark::State& state) {
   }
 }
 
+// Rows 1..1024 (batch x sequence, or batch) on bert-base's projection and
+// MLP shapes: where packing pays is a question of M.
 void Shapes(benchmark::internal::Benchmark* b) {
-  b->Args({128, 768, 768})
-      ->Args({128, 768, 3072})
-      ->Args({128, 3072, 768})
-      ->Args({1024, 768, 3072})
-      ->Args({1, 1024, 2048})
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime();
+  for (int64_t m : {1, 8, 32, 64, 128, 256, 512, 1024}) {
+    b->Args({m, 768, 768})->Args({m, 768, 3072})->Args({m, 3072, 768});
+    b->Args({m, 1024, 2048});
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK(BM_SgemmPlainWeights)->Apply(Shapes);
