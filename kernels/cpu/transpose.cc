@@ -1,6 +1,8 @@
 #include "kernels/cpu/transpose.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/container/inlined_vector.h"
 
@@ -40,6 +42,67 @@ struct Bytes16 {
   char b[16];
 };
 
+// A transpose that, once size-1 axes are dropped and axes that stay adjacent
+// are merged, swaps the last two axes of [batch, rows, cols]:
+// out[b][c][r] = in[b][r][c] (NCHW <-> NHWC is one, with rows = C and
+// cols = H * W, or the reverse). False for any other permutation.
+struct MatrixTranspose {
+  int64_t batch = 1, rows = 1, cols = 1;
+};
+
+bool AsMatrixTranspose(const std::vector<int64_t>& in_dims,
+                       const std::vector<int64_t>& perm, MatrixTranspose* t) {
+  // Input axes in output order, without size-1 axes.
+  Dims order;
+  for (int64_t axis : perm)
+    if (in_dims[axis] != 1) order.push_back(axis);
+  // Runs of input axes that stay consecutive: (first input axis, size).
+  absl::InlinedVector<std::pair<int64_t, int64_t>, 8> groups;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const bool extends = i > 0 && order[i] == order[i - 1] + 1;
+    if (extends) {
+      groups.back().second *= in_dims[order[i]];
+    } else {
+      groups.push_back({order[i], in_dims[order[i]]});
+    }
+  }
+  const auto before = [&](size_t a, size_t b) {
+    return groups[a].first < groups[b].first;
+  };
+  if (groups.size() == 2 && before(1, 0)) {
+    *t = {1, groups[1].second, groups[0].second};
+    return true;
+  }
+  if (groups.size() == 3 && before(0, 2) && before(2, 1)) {
+    *t = {groups[0].second, groups[2].second, groups[1].second};
+    return true;
+  }
+  return false;
+}
+
+// MatrixTranspose in square tiles, so reads and writes both stay within a
+// few cache lines; tiles run in parallel on the caller's intra-op threads.
+template <typename T>
+void TiledTranspose(const T* in, const MatrixTranspose& t, T* out) {
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (t.rows + kTile - 1) / kTile;
+  const int64_t work = t.batch * row_tiles;
+#pragma omp parallel for if (t.batch * t.rows * t.cols >= (int64_t{1} << 15))
+  for (int64_t job = 0; job < work; ++job) {
+    const int64_t b = job / row_tiles;
+    const int64_t r0 = job % row_tiles * kTile;
+    const int64_t r1 = std::min(t.rows, r0 + kTile);
+    const T* src = in + b * t.rows * t.cols;
+    T* dst = out + b * t.rows * t.cols;
+    for (int64_t c0 = 0; c0 < t.cols; c0 += kTile) {
+      const int64_t c1 = std::min(t.cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c)
+          dst[c * t.rows + r] = src[r * t.cols + c];
+    }
+  }
+}
+
 }  // namespace
 
 void Transpose(const void* in, const std::vector<int64_t>& in_dims,
@@ -52,6 +115,11 @@ void Transpose(const void* in, const std::vector<int64_t>& in_dims,
   if (rank == 0) {
     std::memcpy(out, in, element_size);
     return;
+  }
+  MatrixTranspose matrix;
+  if (element_size == 4 && AsMatrixTranspose(in_dims, perm, &matrix)) {
+    return TiledTranspose(static_cast<const uint32_t*>(in), matrix,
+                          static_cast<uint32_t*>(out));
   }
   Dims in_strides(rank), out_dims(rank), perm_strides(rank);
   int64_t stride = 1;

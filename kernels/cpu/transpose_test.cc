@@ -50,6 +50,17 @@ TEST(TransposeTest, ThreeDRotations) {
   Check<float>({2, 3, 4}, {2, 1, 0});
 }
 TEST(TransposeTest, FourDInt64) { Check<int64_t>({2, 3, 4, 5}, {0, 2, 3, 1}); }
+// Permutations that are a batched matrix transpose take the tiled path:
+// NCHW <-> NHWC, with sizes that are not multiples of the tile, size-1 axes,
+// and a plain 2-D transpose large enough to run in parallel.
+TEST(TransposeTest, TiledMatrixTransposes) {
+  Check<float>({2, 35, 9, 7}, {0, 2, 3, 1});
+  Check<float>({2, 9, 7, 35}, {0, 3, 1, 2});
+  Check<float>({1, 64, 1, 40}, {0, 2, 3, 1});
+  Check<float>({300, 257}, {1, 0});
+  Check<int32_t>({3, 1, 70, 33}, {2, 1, 0, 3});
+}
+
 TEST(TransposeTest, OddElementSize) {
   struct Three {
     uint8_t b[3];
