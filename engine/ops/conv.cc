@@ -1,7 +1,12 @@
 // Conv (opsets 1 to 22) on oneDNN, and FusedConv (internal domain): the same
 // with an activation the graph optimizer folded in (see
 // fused_activation_attr.h). X is [N, C, spatial...] with 1 to 3 spatial dims,
-// W is [M, C / group, kernel...], the optional B is [M].
+// W is [M, C / group, kernel...], the optional B is [M], Y is
+// [N, M, out spatial...].
+//
+// The int attribute "channels_last" (default 0; the layout pass sets it on
+// FusedConv, and Conv accepts it too, as it does "activation") makes X
+// [N, spatial..., C] and Y [N, out spatial..., M]; W and B keep their layouts.
 #include "kernels/cpu/conv.h"
 
 #include <memory>
@@ -20,6 +25,26 @@ namespace {
 
 std::vector<int64_t> Tail(const Shape& shape) {
   return std::vector<int64_t>(shape.begin() + 2, shape.end());
+}
+
+// An activation's channel count and spatial dims: [N, C, spatial...], or
+// [N, spatial..., C] when `channels_last`. REQUIRES: rank >= 3.
+int64_t ChannelsOf(const Shape& x, bool channels_last) {
+  return channels_last ? x.back() : x[1];
+}
+std::vector<int64_t> SpatialOf(const Shape& x, bool channels_last) {
+  return channels_last ? std::vector<int64_t>(x.begin() + 1, x.end() - 1)
+                       : Tail(x);
+}
+
+absl::StatusOr<bool> ParseChannelsLast(const OpNode& node) {
+  absl::StatusOr<int64_t> value = node.GetInt("channels_last", 0);
+  if (!value.ok()) return value.status();
+  if (*value != 0 && *value != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("channels_last must be 0 or 1, got ", *value));
+  }
+  return *value == 1;
 }
 
 class PreparedConv : public PreparedKernel {
@@ -49,8 +74,11 @@ class ConvOp : public PreparedOnlyKernel {
     if (!attrs.ok()) return attrs.status();
     absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
     if (!act.ok()) return act.status();
+    absl::StatusOr<bool> channels_last = ParseChannelsLast(node);
+    if (!channels_last.ok()) return channels_last.status();
     op->attrs_ = *std::move(attrs);
     op->activation_ = *act;
+    op->channels_last_ = *channels_last;
     return op;
   }
 
@@ -59,9 +87,11 @@ class ConvOp : public PreparedOnlyKernel {
     absl::StatusOr<kernels::ConvGeometry> g = Geometry(in);
     if (!g.ok()) return g.status();
     out[0].dtype = DataType::kFp32;
-    out[0].shape = {g->batch, g->out_channels};
-    out[0].shape.insert(out[0].shape.end(), g->out_spatial.begin(),
-                        g->out_spatial.end());
+    Shape& y = out[0].shape;
+    y = {g->batch};
+    if (!channels_last_) y.push_back(g->out_channels);
+    y.insert(y.end(), g->out_spatial.begin(), g->out_spatial.end());
+    if (channels_last_) y.push_back(g->out_channels);
     return absl::OkStatus();
   }
 
@@ -94,38 +124,50 @@ class ConvOp : public PreparedOnlyKernel {
                        " must have the same rank, at least 3"));
     }
     const int64_t group = attrs_.group;
-    if (x[1] != w[1] * group || w[0] % group != 0) {
+    const int64_t channels = ChannelsOf(x, channels_last_);
+    if (channels != w[1] * group || w[0] % group != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "X ", ShapeToString(x), " has ", x[1], " channels but W ",
-          ShapeToString(w), " with group ", group, " expects ", w[1] * group,
+          "X ", ShapeToString(x),
+          channels_last_ ? " (channels-last, [N, spatial..., C])" : "", " has ",
+          channels, " channels but W ", ShapeToString(w), " with group ", group,
+          " expects ", w[1] * group,
           " (and output channels divisible by the group)"));
     }
-    if (in.size() > 2 && in[2].present()) {
-      if (absl::Status s = ExpectInputType(in, 2, DataType::kFp32); !s.ok())
-        return s;
-      if (in[2].shape != Shape{w[0]}) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "B ", ShapeToString(in[2].shape), " must be [", w[0], "]"));
-      }
-    }
+    if (absl::Status s = CheckBias(in, w[0]); !s.ok()) return s;
+    const std::vector<int64_t> in_spatial = SpatialOf(x, channels_last_);
     absl::StatusOr<SpatialGeometry> s =
-        ResolveConvGeometry(attrs_, Tail(x), Tail(w));
+        ResolveConvGeometry(attrs_, in_spatial, Tail(w));
     if (!s.ok()) return s.status();
     return kernels::ConvGeometry{.batch = x[0],
-                                 .in_channels = x[1],
+                                 .in_channels = channels,
                                  .out_channels = w[0],
                                  .groups = group,
-                                 .in_spatial = Tail(x),
+                                 .in_spatial = in_spatial,
                                  .out_spatial = s->out,
                                  .kernel = s->kernel,
                                  .strides = s->strides,
                                  .dilations = s->dilations,
                                  .pads_begin = s->pads_begin,
-                                 .pads_end = s->pads_end};
+                                 .pads_end = s->pads_end,
+                                 .channels_last = channels_last_};
+  }
+
+  // OK when B is absent or an fp32 [out_channels].
+  static absl::Status CheckBias(absl::Span<const TensorInfo> in,
+                                int64_t out_channels) {
+    if (in.size() < 3 || !in[2].present()) return absl::OkStatus();
+    if (absl::Status s = ExpectInputType(in, 2, DataType::kFp32); !s.ok())
+      return s;
+    if (in[2].shape != Shape{out_channels}) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "B ", ShapeToString(in[2].shape), " must be [", out_channels, "]"));
+    }
+    return absl::OkStatus();
   }
 
   ConvAttributes attrs_;
   kernels::FusedActivation activation_;
+  bool channels_last_ = false;  // X and Y are [N, spatial..., C]
   mutable kernels::ConvWeightsCache weights_cache_;
 };
 

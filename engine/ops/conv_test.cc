@@ -77,6 +77,19 @@ Shape Concat(std::vector<int64_t> head, const std::vector<int64_t>& tail) {
   return head;
 }
 
+// [N, C, S...] (S... the spatial dims, `spatial_size` elements) to
+// [N, S..., C].
+std::vector<float> ToChannelsLast(const std::vector<float>& v, int64_t n,
+                                  int64_t c, int64_t spatial_size) {
+  std::vector<float> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < spatial_size; ++p)
+        out[(i * spatial_size + p) * c + ch] =
+            v[(i * c + ch) * spatial_size + p];
+  return out;
+}
+
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
                 const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
@@ -85,21 +98,33 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
         << what << " at " << i;
 }
 
-// Builds Conv (or FusedConv with `activation`) with constant weights, or
-// weights as a graph input when `runtime_weights`, and checks it.
-void Check(const Case& t, bool runtime_weights = false,
-           const std::string& activation = "") {
+// How Check builds the node: Conv, or FusedConv when it has an activation or
+// channels-last activations.
+struct Variant {
+  bool runtime_weights = false;  // W a graph input instead of an initializer
+  std::string activation = "";   // empty: none
+  bool channels_last = false;    // X and Y as [N, spatial..., C]
+};
+
+// Builds the node with constant weights (or weights as a graph input) and
+// checks it against Reference, which always works on NCHW; for channels-last
+// the test transposes X before the run and Reference's result after it.
+void Check(const Case& t, const Variant& v = {}) {
   const Shape x_shape = Concat({t.n, t.c}, t.in);
   const Shape w_shape = Concat({t.m, t.c / t.group}, t.kernel);
+  const int64_t in_size = DimProduct(t.in, 0, t.in.size());
   const auto x =
       testing::RandomFloats(DimProduct(x_shape, 0, x_shape.size()), 1);
   const auto w =
       testing::RandomFloats(DimProduct(w_shape, 0, w_shape.size()), 2);
   const auto b = testing::RandomFloats(t.m, 3);
+  const Shape fed_shape =
+      v.channels_last ? Concat(Concat({t.n}, t.in), {t.c}) : x_shape;
   testing::OnnxModelBuilder builder(17);
-  builder.Input("x", x_shape).Output("y");
-  std::vector<HostTensor> inputs = {{x_shape, x}};
-  if (runtime_weights) {
+  builder.Input("x", fed_shape).Output("y");
+  std::vector<HostTensor> inputs = {
+      {fed_shape, v.channels_last ? ToChannelsLast(x, t.n, t.c, in_size) : x}};
+  if (v.runtime_weights) {
     builder.Input("w", w_shape);
     inputs.push_back({w_shape, w});
   } else {
@@ -110,12 +135,12 @@ void Check(const Case& t, bool runtime_weights = false,
     builder.FloatInitializer("b", {t.m}, b);
     node_inputs.push_back("b");
   }
-  auto& node = builder.Node(activation.empty() ? "Conv" : "FusedConv",
-                            node_inputs, {"y"});
-  if (!activation.empty()) {
-    node.set_domain(OpRegistry::kInternalDomain);
-    testing::SetStringAttr(node, "activation", activation);
-  }
+  const bool fused = !v.activation.empty() || v.channels_last;
+  auto& node = builder.Node(fused ? "FusedConv" : "Conv", node_inputs, {"y"});
+  if (fused) node.set_domain(OpRegistry::kInternalDomain);
+  if (!v.activation.empty())
+    testing::SetStringAttr(node, "activation", v.activation);
+  if (v.channels_last) testing::SetIntAttr(node, "channels_last", 1);
   testing::SetIntAttr(node, "group", t.group);
   testing::SetIntsAttr(node, "strides", t.strides);
   testing::SetIntsAttr(node, "dilations", t.dilations);
@@ -126,10 +151,16 @@ void Check(const Case& t, bool runtime_weights = false,
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<int64_t> out_spatial;
   std::vector<float> want = Reference(t, x, w, b, &out_spatial);
-  if (activation == "Relu")
-    for (float& v : want) v = std::max(v, 0.0f);
-  EXPECT_EQ((*out)[0].shape, Concat({t.n, t.m}, out_spatial));
-  ExpectNear((*out)[0].data, want, activation);
+  if (v.activation == "Relu")
+    for (float& y : want) y = std::max(y, 0.0f);
+  if (v.channels_last) {
+    want = ToChannelsLast(want, t.n, t.m,
+                          DimProduct(out_spatial, 0, out_spatial.size()));
+    EXPECT_EQ((*out)[0].shape, Concat(Concat({t.n}, out_spatial), {t.m}));
+  } else {
+    EXPECT_EQ((*out)[0].shape, Concat({t.n, t.m}, out_spatial));
+  }
+  ExpectNear((*out)[0].data, want, v.activation);
 }
 
 TEST(ConvOpTest, PlainTwoDimensional) {
@@ -204,7 +235,7 @@ TEST(ConvOpTest, WeightsFromAGraphInput) {
          .strides = {1, 1},
          .dilations = {1, 1},
          .pads = {1, 1, 1, 1}},
-        /*runtime_weights=*/true);
+        {.runtime_weights = true});
 }
 
 TEST(ConvOpTest, FusedReluMatchesConvThenRelu) {
@@ -216,7 +247,7 @@ TEST(ConvOpTest, FusedReluMatchesConvThenRelu) {
          .strides = {1, 1},
          .dilations = {1, 1},
          .pads = {0, 0, 0, 0}},
-        false, "Relu");
+        {.activation = "Relu"});
 }
 
 // auto_pad SAME_UPPER/SAME_LOWER/VALID against explicit pads computed by hand
@@ -267,6 +298,106 @@ TEST(ConvOpTest, MismatchedChannelsNameTheShapes) {
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("has 3 channels"), std::string::npos)
       << out.status();
+}
+
+// channels_last=1: the same convolutions on [N, spatial..., C] activations.
+// The channel counts are large enough that oneDNN may pick a channels-last
+// algorithm itself (no reorder) on machines that have one.
+TEST(ConvOpTest, ChannelsLastStridedPaddedWithBiasAndRelu) {
+  Check({.n = 1,
+         .c = 16,
+         .m = 32,
+         .in = {9, 10},
+         .kernel = {3, 3},
+         .strides = {2, 2},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}},
+        {.activation = "Relu", .channels_last = true});
+}
+
+TEST(ConvOpTest, ChannelsLastPointwise) {
+  Check({.n = 1,
+         .c = 32,
+         .m = 16,
+         .in = {7, 7},
+         .kernel = {1, 1},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {0, 0, 0, 0},
+         .bias = false},
+        {.channels_last = true});
+}
+
+TEST(ConvOpTest, ChannelsLastGrouped) {
+  Check({.n = 1,
+         .c = 8,
+         .m = 12,
+         .group = 2,
+         .in = {6, 5},
+         .kernel = {3, 3},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}},
+        {.channels_last = true});
+}
+
+TEST(ConvOpTest, ChannelsLastOneSpatialDim) {
+  Check({.n = 1,
+         .c = 6,
+         .m = 4,
+         .in = {11},
+         .kernel = {3},
+         .strides = {2},
+         .dilations = {1},
+         .pads = {1, 0}},
+        {.channels_last = true});
+}
+
+TEST(ConvOpTest, ChannelsLastBatchOfTwo) {
+  Check({.n = 2,
+         .c = 16,
+         .m = 16,
+         .in = {8, 8},
+         .kernel = {3, 3},
+         .strides = {1, 1},
+         .dilations = {1, 1},
+         .pads = {1, 1, 1, 1}},
+        {.activation = "Relu", .channels_last = true});
+}
+
+// X [1, 4, 5, 3] fits W [2, 4, 3, 3] read as NCHW, but channels-last it has
+// 3 channels.
+TEST(ConvOpTest, ChannelsLastMismatchedChannelsIsInvalid) {
+  testing::OnnxModelBuilder b(17);
+  b.Input("x", {1, 4, 5, 3}).Output("y");
+  b.FloatInitializer("w", {2, 4, 3, 3}, std::vector<float>(72, 0.0f));
+  auto& node = b.Node("FusedConv", {"x", "w"}, {"y"});
+  node.set_domain(OpRegistry::kInternalDomain);
+  testing::SetIntAttr(node, "channels_last", 1);
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out =
+      testing::RunModelOnce(*model, {{{1, 4, 5, 3}, std::vector<float>(60)}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("channels-last"), std::string::npos)
+      << out.status();
+  EXPECT_NE(out.status().message().find("has 3 channels"), std::string::npos)
+      << out.status();
+}
+
+TEST(ConvOpTest, ChannelsLastMustBeZeroOrOne) {
+  testing::OnnxModelBuilder b(17);
+  b.Input("x", {1, 1, 5, 5}).Output("y");
+  b.FloatInitializer("w", {1, 1, 3, 3}, std::vector<float>(9, 0.0f));
+  auto& node = b.Node("FusedConv", {"x", "w"}, {"y"});
+  node.set_domain(OpRegistry::kInternalDomain);
+  testing::SetIntAttr(node, "channels_last", 2);
+  auto model = b.Load();
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("channels_last"), std::string::npos)
+      << model.status();
 }
 
 TEST(ConvOpTest, BadAutoPadFailsAtLoad) {

@@ -33,9 +33,10 @@ ConvWeightsCache::~ConvWeightsCache() = default;
 
 namespace {
 
-// A tensor as the caller holds it (plain layout, bound at Run) and as the
-// primitive reads or writes it. When the layouts differ, `inner` lives in
-// scratch (or, for constant weights, in the cache) and a reorder connects them.
+// A tensor as the caller holds it (in the caller's layout, bound at Run) and
+// as the primitive reads or writes it. When the layouts differ, `inner` lives
+// in scratch (or, for constant weights, in the cache) and a reorder connects
+// them.
 struct Operand {
   memory user;
   memory inner;
@@ -43,11 +44,11 @@ struct Operand {
   bool needs_reorder = false;
   size_t scratch_offset = 0;
 
-  void Init(const memory::desc& plain, const memory::desc& wanted,
+  void Init(const memory::desc& held, const memory::desc& wanted,
             bool is_output, ScratchLayout* scratch) {
-    user = UnboundMemory(plain);
+    user = UnboundMemory(held);
     inner = user;
-    if (wanted == plain) return;
+    if (wanted == held) return;
     needs_reorder = true;
     inner = UnboundMemory(wanted);
     scratch_offset = scratch->Add(wanted.get_size());
@@ -102,6 +103,13 @@ memory::dims WeightDims(const ConvGeometry& g) {
 
 memory::desc PlainDesc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, PlainTag(dims.size()));
+}
+
+// An activation ([N, C, spatial...] dims) as the caller holds it.
+memory::desc UserActivationDesc(const memory::dims& dims, bool channels_last) {
+  return memory::desc(
+      dims, memory::data_type::f32,
+      channels_last ? ChannelsLastTag(dims.size()) : PlainTag(dims.size()));
 }
 
 absl::StatusOr<dnnl::convolution_forward::primitive_desc> MakeDesc(
@@ -164,11 +172,14 @@ absl::StatusOr<std::unique_ptr<ConvPrimitive>> ConvPrimitive::Create(
     p.conv = dnnl::convolution_forward(*pd);
     p.has_bias = has_bias;
     if (has_bias) p.bias = UnboundMemory(pd->bias_desc());
-    p.src.Init(PlainDesc(ActivationDims(g.batch, g.in_channels, g.in_spatial)),
-               pd->src_desc(), /*is_output=*/false, &p.scratch);
-    p.dst.Init(
-        PlainDesc(ActivationDims(g.batch, g.out_channels, g.out_spatial)),
-        pd->dst_desc(), /*is_output=*/true, &p.scratch);
+    p.src.Init(
+        UserActivationDesc(ActivationDims(g.batch, g.in_channels, g.in_spatial),
+                           g.channels_last),
+        pd->src_desc(), /*is_output=*/false, &p.scratch);
+    p.dst.Init(UserActivationDesc(
+                   ActivationDims(g.batch, g.out_channels, g.out_spatial),
+                   g.channels_last),
+               pd->dst_desc(), /*is_output=*/true, &p.scratch);
     p.scratchpad_offset = p.scratch.Add(pd->scratchpad_desc().get_size());
     p.scratchpad = UnboundMemory(pd->scratchpad_desc());
     const memory::desc plain_weights = PlainDesc(WeightDims(g));

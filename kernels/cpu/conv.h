@@ -1,12 +1,16 @@
-// Convolution (ONNX Conv semantics, NC + 1 to 3 spatial dims, row-major
-// "NCHW"-style tensors) on oneDNN.
+// Convolution (ONNX Conv semantics, NC + 1 to 3 spatial dims) on oneDNN.
+// Activations are row-major "NCHW"-style tensors, or channels-last ("NHWC")
+// ones when ConvGeometry::channels_last is set; weights and bias always have
+// ONNX's layout.
 //
 // ConvPrimitive is created once per set of shapes (an execution plan) and
 // then run many times: oneDNN picks the fastest algorithm for this machine
 // and the layouts it wants; the weights are reordered into that layout once
 // and shared, through ConvWeightsCache, by every primitive of the same node.
-// Activations enter and leave in the plain layout; when the algorithm wants a
-// blocked one, Run reorders through the caller's scratch memory.
+// Activations enter and leave in the caller's layout; when the algorithm wants
+// another one (a blocked layout, or NCHW where the caller's is channels-last),
+// Run reorders through the caller's scratch memory, and skips the reorder when
+// the layouts agree.
 #ifndef COALESCE_KERNELS_CPU_CONV_H_
 #define COALESCE_KERNELS_CPU_CONV_H_
 
@@ -34,6 +38,10 @@ struct ConvGeometry {
   std::vector<int64_t> dilations;  // 1 = dense
   std::vector<int64_t> pads_begin;
   std::vector<int64_t> pads_end;
+  // The layout of the caller's src and dst (the dims above are logical and
+  // the same either way). false: [N, C, spatial...]. true: channels-last,
+  // [N, W, C], [N, H, W, C] or [N, D, H, W, C].
+  bool channels_last = false;
 };
 
 // Weights reordered into the layouts the primitives of one Conv node asked

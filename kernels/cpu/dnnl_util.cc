@@ -29,6 +29,17 @@ memory::format_tag PlainTag(size_t rank) {
   }
 }
 
+memory::format_tag ChannelsLastTag(size_t rank) {
+  switch (rank) {
+    case 3:
+      return memory::format_tag::acb;
+    case 4:
+      return memory::format_tag::acdb;
+    default:
+      return memory::format_tag::acdeb;
+  }
+}
+
 memory UnboundMemory(const memory::desc& desc) {
   return memory(desc, CpuEngine(), DNNL_MEMORY_NONE);
 }

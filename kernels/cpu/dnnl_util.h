@@ -17,6 +17,11 @@ const dnnl::engine& CpuEngine();
 // The plain row-major layout tag for `rank` dims (a, ab, abc, ... abcdef).
 dnnl::memory::format_tag PlainTag(size_t rank);
 
+// The channels-last tag for an activation of `rank` dims given to oneDNN as
+// [N, C, spatial...] but stored as [N, spatial..., C]: acb, acdb or acdeb.
+// REQUIRES: 3 <= rank <= 5.
+dnnl::memory::format_tag ChannelsLastTag(size_t rank);
+
 // A memory object for `desc` with no buffer yet; bind with set_data_handle.
 dnnl::memory UnboundMemory(const dnnl::memory::desc& desc);
 
