@@ -24,6 +24,15 @@ struct ModelOptions {
   // default. OptimizerOptions::None() runs the graph as written, except
   // that FLOAT16/BFLOAT16 is always computed in FLOAT (graph_optimizer.h).
   OptimizerOptions optimizer;
+
+  // For a model a device program (engine/device/graph_program.h) runs: the
+  // default rewrites except the CPU's channels-last layout, whose
+  // convolutions the device registry does not lower.
+  static ModelOptions ForDevice() {
+    ModelOptions options;
+    options.optimizer.channels_last = false;
+    return options;
+  }
 };
 
 class Model {

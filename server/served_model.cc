@@ -66,6 +66,18 @@ ReshapePlan ReshapePlanOf(const inference::ModelConfig& config,
   return plan;
 }
 
+// The CPU engine's rewrites, unless an instance group may run on a GPU
+// (KIND_GPU, or KIND_AUTO before it is resolved): the device registry lowers
+// NCHW convolutions, not the CPU's channels-last ones. A model without
+// instance groups runs on the CPU (model_config_completion.h).
+ModelOptions ModelOptionsFor(const inference::ModelConfig& config) {
+  for (const auto& group : config.instance_group()) {
+    if (group.kind() != inference::ModelInstanceGroup::KIND_CPU)
+      return ModelOptions::ForDevice();
+  }
+  return ModelOptions{};
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
@@ -76,7 +88,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
                                    ? "model.onnx"
                                    : config.default_model_filename();
   const auto path = model_dir / std::to_string(version) / filename;
-  auto model = Model::LoadFromFile(path.string());
+  auto model = Model::LoadFromFile(path.string(), ModelOptionsFor(config));
   if (!model.ok()) {
     return absl::Status(model.status().code(),
                         absl::StrCat("version ", version, " (", filename,

@@ -11,6 +11,7 @@
 //   coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... --output-dir DIR
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
+//                     [--channels-last on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
 //                     [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]
 //
@@ -60,7 +61,8 @@ constexpr char kUsage[] =
     "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
-    "[--graph-optimizations on|off] [--device cpu|gpu|simulated] "
+    "[--graph-optimizations on|off] [--channels-last on|off] "
+    "[--device cpu|gpu|simulated] "
     "[--plugin PATH] [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]";
 
 struct Flags {
@@ -73,6 +75,7 @@ struct Flags {
   std::string timing_json;
   std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
+  bool channels_last = true;        // their CPU layout pass (--device cpu)
   std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
   bool tf32 = false;          // --gpu-precision tf32
@@ -125,6 +128,12 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
           "--graph-optimizations needs 'on' or 'off', got '", value, "'"));
     }
     flags.graph_optimizations = value == "on";
+  } else if (flag == "--channels-last") {
+    if (value != "on" && value != "off") {
+      return UsageError(absl::StrCat(
+          "--channels-last needs 'on' or 'off', got '", value, "'"));
+    }
+    flags.channels_last = value == "on";
   } else if (flag == "--device") {
     if (value != "cpu" && value != "gpu" && value != "simulated") {
       return UsageError(absl::StrCat(
@@ -441,7 +450,9 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
 }
 
 absl::Status Run(const Flags& flags) {
-  ModelOptions model_options;
+  ModelOptions model_options =
+      flags.device == "cpu" ? ModelOptions{} : ModelOptions::ForDevice();
+  if (!flags.channels_last) model_options.optimizer.channels_last = false;
   if (!flags.graph_optimizations)
     model_options.optimizer = OptimizerOptions::None();
   absl::StatusOr<std::shared_ptr<const Model>> model =

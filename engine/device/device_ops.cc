@@ -641,9 +641,18 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   switch (*family) {
     case Family::kActivation:
       return CheckActivation(node, opset);
+    case Family::kConv: {
+      auto channels_last = node.attributes->GetInt("channels_last", 0);
+      if (!channels_last.ok()) return channels_last.status();
+      if (*channels_last != 0) {
+        return absl::UnimplementedError(
+            "a channels-last convolution (the CPU engine's layout; load the "
+            "model with ModelOptions::ForDevice)");
+      }
+      return FusedActivation(*node.attributes).status();
+    }
     case Family::kGemm:
     case Family::kMatMul:
-    case Family::kConv:
       return FusedActivation(*node.attributes).status();
     default:
       return absl::OkStatus();

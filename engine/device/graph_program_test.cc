@@ -56,7 +56,7 @@ class GraphProgramTest : public ::testing::Test {
  protected:
   absl::Status Load(const OnnxModelBuilder& builder,
                     SimulatedDevice::Options options = {},
-                    ModelOptions model_options = {},
+                    ModelOptions model_options = ModelOptions::ForDevice(),
                     GraphProgramOptions program_options = {}) {
     auto model = Model::LoadFromBytes(builder.Serialize(), model_options);
     if (!model.ok()) return model.status();
@@ -213,7 +213,8 @@ TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
   builder.proto().ParseFromString(
       ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
   for (bool fp16 : {false, true}) {
-    ASSERT_OK_AND_LOADED(builder, {}, {}, GraphProgramOptions{.fp16 = fp16});
+    ASSERT_OK_AND_LOADED(builder, {}, ModelOptions::ForDevice(),
+                         GraphProgramOptions{.fp16 = fp16});
     const float tolerance = fp16 ? 2e-2f : 1e-5f;
     const int64_t batches[] = {8, 3, 8, 1};
     for (int slot : {0, 1}) {
@@ -245,7 +246,7 @@ OnnxModelBuilder SmallMlp() {
 TEST_F(GraphProgramTest, GraphsAreCapturedAfterWarmUpAndReplayed) {
   GraphProgramOptions options;
   options.pad_batches = false;
-  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, ModelOptions::ForDevice(), options);
   for (int run = 0; run < 4; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
   EXPECT_EQ(device_->graphs_captured(), 1);
   EXPECT_EQ(device_->graph_launches(), 3);
@@ -260,7 +261,7 @@ TEST_F(GraphProgramTest, GraphsAreCapturedAfterWarmUpAndReplayed) {
 TEST_F(GraphProgramTest, GraphsOffRunsStepByStep) {
   GraphProgramOptions options;
   options.device_graphs = false;
-  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, ModelOptions::ForDevice(), options);
   for (int run = 0; run < 3; ++run) ExpectMatchesCpu({RandomTensor({8, 24})});
   EXPECT_EQ(device_->graphs_captured(), 0);
   EXPECT_EQ(device_->graph_launches(), 0);
@@ -270,7 +271,7 @@ TEST_F(GraphProgramTest, GraphCountIsBounded) {
   GraphProgramOptions options;
   options.max_graphs = 2;
   options.pad_batches = false;
-  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, ModelOptions::ForDevice(), options);
   for (int run = 0; run < 3; ++run) {
     for (int64_t batch : {1, 2, 3, 4})
       ExpectMatchesCpu({RandomTensor({batch, 24})});
@@ -308,7 +309,7 @@ TEST_F(GraphProgramTest, PaddedBatchesShareOneGraphPerSize) {
 TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
   GraphProgramOptions options;
   options.pad_batches = false;
-  ASSERT_OK_AND_LOADED(SmallMlp(), {}, {}, options);
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, ModelOptions::ForDevice(), options);
   for (int run = 0; run < 2; ++run) {
     // Largest first: the slot's buffers grow once, and keep their address.
     for (int64_t batch : {6, 5}) ExpectMatchesCpu({RandomTensor({batch, 24})});
@@ -346,7 +347,8 @@ TEST_F(GraphProgramTest, Fp16RoundsTheOperandsOfProducts) {
   b.Output("y", {-1, 1});
   b.Output("z", {-1, 1, 1, 1});
   for (bool fp16 : {false, true}) {
-    ASSERT_OK_AND_LOADED(b, {}, {}, GraphProgramOptions{.fp16 = fp16});
+    ASSERT_OK_AND_LOADED(b, {}, ModelOptions::ForDevice(),
+                         GraphProgramOptions{.fp16 = fp16});
     auto out = ::coalesce::testing::RunBatch(
         *executor_, model_->signature(), 0,
         {::coalesce::testing::MakeTyped(DataType::kFp32, {1, 2},

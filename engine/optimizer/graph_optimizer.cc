@@ -29,6 +29,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   if (options.activation_fusion) FuseActivations(opset, editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
   if (options.gelu_fusion) FuseGelu(editor);
+  if (options.channels_last) UseChannelsLast(editor);
   if (options.dead_node_removal) RemoveDeadNodes(editor);
   return absl::OkStatus();
 }

@@ -25,7 +25,13 @@
 //   5. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
 //   6. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
-//   7. dead node removal: nodes and initializers no graph output depends on.
+//   7. channels last: 2-D convolutions become FusedConv with
+//      channels_last=1 between Transposes to and from NHWC; the transposes
+//      then move through layout-blind operators (elementwise, Concat) and
+//      cancel in pairs, so convolutions pass NHWC values to each other
+//      without reordering (channels_last.cc). For the CPU engine only:
+//      device programs lower NCHW convolutions (ModelOptions::ForDevice);
+//   8. dead node removal: nodes and initializers no graph output depends on.
 // Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
 // what it fully matched, so a graph it does not recognize is left as is.
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
@@ -48,10 +54,11 @@ struct OptimizerOptions {
   bool activation_fusion = true;
   bool layer_norm_fusion = true;
   bool gelu_fusion = true;
+  bool channels_last = true;
   bool dead_node_removal = true;
 
   static OptimizerOptions None() {
-    return {false, false, false, false, false, false, false};
+    return {false, false, false, false, false, false, false, false};
   }
 };
 

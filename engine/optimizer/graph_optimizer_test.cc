@@ -2,6 +2,7 @@
 // the rewrite happened (the node list changed as expected).
 #include "engine/optimizer/graph_optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -115,7 +116,9 @@ TEST(GraphOptimizerTest, ConvWithASecondUseIsNotFolded) {
   b.FloatInitializer("mul", {2, 1, 1}, {2.0f, 3.0f});
   b.Node("Conv", {"x", "w"}, {"c"});
   b.Node("Mul", {"c", "mul"}, {"y"});
-  auto ops = CompareAndGetOps(b, OptimizerOptions{},
+  OptimizerOptions options;
+  options.channels_last = false;  // its transposes are tested below
+  auto ops = CompareAndGetOps(b, options,
                               {{{1, 2, 4, 4}, testing::RandomFloats(32, 5)}});
   EXPECT_THAT(ops, ElementsAre("Conv", "Mul"));
 }
@@ -144,6 +147,69 @@ TEST(GraphOptimizerTest, ActivationsFuseIntoConvGemmAndMatMulWithBias) {
                                {{3, 4}, testing::RandomFloats(12, 11)},
                                {{2, 3, 4}, testing::RandomFloats(24, 12)}});
   EXPECT_THAT(ops, ElementsAre("FusedConv", "FusedGemm", "FusedMatMul"));
+}
+
+int CountOf(const std::vector<std::string>& ops, const std::string& op) {
+  return static_cast<int>(std::count(ops.begin(), ops.end(), op));
+}
+
+// A ResNet block: conv+relu, conv, a 1x1 shortcut conv, Add, Relu, then
+// global pooling. Channels last keeps every value between the convolutions
+// in NHWC: one Transpose in (shared by both convolutions reading x), one out
+// (before the pooling, which reads NCHW).
+TEST(GraphOptimizerTest, ChannelsLastLeavesOneTransposeInAndOneOut) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 4, 6, 6}).Output("y");
+  b.FloatInitializer("w1", {8, 4, 3, 3}, testing::RandomFloats(288, 20));
+  b.FloatInitializer("w2", {8, 8, 3, 3}, testing::RandomFloats(576, 21));
+  b.FloatInitializer("ws", {8, 4, 1, 1}, testing::RandomFloats(32, 22));
+  b.FloatInitializer("b1", {8}, testing::RandomFloats(8, 23));
+  testing::SetIntsAttr(b.Node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads",
+                       {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"r1"});
+  testing::SetIntsAttr(b.Node("Conv", {"r1", "w2"}, {"c2"}), "pads",
+                       {1, 1, 1, 1});
+  b.Node("Conv", {"x", "ws"}, {"s"});
+  b.Node("Add", {"c2", "s"}, {"sum"});
+  b.Node("Relu", {"sum"}, {"r2"});
+  b.Node("GlobalAveragePool", {"r2"}, {"y"});
+  OptimizerOptions options = Only(&OptimizerOptions::channels_last);
+  options.activation_fusion = true;
+  auto ops = CompareAndGetOps(b, options,
+                              {{{2, 4, 6, 6}, testing::RandomFloats(288, 24)}});
+  EXPECT_EQ(CountOf(ops, "Transpose"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(CountOf(ops, "FusedConv"), 3);
+}
+
+// Concat of two convolutions along channels runs in NHWC along the last
+// axis; the convolution after it reads the result without a transpose.
+TEST(GraphOptimizerTest, ChannelsLastRemapsConcatAxis) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 3, 5, 5}).Output("y");
+  b.FloatInitializer("wa", {2, 3, 1, 1}, testing::RandomFloats(6, 25));
+  b.FloatInitializer("wb", {4, 3, 3, 3}, testing::RandomFloats(108, 26));
+  b.FloatInitializer("wc", {5, 6, 1, 1}, testing::RandomFloats(30, 27));
+  b.Node("Conv", {"x", "wa"}, {"a"});
+  testing::SetIntsAttr(b.Node("Conv", {"x", "wb"}, {"bb"}), "pads",
+                       {1, 1, 1, 1});
+  testing::SetIntAttr(b.Node("Concat", {"a", "bb"}, {"cat"}), "axis", 1);
+  b.Node("Conv", {"cat", "wc"}, {"y"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                              {{{1, 3, 5, 5}, testing::RandomFloats(75, 28)}});
+  EXPECT_EQ(CountOf(ops, "Transpose"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(CountOf(ops, "Concat"), 1);
+}
+
+// A transpose and its inverse cancel; when the second one's result is a
+// graph output, it becomes an Identity so the output keeps its name.
+TEST(GraphOptimizerTest, InverseTransposesCancel) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 2, 3, 4}).Output("y");
+  testing::SetIntsAttr(b.Node("Transpose", {"x"}, {"t"}), "perm", {0, 2, 3, 1});
+  testing::SetIntsAttr(b.Node("Transpose", {"t"}, {"y"}), "perm", {0, 3, 1, 2});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                              {{{1, 2, 3, 4}, testing::RandomFloats(24, 29)}});
+  EXPECT_THAT(ops, ElementsAre("Identity"));
 }
 
 // x -> ReduceMean -> Sub -> Pow|Mul -> ReduceMean -> Add eps -> Sqrt -> Div

@@ -17,6 +17,7 @@ void FuseMatMulBias(GraphEditor& editor);
 void FuseActivations(int64_t opset, GraphEditor& editor);
 void FuseLayerNorm(GraphEditor& editor);
 void FuseGelu(GraphEditor& editor);
+void UseChannelsLast(GraphEditor& editor);
 void RemoveDeadNodes(GraphEditor& editor);
 
 }  // namespace coalesce

@@ -538,7 +538,7 @@ std::string CompareOutputs(const std::vector<TypedTensor>& got,
 }
 
 absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c) {
-  ModelOptions options;
+  ModelOptions options = ModelOptions::ForDevice();
   if (!c.optimize) options.optimizer = OptimizerOptions::None();
   return Model::LoadFromBytes(c.model.Serialize(), options);
 }

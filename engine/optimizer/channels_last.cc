@@ -1,0 +1,237 @@
+// Channels-last layout (graph_optimizer.h, pass 7): 2-D convolutions run on
+// NHWC activations, which oneDNN's convolutions on AVX-512 read and write
+// natively, instead of reordering NCHW in and out around every Conv.
+//
+// Each ungrouped Conv/FusedConv with 4-D constant weights becomes
+//   x -> Transpose(0,2,3,1) -> FusedConv(channels_last=1) -> Transpose(0,3,1,2)
+// so every value keeps its name and meaning and the layout change is explicit
+// in the graph. Then the transposes move downstream through operators that do
+// not care about the layout (elementwise functions, elementwise arithmetic
+// of equally transposed operands, Concat with its axis remapped) and a
+// transpose followed by its inverse cancels. Between two convolutions of a
+// ResNet only NHWC values remain; transposes stay where a layout-bound
+// operator (pooling, Reshape, Gemm) reads a convolution's result, and at the
+// graph's edges. Transposes nothing reads are removed.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine/op_registry.h"
+#include "engine/optimizer/passes.h"
+
+namespace coalesce {
+namespace {
+
+using Perm = std::vector<int64_t>;
+
+const Perm kToNhwc = {0, 2, 3, 1};
+const Perm kToNchw = {0, 3, 1, 2};
+
+bool IsOp(const onnx::NodeProto& node, const char* op) {
+  return IsDefaultDomain(node) && node.op_type() == op;
+}
+
+// The perm of a Transpose node, or empty for any other node (or a Transpose
+// without an explicit perm).
+Perm PermOf(const onnx::NodeProto* node) {
+  if (node == nullptr || !IsOp(*node, "Transpose")) return {};
+  const onnx::AttributeProto* perm = FindAttr(*node, "perm");
+  if (perm == nullptr) return {};
+  return Perm(perm->ints().begin(), perm->ints().end());
+}
+
+bool IsInverse(const Perm& first, const Perm& second) {
+  if (first.size() != second.size()) return false;
+  for (size_t j = 0; j < second.size(); ++j) {
+    if (second[j] < 0 || second[j] >= static_cast<int64_t>(first.size()) ||
+        first[second[j]] != static_cast<int64_t>(j))
+      return false;
+  }
+  return true;
+}
+
+onnx::NodeProto MakeTranspose(const std::string& in, const std::string& out,
+                              const Perm& perm) {
+  onnx::NodeProto node;
+  node.set_op_type("Transpose");
+  node.set_name(out + "_transpose");
+  node.add_input(in);
+  node.add_output(out);
+  onnx::AttributeProto* attr = node.add_attribute();
+  attr->set_name("perm");
+  attr->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : perm) attr->add_ints(p);
+  return node;
+}
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(GraphEditor& editor)
+      : editor_(editor), graph_(editor.graph()) {}
+
+  void Run() {
+    WrapConvolutions();
+    // Each round moves transposes downstream or removes them; a graph of n
+    // nodes needs at most about n rounds.
+    for (int round = 0; round <= graph_.node_size() && Sink(); ++round) {
+    }
+    RemoveUnreadTransposes();
+  }
+
+ private:
+  bool IsConv2D(const onnx::NodeProto& node) const {
+    const bool conv =
+        IsOp(node, "Conv") || (node.domain() == OpRegistry::kInternalDomain &&
+                               node.op_type() == "FusedConv");
+    if (!conv || node.input_size() < 2 || node.output_size() != 1 ||
+        FindAttr(node, "channels_last") != nullptr)
+      return false;
+    // Grouped (and depthwise) convolutions: oneDNN picks a plain layout for
+    // them on AVX-512, so NHWC would add reorders instead of removing them.
+    const onnx::AttributeProto* group = FindAttr(node, "group");
+    if (group != nullptr && group->i() != 1) return false;
+    const onnx::TensorProto* w = editor_.Initializer(node.input(1));
+    return w != nullptr && w->dims_size() == 4;
+  }
+
+  void WrapConvolutions();
+  // One pass over the nodes; true when it changed the graph.
+  bool Sink();
+  // Moves the transposes in front of `node` behind it; false when `node`
+  // does not allow it.
+  bool SinkThrough(onnx::NodeProto& node);
+  // Transpose `node` reads a transpose it inverts: its readers read the
+  // first one's input instead.
+  bool Cancel(onnx::NodeProto& node);
+  void RemoveUnreadTransposes();
+  void Append(onnx::NodeProto node) { *graph_.add_node() = std::move(node); }
+
+  GraphEditor& editor_;
+  onnx::GraphProto& graph_;
+};
+
+void ChannelsLast::WrapConvolutions() {
+  std::vector<onnx::NodeProto*> convs;
+  for (onnx::NodeProto& node : *graph_.mutable_node())
+    if (IsConv2D(node)) convs.push_back(&node);
+  std::vector<onnx::NodeProto> added;
+  absl::flat_hash_map<std::string, std::string> nhwc;  // one Transpose per x
+  for (onnx::NodeProto* conv : convs) {
+    const std::string x = conv->input(0);
+    const std::string y = conv->output(0);
+    auto [it, first_reader] = nhwc.try_emplace(x);
+    if (first_reader) {
+      it->second = editor_.UniqueName(x + "_nhwc");
+      added.push_back(MakeTranspose(x, it->second, kToNhwc));
+    }
+    const std::string x_nhwc = it->second;
+    const std::string y_nhwc = editor_.UniqueName(y + "_nhwc");
+    conv->set_op_type("FusedConv");
+    conv->set_domain(OpRegistry::kInternalDomain);
+    conv->set_input(0, x_nhwc);
+    conv->set_output(0, y_nhwc);
+    onnx::AttributeProto* attr = conv->add_attribute();
+    attr->set_name("channels_last");
+    attr->set_type(onnx::AttributeProto::INT);
+    attr->set_i(1);
+    added.push_back(MakeTranspose(y_nhwc, y, kToNchw));
+  }
+  for (onnx::NodeProto& node : added) Append(std::move(node));
+  editor_.Refresh();
+}
+
+bool ChannelsLast::Sink() {
+  bool changed = false;
+  // Appending may reallocate the node list: iterate over the nodes present
+  // when the round starts, by index.
+  const int count = graph_.node_size();
+  for (int i = 0; i < count; ++i) {
+    onnx::NodeProto& node = *graph_.mutable_node(i);
+    if (Cancel(node) || SinkThrough(node)) {
+      changed = true;
+      editor_.Refresh();
+    }
+  }
+  return changed;
+}
+
+bool ChannelsLast::Cancel(onnx::NodeProto& node) {
+  const Perm second = PermOf(&node);
+  if (second.empty() || node.input_size() != 1) return false;
+  const onnx::NodeProto* first = editor_.Producer(node.input(0));
+  if (!IsInverse(PermOf(first), second)) return false;
+  const std::string source = first->input(0);
+  const std::string result = node.output(0);
+  if (editor_.IsGraphOutput(result)) {  // the output keeps its name
+    node.set_op_type("Identity");
+    node.clear_attribute();
+    node.set_input(0, source);
+    return true;
+  }
+  for (onnx::NodeProto& reader : *graph_.mutable_node()) {
+    for (std::string& in : *reader.mutable_input())
+      if (in == result) in = source;
+  }
+  node.clear_input();  // unread now; RemoveUnreadTransposes drops it
+  node.add_input(source);
+  return true;
+}
+
+bool ChannelsLast::SinkThrough(onnx::NodeProto& node) {
+  if (!IsDefaultDomain(node) || node.output_size() != 1 ||
+      node.input_size() < 1)
+    return false;
+  const std::string& op = node.op_type();
+  const bool unary = op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" ||
+                     op == "Tanh" || op == "Clip";
+  const bool binary = op == "Add" || op == "Sub" || op == "Mul" ||
+                      op == "Div" || op == "Sum" || op == "Max" || op == "Min";
+  const bool concat = op == "Concat";
+  if (!unary && !binary && !concat) return false;
+  // Unary: input 0 (Clip's bounds are scalars). Otherwise every input, all
+  // transposed alike, so the operator sees the same elements in each.
+  const int transposed = unary ? 1 : node.input_size();
+  const Perm perm = PermOf(editor_.Producer(node.input(0)));
+  if (perm.size() != 4) return false;
+  for (int i = 1; i < transposed; ++i) {
+    if (PermOf(editor_.Producer(node.input(i))) != perm) return false;
+  }
+  if (concat) {
+    const onnx::AttributeProto* axis = FindAttr(node, "axis");
+    if (axis == nullptr || axis->i() < -4 || axis->i() > 3) return false;
+    const int64_t k = axis->i() < 0 ? axis->i() + 4 : axis->i();
+    // Concat along output axis k of T(a) is T of Concat along a's perm[k].
+    for (onnx::AttributeProto& a : *node.mutable_attribute())
+      if (a.name() == "axis") a.set_i(perm[k]);
+  }
+  for (int i = 0; i < transposed; ++i)
+    node.set_input(i, editor_.Producer(node.input(i))->input(0));
+  const std::string result = node.output(0);
+  const std::string inner = editor_.UniqueName(result + "_untransposed");
+  node.set_output(0, inner);
+  Append(MakeTranspose(inner, result, perm));
+  return true;
+}
+
+void ChannelsLast::RemoveUnreadTransposes() {
+  bool removed = true;
+  while (removed) {
+    removed = false;
+    for (onnx::NodeProto& node : *graph_.mutable_node()) {
+      if (!IsOp(node, "Transpose") || node.output_size() != 1 ||
+          editor_.UseCount(node.output(0)) > 0)
+        continue;
+      editor_.Remove(&node);
+      removed = true;
+    }
+    editor_.Commit();
+  }
+}
+
+}  // namespace
+
+void UseChannelsLast(GraphEditor& editor) { ChannelsLast(editor).Run(); }
+
+}  // namespace coalesce
