@@ -33,10 +33,12 @@ bool IsOp(const onnx::NodeProto& node, const char* op) {
   return IsDefaultDomain(node) && node.op_type() == op;
 }
 
-// The perm of a Transpose node, or empty for any other node (or a Transpose
-// without an explicit perm).
+// The perm of a Transpose node with one input and one output, or empty for
+// any other node (or a Transpose without an explicit perm).
 Perm PermOf(const onnx::NodeProto* node) {
-  if (node == nullptr || !IsOp(*node, "Transpose")) return {};
+  if (node == nullptr || !IsOp(*node, "Transpose") ||
+      node->input_size() != 1 || node->output_size() != 1)
+    return {};
   const onnx::AttributeProto* perm = FindAttr(*node, "perm");
   if (perm == nullptr) return {};
   return Perm(perm->ints().begin(), perm->ints().end());
