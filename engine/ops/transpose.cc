@@ -1,5 +1,7 @@
 // Transpose: permutes axes by `perm` (default: reversed). Any element type.
-// A plan resolves the default perm for its rank once.
+// A plan resolves the default perm for its rank once; a float32 tensor of
+// 32768 elements or more runs as a oneDNN reorder prepared per plan
+// (kernels/cpu/transpose_primitive.h), where oneDNN offers one.
 #include "kernels/cpu/transpose.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include "engine/ops/register_ops.h"
 #include "engine/prepared_kernel.h"
 #include "engine/string_ref.h"
+#include "kernels/cpu/transpose_primitive.h"
 
 namespace coalesce {
 namespace {
@@ -30,6 +33,26 @@ class PreparedTranspose : public PreparedKernel {
  private:
   std::vector<int64_t> perm_;
 };
+
+// A float32 transpose through a oneDNN reorder.
+class PreparedReorderTranspose : public PreparedKernel {
+ public:
+  explicit PreparedReorderTranspose(
+      std::unique_ptr<kernels::TransposePrimitive> primitive)
+      : primitive_(std::move(primitive)) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out, char* scratch) override {
+    return primitive_->Run(in[0].as<float>(), out[0].as<float>());
+  }
+
+ private:
+  std::unique_ptr<kernels::TransposePrimitive> primitive_;
+};
+
+// Below this, the generic kernel is as fast, and allocates nothing (a oneDNN
+// execute makes a few small allocations per call).
+constexpr int64_t kReorderMinElements = 32768;
 
 class TransposeOp : public OpKernel {
  public:
@@ -73,7 +96,17 @@ class TransposeOp : public OpKernel {
   absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
       absl::Span<const TensorInfo> in,
       absl::Span<const TensorInfo> out) const override {
-    return std::make_unique<PreparedTranspose>(PermFor(in[0].shape.size()));
+    std::vector<int64_t> perm = PermFor(in[0].shape.size());
+    int64_t count = 1;
+    for (int64_t d : in[0].shape) count *= d;
+    if (in[0].dtype == DataType::kFp32 && count >= kReorderMinElements) {
+      auto primitive = kernels::TransposePrimitive::Create(in[0].shape, perm);
+      if (primitive.ok()) {
+        return std::make_unique<PreparedReorderTranspose>(
+            *std::move(primitive));
+      }
+    }
+    return std::make_unique<PreparedTranspose>(std::move(perm));
   }
 
  private:

@@ -57,21 +57,10 @@ struct Operand {
   }
 };
 
-// Runs `prim` with (arg, memory) pairs through the C API, which takes an
-// array; the C++ execute() builds an unordered_map per call.
 absl::Status Execute(
     const dnnl::primitive& prim, const dnnl::stream& stream,
     std::initializer_list<std::pair<int, const memory*>> args) {
-  dnnl_exec_arg_t c_args[8];
-  int n = 0;
-  for (const auto& [arg, mem] : args) c_args[n++] = {arg, mem->get()};
-  const dnnl_status_t status =
-      dnnl_primitive_execute(prim.get(), stream.get(), n, c_args);
-  if (status != dnnl_success) {
-    return absl::InternalError(absl::StrCat(
-        "oneDNN execute failed with status ", static_cast<int>(status)));
-  }
-  return absl::OkStatus();
+  return ExecutePrimitive(prim, stream, args);
 }
 
 absl::Status RunReorder(const Operand& op, const dnnl::stream& stream,

@@ -40,6 +40,24 @@ memory::format_tag ChannelsLastTag(size_t rank) {
   }
 }
 
+absl::Status ExecutePrimitive(
+    const dnnl::primitive& prim, const dnnl::stream& stream,
+    std::initializer_list<std::pair<int, const memory*>> args) {
+  dnnl_exec_arg_t c_args[8];
+  int n = 0;
+  for (const auto& [arg, mem] : args) {
+    if (n == 8) return absl::InternalError("more than 8 oneDNN arguments");
+    c_args[n++] = {arg, mem->get()};
+  }
+  const dnnl_status_t status =
+      dnnl_primitive_execute(prim.get(), stream.get(), n, c_args);
+  if (status != dnnl_success) {
+    return absl::InternalError(absl::StrCat(
+        "oneDNN execute failed with status ", static_cast<int>(status)));
+  }
+  return absl::OkStatus();
+}
+
 memory UnboundMemory(const memory::desc& desc) {
   return memory(desc, CpuEngine(), DNNL_MEMORY_NONE);
 }

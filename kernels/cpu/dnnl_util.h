@@ -4,6 +4,8 @@
 #define COALESCE_KERNELS_CPU_DNNL_UTIL_H_
 
 #include <cstddef>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "kernels/cpu/fused_activation.h"
@@ -27,6 +29,13 @@ dnnl::memory UnboundMemory(const dnnl::memory::desc& desc);
 
 // oneDNN post-ops that apply `act` (none for kNone).
 dnnl::post_ops PostOpsFor(const FusedActivation& act);
+
+// Runs `prim` with (arg, memory) pairs (at most 8) through the C API, which
+// takes an array and allocates nothing; the C++ execute() builds an
+// unordered_map per call. Internal if oneDNN fails.
+absl::Status ExecutePrimitive(
+    const dnnl::primitive& prim, const dnnl::stream& stream,
+    std::initializer_list<std::pair<int, const dnnl::memory*>> args);
 
 // A new library-owned memory in `layout` holding `from`'s contents.
 absl::StatusOr<dnnl::memory> ReorderToNew(const dnnl::memory& from,
