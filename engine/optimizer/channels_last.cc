@@ -36,8 +36,8 @@ bool IsOp(const onnx::NodeProto& node, const char* op) {
 // The perm of a Transpose node with one input and one output, or empty for
 // any other node (or a Transpose without an explicit perm).
 Perm PermOf(const onnx::NodeProto* node) {
-  if (node == nullptr || !IsOp(*node, "Transpose") ||
-      node->input_size() != 1 || node->output_size() != 1)
+  if (node == nullptr || !IsOp(*node, "Transpose") || node->input_size() != 1 ||
+      node->output_size() != 1)
     return {};
   const onnx::AttributeProto* perm = FindAttr(*node, "perm");
   if (perm == nullptr) return {};
@@ -79,6 +79,7 @@ class ChannelsLast {
     // nodes needs at most about n rounds.
     for (int round = 0; round <= graph_.node_size() && Sink(); ++round) {
     }
+    RevertIsolated();
     RemoveUnreadTransposes();
   }
 
@@ -107,6 +108,10 @@ class ChannelsLast {
   // Transpose `node` reads a transpose it inverts: its readers read the
   // first one's input instead.
   bool Cancel(onnx::NodeProto& node);
+  // A convolution still between a transpose in and a transpose out shares
+  // NHWC with nothing: two transposes would replace the two reorders oneDNN
+  // makes (or none, where it picks NCHW), so it goes back to NCHW.
+  void RevertIsolated();
   void RemoveUnreadTransposes();
   void Append(onnx::NodeProto node) { *graph_.add_node() = std::move(node); }
 
@@ -215,6 +220,24 @@ bool ChannelsLast::SinkThrough(onnx::NodeProto& node) {
   node.set_output(0, inner);
   Append(MakeTranspose(inner, result, perm));
   return true;
+}
+
+void ChannelsLast::RevertIsolated() {
+  for (onnx::NodeProto& conv : *graph_.mutable_node()) {
+    if (FindAttr(conv, "channels_last") == nullptr) continue;
+    const onnx::NodeProto* in = editor_.Producer(conv.input(0));
+    onnx::NodeProto* out = editor_.SoleConsumer(conv.output(0));
+    if (PermOf(in) != kToNhwc || out == nullptr || PermOf(out) != kToNchw)
+      continue;
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> kept;
+    for (const onnx::AttributeProto& a : conv.attribute())
+      if (a.name() != "channels_last") *kept.Add() = a;
+    conv.mutable_attribute()->Swap(&kept);
+    conv.set_input(0, in->input(0));
+    conv.set_output(0, out->output(0));
+    out->set_output(0, editor_.UniqueName(out->output(0) + "_unread"));
+  }
+  editor_.Refresh();
 }
 
 void ChannelsLast::RemoveUnreadTransposes() {

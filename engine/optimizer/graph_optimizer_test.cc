@@ -200,6 +200,20 @@ TEST(GraphOptimizerTest, ChannelsLastRemapsConcatAxis) {
   EXPECT_EQ(CountOf(ops, "Concat"), 1);
 }
 
+// A convolution whose neighbours all read NCHW keeps NCHW: two transposes
+// would only replace the reorders around it.
+TEST(GraphOptimizerTest, ChannelsLastLeavesAnIsolatedConvolutionAlone) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 3, 6, 6}).Output("y");
+  b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 30));
+  b.Node("Conv", {"x", "w"}, {"c"});
+  auto& pool = b.Node("MaxPool", {"c"}, {"y"});
+  testing::SetIntsAttr(pool, "kernel_shape", {2, 2});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                              {{{1, 3, 6, 6}, testing::RandomFloats(108, 31)}});
+  EXPECT_THAT(ops, ElementsAre("FusedConv", "MaxPool"));
+}
+
 // A transpose and its inverse cancel; when the second one's result is a
 // graph output, it becomes an Identity so the output keeps its name.
 TEST(GraphOptimizerTest, InverseTransposesCancel) {
