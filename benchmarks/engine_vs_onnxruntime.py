@@ -6,7 +6,10 @@ seed 0, batch dimension made symbolic) at batch 1, 8 and 32 on N(0, 1)
 224x224 images, and the bert-base encoder (tests/models/make_encoder.py:
 12 layers, hidden 768, 12 heads, intermediate 3072, LayerNormalization op and
 erf GELU as torch exports at opset 17) at batch 1 and 8, sequence 128,
-no padding.
+no padding; and the other eight light networks of the ONNX conformance data
+(AlexNet, DenseNet-121, Inception v1 and v2, ShuffleNet, SqueezeNet,
+VGG-19, ZFNet-512), randomized the same way, at batch 1 on N(0, 1) inputs
+of their declared shape.
 
 For each case and each of --rounds rounds, alternately:
 - ONNX Runtime (CPUExecutionProvider, default graph optimizations ON,
@@ -61,7 +64,7 @@ BERT_SEQ = 128
 @dataclasses.dataclass(frozen=True)
 class Case:
     name: str  # "resnet50-b8"
-    model: str  # "resnet50" or "bert-base"
+    model: str  # "resnet50", "bert-base" or "light_<network>"
     batch: int
     repeat: int  # timed runs per round and side
 
@@ -74,6 +77,14 @@ CASES = (
     Case("resnet50-b32", "resnet50", 32, repeat=1),
     Case("bert-base-b1", "bert-base", 1, repeat=6),
     Case("bert-base-b8", "bert-base", 8, repeat=2),
+    Case("alexnet-b1", "light_bvlc_alexnet", 1, repeat=10),
+    Case("densenet121-b1", "light_densenet121", 1, repeat=6),
+    Case("inception_v1-b1", "light_inception_v1", 1, repeat=10),
+    Case("inception_v2-b1", "light_inception_v2", 1, repeat=10),
+    Case("shufflenet-b1", "light_shufflenet", 1, repeat=10),
+    Case("squeezenet-b1", "light_squeezenet", 1, repeat=10),
+    Case("vgg19-b1", "light_vgg19", 1, repeat=2),
+    Case("zfnet512-b1", "light_zfnet512", 1, repeat=6),
 )
 
 
@@ -108,6 +119,10 @@ def prepare_models(workdir: Path, needed: set, conformance_dir: Path) -> dict:
         model = randomize_light.randomize_light(onnx.load(str(light)), 0, make_batchable=True)
         paths["resnet50"] = workdir / "resnet50.onnx"
         onnx.save(model, str(paths["resnet50"]))
+    for name in sorted(n for n in needed if n.startswith("light_")):
+        light = onnx.load(str(conformance_dir / "light" / f"{name}.onnx"))
+        paths[name] = workdir / f"{name}.onnx"
+        onnx.save(randomize_light.randomize_light(light, 0), str(paths[name]))
     if "bert-base" in needed:
         cfg = make_encoder.preset("bert-base", layer_norm="op", gelu="erf")
         paths["bert-base"] = workdir / "bert_base.onnx"
@@ -115,11 +130,23 @@ def prepare_models(workdir: Path, needed: set, conformance_dir: Path) -> dict:
     return paths
 
 
+def light_input(model: str) -> tuple:
+    """(name, dims) of a light network's one image input, as declared."""
+    path = runners.conformance_data_dir() / "light" / f"{model}.onnx"
+    graph = onnx.load(str(path), load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}
+    x = next(i for i in graph.input if i.name not in weights)
+    return x.name, [d.dim_value for d in x.type.tensor_type.shape.dim]
+
+
 def case_inputs(case: Case) -> dict:
     if case.model == "bert-base":
         cfg = make_encoder.PRESETS["bert-base"]
         return make_encoder.encoder_inputs(cfg, case.batch, BERT_SEQ, seed=0, padded=False)
     rng = np.random.default_rng(0)
+    if case.model.startswith("light_"):
+        name, dims = light_input(case.model)
+        return {name: rng.standard_normal(dims).astype(np.float32)}
     return {"gpu_0/data_0": rng.standard_normal((case.batch, 3, 224, 224)).astype(np.float32)}
 
 
