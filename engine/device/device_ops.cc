@@ -200,26 +200,25 @@ void AddEpilogue(LoweredNode& lowered, int y, const Shape& y_shape, int c,
 void AddGemm(const NodeView& v, const GemmArgs& args, int bias,
              LoweredNode& lowered) {
   const int a = v.in_id(0), b = v.in_id(1), c = v.out_id(0);
+  const bool fp16 = v.options().fp16;
   if (bias >= 0) lowered.reads.push_back(bias);
-  if (!v.options().fp16) {
+  HalfOperand half_a, half_b;
+  if (fp16) {
+    half_a = AddHalfOperand(v, 0, lowered);
+    half_b = AddHalfOperand(v, 1, lowered);
+  } else {
     lowered.reads.push_back(a);
     lowered.reads.push_back(b);
-    lowered.steps.push_back([=](const StepContext& ctx) {
-      GemmArgs g = args;
-      g.a = F(ctx, a);
-      g.b = F(ctx, b);
-      g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
-      g.c = F(ctx, c);
-      return ctx.kernels.Gemm(ctx.stream, g);
-    });
-    return;
   }
-  const HalfOperand half_a = AddHalfOperand(v, 0, lowered);
-  const HalfOperand half_b = AddHalfOperand(v, 1, lowered);
   lowered.steps.push_back([=](const StepContext& ctx) {
     GemmArgs g = args;
-    g.a_half = half_a.Address(ctx);
-    g.b_half = half_b.Address(ctx);
+    if (fp16) {
+      g.a_half = half_a.Address(ctx);
+      g.b_half = half_b.Address(ctx);
+    } else {
+      g.a = F(ctx, a);
+      g.b = F(ctx, b);
+    }
     g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
     g.c = F(ctx, c);
     return ctx.kernels.Gemm(ctx.stream, g);

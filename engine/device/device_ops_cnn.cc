@@ -113,34 +113,31 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   args.activation = *act;
   const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
   const int ib = v.has_input(2) ? v.in_id(2) : -1;
+  const bool fp16 = v.options().fp16;
   LoweredNode lowered;
   if (ib >= 0) lowered.reads.push_back(ib);
-  if (!v.options().fp16) {
+  if (!fp16 || Count(y) == 0) {
     lowered.reads.push_back(ix);
     lowered.reads.push_back(iw);
     if (Count(y) == 0) return lowered;
-    lowered.steps.push_back([=](const StepContext& c) {
-      ConvArgs a = args;
-      a.x = F(c, ix);
-      a.w = F(c, iw);
-      a.bias = ib >= 0 ? F(c, ib) : nullptr;
-      a.y = F(c, iy);
-      return c.kernels.Conv2D(c.stream, a);
-    });
-    return lowered;
   }
-  if (Count(y) == 0) {
-    lowered.reads.push_back(ix);
-    return lowered;
+  HalfOperand half_x, half_w;
+  int half_y = -1;
+  if (fp16) {
+    half_x = AddHalfOperand(v, 0, lowered);
+    half_w = AddHalfOperand(v, 1, lowered);
+    half_y = AddHalfScratch(Count(y), lowered);
   }
-  const HalfOperand half_x = AddHalfOperand(v, 0, lowered);
-  const HalfOperand half_w = AddHalfOperand(v, 1, lowered);
-  const int half_y = AddHalfScratch(Count(y), lowered);
   lowered.steps.push_back([=](const StepContext& c) {
     ConvArgs a = args;
-    a.x_half = half_x.Address(c);
-    a.w_half = half_w.Address(c);
-    a.y_half = static_cast<Half*>(c.scratch[half_y]);
+    if (fp16) {
+      a.x_half = half_x.Address(c);
+      a.w_half = half_w.Address(c);
+      a.y_half = static_cast<Half*>(c.scratch[half_y]);
+    } else {
+      a.x = F(c, ix);
+      a.w = F(c, iw);
+    }
     a.bias = ib >= 0 ? F(c, ib) : nullptr;
     a.y = F(c, iy);
     return c.kernels.Conv2D(c.stream, a);
