@@ -45,6 +45,10 @@ class PadPlan {
   // constant border. Empty when the output is.
   std::vector<std::vector<int64_t>> maps_;
   int64_t total_ = 0;  // output elements
+  // Along the last axis, output coordinates [interior_begin_, interior_end_)
+  // read consecutive source elements: one copy per row.
+  int64_t interior_begin_ = 0;
+  int64_t interior_end_ = 0;
 };
 
 }  // namespace coalesce::kernels

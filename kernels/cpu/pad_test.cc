@@ -46,5 +46,31 @@ TEST(PadTest, TwoDimReflectMatchesNaive) {
           << r << "," << c;
 }
 
+TEST(PadTest, TwoDimConstantHasBorderRowsAndColumns) {
+  // [2,2] with one row of the constant above, its last row cropped away
+  // (end pad -1), and one column of the constant on each side.
+  const std::vector<float> x = {1, 2, 3, 4};
+  const float fill = 9;
+  std::vector<float> out(2 * 4);
+  Pad(x.data(), {2, 2}, {1, 1}, {-1, 1}, PadMode::kConstant, &fill,
+      sizeof(float), out.data());
+  EXPECT_EQ(out, (std::vector<float>{9, 9, 9, 9,  //
+                                     9, 1, 2, 9}));
+}
+
+TEST(PadTest, ReflectWiderThanTheInputMirrorsAgainAndAgain) {
+  // Pads many times the input's size: the mirror bounces off both ends.
+  // Expected values written out by hand for n = 3 (period 4: 1 2 3 2).
+  const std::vector<float> x = {1, 2, 3};
+  EXPECT_EQ(
+      Pad1D(x, 7, 6, PadMode::kReflect),
+      (std::vector<float>{2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2, 1}));
+  // n = 2 (period 2) and n = 1 (every element is the one value).
+  EXPECT_EQ(Pad1D({5, 6}, 3, 4, PadMode::kReflect),
+            (std::vector<float>{6, 5, 6, 5, 6, 5, 6, 5, 6}));
+  EXPECT_EQ(Pad1D({4}, 3, 2, PadMode::kReflect),
+            (std::vector<float>{4, 4, 4, 4, 4, 4}));
+}
+
 }  // namespace
 }  // namespace coalesce::kernels

@@ -53,9 +53,10 @@ using coalesce::Shape;
 constexpr uint64_t kMaxPlanBytes = uint64_t{256} << 20;
 // Bytes of one batch's inputs: larger models are planned but not run.
 constexpr uint64_t kMaxInputBytes = uint64_t{1} << 20;
-// Rough multiply-adds of a plan (NodeWork): at most about a second of
-// sanitized scalar code.
-constexpr uint64_t kMaxWork = uint64_t{1} << 28;
+// Rough multiply-adds of a plan (NodeWork). Index-heavy kernels (LRN,
+// DepthToSpace) under the sanitizers and coverage take about 30 ns per unit,
+// so 2^26 keeps a run near 2 s, a fifth of -timeout.
+constexpr uint64_t kMaxWork = uint64_t{1} << 26;
 // The size of a symbolic dim other than the leading (batch) one.
 constexpr int64_t kSymbolicDim = 3;
 // Longest string an op makes at run time (Cast to STRING writes at most 48
