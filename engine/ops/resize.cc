@@ -328,6 +328,9 @@ class ResizeOp : public OpKernel {
     return axes;
   }
 
+  // The largest axis a scale may produce (2^53: exact in a double).
+  static constexpr double kMaxResizedDim = 9007199254740992.0;
+
   static absl::Status ApplyScales(const std::vector<int64_t>& listed,
                                   const std::vector<float>& scales,
                                   std::vector<kernels::ResizeAxis>& axes) {
@@ -343,7 +346,14 @@ class ResizeOp : public OpKernel {
       }
       kernels::ResizeAxis& a = axes[listed[i]];
       a.scale = scales[i];
-      a.out = static_cast<int64_t>(std::floor(a.scale * a.in));
+      // In double: a float product can overflow, and int64 cannot hold it.
+      const double out = std::floor(static_cast<double>(a.scale) * a.in);
+      if (!(out <= kMaxResizedDim)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scale ", scales[i], " makes axis ", listed[i],
+                         " of size ", a.in, " too large"));
+      }
+      a.out = static_cast<int64_t>(out);
     }
     return absl::OkStatus();
   }

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -434,6 +435,14 @@ TEST(ResizeOpTest, BadInputsAreRejectedWhenPlanning) {
   c.scales = {1, 1, 0, 2};
   testing::OnnxModelBuilder zero = ResizeModel(c, {1, 1, 2, 2}, 19);
   EXPECT_EQ(testing::LoadAndRunOnZeros(zero, {1, 1, 2, 2}).code(), kInvalid);
+
+  // A scale whose result int64 cannot hold (the fuzzer's 1e37), and infinity.
+  for (float huge : {1e37f, std::numeric_limits<float>::infinity()}) {
+    c.scales = {1, 1, 2, huge};
+    testing::OnnxModelBuilder b = ResizeModel(c, {1, 1, 2, 2}, 19);
+    EXPECT_EQ(testing::LoadAndRunOnZeros(b, {1, 1, 2, 2}).code(), kInvalid)
+        << huge;
+  }
 
   testing::OnnxModelBuilder both(/*opset=*/13);
   both.Input("x", {1, 1, 2, 2}).Output("y");
