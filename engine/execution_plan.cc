@@ -64,8 +64,10 @@ absl::Status ExecutionPlan::PrepareNodes() {
 // The arena starts with the table of tensor addresses Execute fills. Then
 // intermediate tensors get blocks from their producer to their last
 // consumer; a block is released only after the consuming node's outputs are
-// placed, so no kernel's output overlaps its inputs. A prepared kernel's
-// scratch block lives during its node only.
+// placed, so no kernel's output overlaps its inputs, except where a prepared
+// kernel writes in place (PreparedKernel::in_place_input): its output then
+// takes over the input's block. A prepared kernel's scratch block lives
+// during its node only.
 void ExecutionPlan::PlanArena() {
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
   const std::vector<PlannedValue>& values = neutral_->values;
@@ -94,8 +96,13 @@ void ExecutionPlan::PlanArena() {
   }
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (neutral_->nodes[n].folded) continue;
+    const int shared = InPlaceInput(static_cast<int>(n), last_use);
     for (int id : nodes[n].outputs) {
-      if (id >= 0 && values[id].storage == ValueStorage::kIntermediate) {
+      if (id < 0 || values[id].storage != ValueStorage::kIntermediate) continue;
+      if (shared >= 0 && id == nodes[n].outputs[0]) {
+        arena_offsets_[id] = arena_offsets_[shared];
+        last_use[shared] = std::numeric_limits<int>::max();  // now the output's
+      } else {
         arena_offsets_[id] = planner.Allocate(values[id].byte_size);
       }
     }
@@ -115,6 +122,24 @@ void ExecutionPlan::PlanArena() {
     for (int id : nodes[n].outputs) release(id);
   }
   arena_bytes_ = planner.peak_bytes();
+}
+
+int ExecutionPlan::InPlaceInput(int n, const std::vector<int>& last_use) const {
+  const GraphNode& node = model_->graph().nodes[n];
+  if (prepared_[n] == nullptr || node.outputs.empty() || node.outputs[0] < 0)
+    return -1;
+  const int slot = prepared_[n]->in_place_input();
+  if (slot < 0 || slot >= static_cast<int>(node.inputs.size())) return -1;
+  const int in = node.inputs[slot];
+  const std::vector<PlannedValue>& values = neutral_->values;
+  const PlannedValue& out = values[node.outputs[0]];
+  if (in < 0 || values[in].storage != ValueStorage::kIntermediate ||
+      out.storage != ValueStorage::kIntermediate || last_use[in] != n ||
+      values[in].byte_size != out.byte_size)
+    return -1;
+  for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i)
+    if (i != slot && node.inputs[i] == in) return -1;  // read twice
+  return in;
 }
 
 absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,

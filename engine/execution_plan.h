@@ -112,6 +112,10 @@ class ExecutionPlan {
 
   absl::Status PrepareNodes();
   void PlanArena();
+  // The input value node `n` writes its output 0 over, or -1: see
+  // PreparedKernel::in_place_input. `last_use`: by value, the last node
+  // reading it.
+  int InPlaceInput(int n, const std::vector<int>& last_use) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const NeutralPlan> neutral_;

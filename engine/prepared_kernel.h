@@ -25,6 +25,12 @@ class PreparedKernel {
   // they hold garbage on entry and are reused by other nodes after Run.
   virtual size_t scratch_bytes() const { return 0; }
 
+  // The input output 0 may be written over, or -1. The plan then may give
+  // output 0 that input's memory: when the input is an intermediate value
+  // this node reads last, through no other of its inputs, and of the same
+  // byte size. Run must be right either way (compare the addresses).
+  virtual int in_place_input() const { return -1; }
+
   // Computes the outputs, as OpKernel::Run does, for the shapes the kernel was
   // prepared for. `scratch` is 64-byte aligned and holds scratch_bytes().
   virtual absl::Status Run(absl::Span<const ConstTensorView> inputs,

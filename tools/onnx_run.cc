@@ -11,7 +11,7 @@
 //   coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... --output-dir DIR
 //                     [--threads N] [--warmup W --repeat R]
 //                     [--timing-json FILE] [--graph-optimizations on|off]
-//                     [--channels-last on|off]
+//                     [--channels-last on|off] [--residual-fusion on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
 //                     [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]
 //
@@ -62,7 +62,7 @@ constexpr char kUsage[] =
     "--output-dir DIR [--threads N] [--warmup W --repeat R] "
     "[--timing-json FILE] [--profile FILE.json] "
     "[--graph-optimizations on|off] [--channels-last on|off] "
-    "[--device cpu|gpu|simulated] "
+    "[--residual-fusion on|off] [--device cpu|gpu|simulated] "
     "[--plugin PATH] [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]";
 
 struct Flags {
@@ -76,6 +76,7 @@ struct Flags {
   std::string profile_json;  // non-empty: profile the timed runs per node
   bool graph_optimizations = true;  // the engine's load-time rewrites
   bool channels_last = true;        // their CPU layout pass (--device cpu)
+  bool residual_fusion = true;      // Conv + Add into one FusedConv
   std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
   bool tf32 = false;          // --gpu-precision tf32
@@ -94,6 +95,17 @@ absl::Status ParseCount(absl::string_view flag, absl::string_view value,
     return UsageError(absl::StrCat(flag, " needs an integer >= ", min,
                                    ", got '", value, "'"));
   }
+  return absl::OkStatus();
+}
+
+// Parses a flag value that must be "on" or "off".
+absl::Status ParseOnOff(absl::string_view flag, absl::string_view value,
+                        bool* out) {
+  if (value != "on" && value != "off") {
+    return UsageError(
+        absl::StrCat(flag, " needs 'on' or 'off', got '", value, "'"));
+  }
+  *out = value == "on";
   return absl::OkStatus();
 }
 
@@ -123,17 +135,11 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
   } else if (flag == "--profile") {
     flags.profile_json = std::string(value);
   } else if (flag == "--graph-optimizations") {
-    if (value != "on" && value != "off") {
-      return UsageError(absl::StrCat(
-          "--graph-optimizations needs 'on' or 'off', got '", value, "'"));
-    }
-    flags.graph_optimizations = value == "on";
+    return ParseOnOff(flag, value, &flags.graph_optimizations);
   } else if (flag == "--channels-last") {
-    if (value != "on" && value != "off") {
-      return UsageError(absl::StrCat(
-          "--channels-last needs 'on' or 'off', got '", value, "'"));
-    }
-    flags.channels_last = value == "on";
+    return ParseOnOff(flag, value, &flags.channels_last);
+  } else if (flag == "--residual-fusion") {
+    return ParseOnOff(flag, value, &flags.residual_fusion);
   } else if (flag == "--device") {
     if (value != "cpu" && value != "gpu" && value != "simulated") {
       return UsageError(absl::StrCat(
@@ -150,11 +156,7 @@ absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
     flags.tf32 = value == "tf32";
     flags.fp16 = value == "fp16";
   } else if (flag == "--device-graphs") {
-    if (value != "on" && value != "off") {
-      return UsageError(absl::StrCat(
-          "--device-graphs needs 'on' or 'off', got '", value, "'"));
-    }
-    flags.device_graphs = value == "on";
+    return ParseOnOff(flag, value, &flags.device_graphs);
   } else {
     return UsageError(absl::StrCat("unknown flag '", flag, "'"));
   }
@@ -453,6 +455,7 @@ absl::Status Run(const Flags& flags) {
   ModelOptions model_options =
       flags.device == "cpu" ? ModelOptions{} : ModelOptions::ForDevice();
   if (!flags.channels_last) model_options.optimizer.channels_last = false;
+  if (!flags.residual_fusion) model_options.optimizer.residual_fusion = false;
   if (!flags.graph_optimizations)
     model_options.optimizer = OptimizerOptions::None();
   absl::StatusOr<std::shared_ptr<const Model>> model =

@@ -235,10 +235,13 @@ struct ConvKey {
   int64_t n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w, stride_h,
       stride_w, pad_top, pad_left, dilation_h, dilation_w, groups;
   bool half;  // float16 x, w and y (ConvArgs::x_half)
+  // cudnnConvolutionBiasActivationForward's activation, or -1 where the
+  // convolution runs alone (see FusedActivationOf).
+  int fused;
   auto Tie() const {
     return std::tie(n, c, in_h, in_w, m, kernel_h, kernel_w, out_h, out_w,
                     stride_h, stride_w, pad_top, pad_left, dilation_h,
-                    dilation_w, groups, half);
+                    dilation_w, groups, half, fused);
   }
   bool operator<(const ConvKey& o) const { return Tie() < o.Tie(); }
   static ConvKey Of(const ConvArgs& a) {
@@ -258,7 +261,24 @@ struct ConvKey {
             a.dilation_h,
             a.dilation_w,
             a.groups,
-            a.x_half != nullptr};
+            a.x_half != nullptr,
+            FusedActivationOf(a)};
+  }
+
+  // cuDNN's fused call adds a residual z and a bias, then applies Relu or
+  // nothing, in float32 (float16 tensors would need a float16 z and bias):
+  // the residual convolutions of ResNet. The rest runs as the convolution,
+  // then Binary and ChannelAffine.
+  static int FusedActivationOf(const ConvArgs& a) {
+    if (a.z == nullptr || a.bias == nullptr || a.x_half != nullptr) return -1;
+    switch (a.activation.kind) {
+      case DeviceActivation::kIdentity:
+        return CUDNN_ACTIVATION_IDENTITY;
+      case DeviceActivation::kRelu:
+        return CUDNN_ACTIVATION_RELU;
+      default:
+        return -1;
+    }
   }
 };
 
@@ -270,11 +290,14 @@ class PreparedConv {
  public:
   explicit PreparedConv(const Cudnn& dnn) : dnn_(dnn) {}
   ~PreparedConv() {
-    for (cudnnTensorDescriptor_t t : {x_, y_})
+    for (cudnnTensorDescriptor_t t : {x_, y_, bias_})
       if (t != nullptr) dnn_.DestroyTensorDescriptor(t);
     if (w_ != nullptr) dnn_.DestroyFilterDescriptor(w_);
     if (conv_ != nullptr) dnn_.DestroyConvolutionDescriptor(conv_);
+    if (act_ != nullptr) dnn_.DestroyActivationDescriptor(act_);
   }
+
+  bool fused() const { return act_ != nullptr; }
   PreparedConv(const PreparedConv&) = delete;
   PreparedConv& operator=(const PreparedConv&) = delete;
 
@@ -319,6 +342,7 @@ class PreparedConv {
       s = check(dnn_.SetConvolutionGroupCount(conv_, i(k.groups)), "groups");
     if (s.ok())
       s = check(dnn_.SetConvolutionMathType(conv_, math), "math type");
+    if (s.ok() && k.fused >= 0) s = InitFused(k);
     if (!s.ok()) return s;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
@@ -328,7 +352,11 @@ class PreparedConv {
               "cudnnGetConvolutionForwardAlgorithm_v7");
     if (!s.ok()) return s;
     for (int a = 0; a < found; ++a) {  // best first; the first that fits
-      if (perf[a].status == CUDNN_STATUS_SUCCESS &&
+      // The fused call runs without an activation only with this algorithm.
+      const bool allowed =
+          k.fused != CUDNN_ACTIVATION_IDENTITY ||
+          perf[a].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      if (allowed && perf[a].status == CUDNN_STATUS_SUCCESS &&
           perf[a].memory <= workspace) {
         algo_ = perf[a].algo;
         return absl::OkStatus();
@@ -342,6 +370,14 @@ class PreparedConv {
   absl::Status Run(cudnnHandle_t handle, const ConvArgs& a, void* workspace,
                    size_t workspace_bytes) const {
     const float one = 1.0f, zero = 0.0f;
+    if (fused()) {  // y = act(conv + z + bias); z is y's shape, never y
+      return CudnnStatus(
+          dnn_,
+          dnn_.ConvolutionBiasActivationForward(
+              handle, &one, x_, a.x, w_, a.w, conv_, algo_, workspace,
+              workspace_bytes, &one, y_, a.z, bias_, a.bias, act_, y_, a.y),
+          "cudnnConvolutionBiasActivationForward");
+    }
     const bool half = a.x_half != nullptr;
     const void* x = half ? static_cast<const void*>(a.x_half) : a.x;
     const void* w = half ? static_cast<const void*>(a.w_half) : a.w;
@@ -354,7 +390,32 @@ class PreparedConv {
   }
 
  private:
+  // The bias [1, m, 1, 1] and activation descriptors of the fused call.
+  absl::Status InitFused(const ConvKey& k) {
+    auto check = [&](cudnnStatus_t status, const char* call) {
+      return CudnnStatus(dnn_, status, call);
+    };
+    absl::Status s =
+        check(dnn_.CreateTensorDescriptor(&bias_), "tensor descriptor");
+    if (s.ok())
+      s = check(
+          dnn_.SetTensor4dDescriptor(bias_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                     1, static_cast<int>(k.m), 1, 1),
+          "bias");
+    if (s.ok())
+      s = check(dnn_.CreateActivationDescriptor(&act_),
+                "activation descriptor");
+    if (s.ok())
+      s = check(dnn_.SetActivationDescriptor(
+                    act_, static_cast<cudnnActivationMode_t>(k.fused),
+                    CUDNN_PROPAGATE_NAN, 0.0),
+                "activation");
+    return s;
+  }
+
   const Cudnn& dnn_;
+  cudnnTensorDescriptor_t bias_ = nullptr;
+  cudnnActivationDescriptor_t act_ = nullptr;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
@@ -537,9 +598,17 @@ class CudaKernels : public DeviceKernels {
     if (s = it->second->Run(dnn_handle_, args, workspace_, kWorkspaceBytes);
         !s.ok())
       return s;
+    if (it->second->fused()) return absl::OkStatus();
+    const int64_t count = args.n * args.m * args.out_h * args.out_w;
     if (args.y_half != nullptr) {
-      const int64_t count = args.n * args.m * args.out_h * args.out_w;
       if (s = FromHalf(stream, args.y_half, args.y, count); !s.ok()) return s;
+    }
+    if (args.z != nullptr) {
+      const Shape shape = {count};
+      if (s = Binary(stream, DeviceBinaryOp::kAdd, args.y, shape, args.z, shape,
+                     args.y);
+          !s.ok())
+        return s;
     }
     if (args.bias == nullptr &&
         args.activation.kind == DeviceActivation::kIdentity) {

@@ -47,7 +47,15 @@ absl::StatusOr<Cudnn> Load() {
       ResolveSymbol(h, "cudnnGetConvolutionForwardAlgorithm_v7",
                     &d.GetConvolutionForwardAlgorithm, &missing) &&
       ResolveSymbol(h, "cudnnConvolutionForward", &d.ConvolutionForward,
-                    &missing);
+                    &missing) &&
+      ResolveSymbol(h, "cudnnCreateActivationDescriptor",
+                    &d.CreateActivationDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnSetActivationDescriptor",
+                    &d.SetActivationDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnDestroyActivationDescriptor",
+                    &d.DestroyActivationDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnConvolutionBiasActivationForward",
+                    &d.ConvolutionBiasActivationForward, &missing);
   d.path = ok ? LibraryPathOf(reinterpret_cast<void*>(d.Create)) : "";
   if (d.path.empty()) d.path = soname;
   if (!ok) {

@@ -4,11 +4,12 @@
 // for the life of the process.
 //
 // Why the legacy API and not the graph API: the operators here are one
-// convolution each (bias and activation run as one fused per-channel kernel
-// after it), which the legacy API states in a few calls with an explicit
-// algorithm choice per shape; the graph API pays off for fused patterns
-// (conv + bias + activation + residual add in one kernel), which is the next
-// step (docs/device-pipeline.md).
+// convolution each, which the legacy API states in a few calls with an
+// explicit algorithm choice per shape. Its one fused call,
+// cudnnConvolutionBiasActivationForward, covers what the models need fused:
+// a ResNet residual, act(conv + bias + z) with Relu or no activation. Other
+// epilogues run as one per-channel kernel after the convolution. The graph
+// API would pay off for longer fused chains (docs/device-pipeline.md).
 #ifndef COALESCE_ENGINE_CUDA_CUDNN_LIBRARY_H_
 #define COALESCE_ENGINE_CUDA_CUDNN_LIBRARY_H_
 
@@ -46,6 +47,13 @@ struct Cudnn {
   decltype(&::cudnnGetConvolutionForwardAlgorithm_v7)
       GetConvolutionForwardAlgorithm = nullptr;
   decltype(&::cudnnConvolutionForward) ConvolutionForward = nullptr;
+  decltype(&::cudnnCreateActivationDescriptor) CreateActivationDescriptor =
+      nullptr;
+  decltype(&::cudnnSetActivationDescriptor) SetActivationDescriptor = nullptr;
+  decltype(&::cudnnDestroyActivationDescriptor) DestroyActivationDescriptor =
+      nullptr;
+  decltype(&::cudnnConvolutionBiasActivationForward)
+      ConvolutionBiasActivationForward = nullptr;
 };
 
 // FailedPrecondition listing where it looked, or naming a missing symbol.

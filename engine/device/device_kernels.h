@@ -81,15 +81,16 @@ struct GemmArgs {
 // A 2-D convolution, NCHW: x [n, c, in_h, in_w], w [m, c / groups,
 // kernel_h, kernel_w], y [n, m, out_h, out_w]; symmetric padding (pad_top
 // rows above and below, pad_left columns left and right). Then, per output
-// channel, y = act(y + bias[m]) (bias may be null). float32 throughout,
-// except in FP16 mode: with x_half, w_half and y_half set, the convolution
-// reads x_half and w_half (float16, laid out as x and w), accumulates in
-// float32 and writes its result to y_half (float16, y's layout); then
-// y = act(float(y_half) + bias).
+// channel, y = act(y + bias[m] + z) (bias and z, a residual of y's shape,
+// may be null). float32 throughout, except in FP16 mode: with x_half, w_half
+// and y_half set, the convolution reads x_half and w_half (float16, laid out
+// as x and w), accumulates in float32 and writes its result to y_half
+// (float16, y's layout); then y = act(float(y_half) + bias + z).
 struct ConvArgs {
   const float* x = nullptr;
   const float* w = nullptr;
   const float* bias = nullptr;
+  const float* z = nullptr;  // never y
   float* y = nullptr;
   int64_t n = 0, c = 0, in_h = 0, in_w = 0;
   int64_t m = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;

@@ -113,9 +113,19 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   args.activation = *act;
   const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
   const int ib = v.has_input(2) ? v.in_id(2) : -1;
+  const int iz = v.has_input(3) ? v.in_id(3) : -1;
+  if (iz >= 0) {
+    if (absl::Status s = v.RequireFloat({3}); !s.ok()) return s;
+    if (v.in_shape(3) != y || y[0] != x[0] || y[1] != w[0]) {
+      return absl::UnimplementedError(
+          "a residual Z that broadcasts; the GPU adds a Z of the "
+          "convolution's output shape");
+    }
+  }
   const bool fp16 = v.options().fp16;
   LoweredNode lowered;
   if (ib >= 0) lowered.reads.push_back(ib);
+  if (iz >= 0) lowered.reads.push_back(iz);
   if (!fp16 || Count(y) == 0) {
     lowered.reads.push_back(ix);
     lowered.reads.push_back(iw);
@@ -139,6 +149,7 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
       a.w = F(c, iw);
     }
     a.bias = ib >= 0 ? F(c, ib) : nullptr;
+    a.z = iz >= 0 ? F(c, iz) : nullptr;
     a.y = F(c, iy);
     return c.kernels.Conv2D(c.stream, a);
   });

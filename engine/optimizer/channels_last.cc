@@ -1,4 +1,4 @@
-// Channels-last layout (graph_optimizer.h, pass 7): 2-D convolutions run on
+// Channels-last layout (graph_optimizer.h, pass 8): 2-D convolutions run on
 // NHWC activations, which oneDNN's convolutions on AVX-512 read and write
 // natively, instead of reordering NCHW in and out around every Conv.
 //
@@ -12,6 +12,10 @@
 // ResNet only NHWC values remain; transposes stay where a layout-bound
 // operator (pooling, Reshape, Gemm) reads a convolution's result, and at the
 // graph's edges. Transposes nothing reads are removed.
+//
+// A residual input Z (residual_fusion.cc) is transposed with X. The pass
+// cannot see shapes, so it takes only a Z that another 2-D convolution
+// produces (4-D for certain); ResNet's residuals all are.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -84,19 +88,28 @@ class ChannelsLast {
   }
 
  private:
-  bool IsConv2D(const onnx::NodeProto& node) const {
+  // An ungrouped 2-D convolution the pass may wrap: `nchw_only` also
+  // refuses one wrapped already.
+  bool IsConv2D(const onnx::NodeProto* node, bool nchw_only = true) const {
+    if (node == nullptr) return false;
     const bool conv =
-        IsOp(node, "Conv") || (node.domain() == OpRegistry::kInternalDomain &&
-                               node.op_type() == "FusedConv");
-    if (!conv || node.input_size() < 2 || node.output_size() != 1 ||
-        FindAttr(node, "channels_last") != nullptr)
+        IsOp(*node, "Conv") || (node->domain() == OpRegistry::kInternalDomain &&
+                                node->op_type() == "FusedConv");
+    if (!conv || node->input_size() < 2 || node->output_size() != 1 ||
+        (nchw_only && FindAttr(*node, "channels_last") != nullptr))
       return false;
     // Grouped (and depthwise) convolutions: oneDNN picks a plain layout for
     // them on AVX-512, so NHWC would add reorders instead of removing them.
-    const onnx::AttributeProto* group = FindAttr(node, "group");
+    const onnx::AttributeProto* group = FindAttr(*node, "group");
     if (group != nullptr && group->i() != 1) return false;
-    const onnx::TensorProto* w = editor_.Initializer(node.input(1));
-    return w != nullptr && w->dims_size() == 4;
+    const onnx::TensorProto* w = editor_.Initializer(node->input(1));
+    if (w == nullptr || w->dims_size() != 4) return false;
+    return !HasResidual(*node) ||
+           IsConv2D(editor_.Producer(node->input(3)), /*nchw_only=*/false);
+  }
+
+  static bool HasResidual(const onnx::NodeProto& node) {
+    return node.input_size() > 3 && !node.input(3).empty();
   }
 
   void WrapConvolutions();
@@ -122,22 +135,24 @@ class ChannelsLast {
 void ChannelsLast::WrapConvolutions() {
   std::vector<onnx::NodeProto*> convs;
   for (onnx::NodeProto& node : *graph_.mutable_node())
-    if (IsConv2D(node)) convs.push_back(&node);
+    if (IsConv2D(&node)) convs.push_back(&node);
   std::vector<onnx::NodeProto> added;
   absl::flat_hash_map<std::string, std::string> nhwc;  // one Transpose per x
-  for (onnx::NodeProto* conv : convs) {
-    const std::string x = conv->input(0);
-    const std::string y = conv->output(0);
+  auto to_nhwc = [&](const std::string& x) {
     auto [it, first_reader] = nhwc.try_emplace(x);
     if (first_reader) {
       it->second = editor_.UniqueName(x + "_nhwc");
       added.push_back(MakeTranspose(x, it->second, kToNhwc));
     }
-    const std::string x_nhwc = it->second;
+    return it->second;
+  };
+  for (onnx::NodeProto* conv : convs) {
+    const std::string y = conv->output(0);
     const std::string y_nhwc = editor_.UniqueName(y + "_nhwc");
     conv->set_op_type("FusedConv");
     conv->set_domain(OpRegistry::kInternalDomain);
-    conv->set_input(0, x_nhwc);
+    conv->set_input(0, to_nhwc(conv->input(0)));
+    if (HasResidual(*conv)) conv->set_input(3, to_nhwc(conv->input(3)));
     conv->set_output(0, y_nhwc);
     onnx::AttributeProto* attr = conv->add_attribute();
     attr->set_name("channels_last");
@@ -229,6 +244,10 @@ void ChannelsLast::RevertIsolated() {
     onnx::NodeProto* out = editor_.SoleConsumer(conv.output(0));
     if (PermOf(in) != kToNhwc || out == nullptr || PermOf(out) != kToNchw)
       continue;
+    const onnx::NodeProto* z =
+        HasResidual(conv) ? editor_.Producer(conv.input(3)) : nullptr;
+    if (HasResidual(conv) && PermOf(z) != kToNhwc) continue;  // Z is NHWC
+    if (z != nullptr) conv.set_input(3, z->input(0));
     google::protobuf::RepeatedPtrField<onnx::AttributeProto> kept;
     for (const onnx::AttributeProto& a : conv.attribute())
       if (a.name() != "channels_last") *kept.Add() = a;

@@ -20,6 +20,7 @@ struct ChannelAffine {
 };
 
 bool IsPlainConv(const onnx::NodeProto& node) {
+  if (node.input_size() > 3) return false;  // a residual is not scaled
   if (node.op_type() == "Conv" && IsDefaultDomain(node)) return true;
   return node.op_type() == "FusedConv" &&
          node.domain() == OpRegistry::kInternalDomain &&

@@ -26,6 +26,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   }
   if (options.conv_affine_folding) FoldConvChannelAffine(editor);
   if (options.matmul_bias_fusion) FuseMatMulBias(editor);
+  if (options.residual_fusion) FuseConvResidual(editor);
   if (options.activation_fusion) FuseActivations(opset, editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
   if (options.gelu_fusion) FuseGelu(editor);

@@ -19,19 +19,23 @@
 //      a per-channel constant, after a Conv is folded into its weights and
 //      bias;
 //   3. MatMul + bias: MatMul then Add of a constant [N] becomes FusedMatMul;
-//   4. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
+//   4. residual fusion: Add(Conv result, z) becomes FusedConv with z as a
+//      fourth input, y = act(conv + B + z), when the Conv has no activation
+//      yet and feeds only the Add (residual_fusion.cc); the CPU runs it as
+//      oneDNN's sum post-op, in place of z where z dies there;
+//   5. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
 //      Sigmoid or Tanh becomes FusedConv / FusedGemm / FusedMatMul with the
 //      activation applied as the result is stored;
-//   5. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
+//   6. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
-//   6. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
-//   7. channels last: 2-D convolutions become FusedConv with
+//   7. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
+//   8. channels last: 2-D convolutions become FusedConv with
 //      channels_last=1 between Transposes to and from NHWC; the transposes
 //      then move through layout-blind operators (elementwise, Concat) and
 //      cancel in pairs, so convolutions pass NHWC values to each other
 //      without reordering (channels_last.cc). For the CPU engine only:
 //      device programs lower NCHW convolutions (ModelOptions::ForDevice);
-//   8. dead node removal: nodes and initializers no graph output depends on.
+//   9. dead node removal: nodes and initializers no graph output depends on.
 // Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
 // what it fully matched, so a graph it does not recognize is left as is.
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
@@ -51,6 +55,7 @@ struct OptimizerOptions {
   bool constant_folding = true;
   bool conv_affine_folding = true;
   bool matmul_bias_fusion = true;
+  bool residual_fusion = true;
   bool activation_fusion = true;
   bool layer_norm_fusion = true;
   bool gelu_fusion = true;
@@ -58,7 +63,7 @@ struct OptimizerOptions {
   bool dead_node_removal = true;
 
   static OptimizerOptions None() {
-    return {false, false, false, false, false, false, false, false};
+    return {false, false, false, false, false, false, false, false, false};
   }
 };
 

@@ -20,6 +20,7 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using testing::HostTensor;
 using testing::OnnxModelBuilder;
+using ::testing::UnorderedElementsAre;
 
 std::vector<std::string> OpTypes(const Model& model) {
   std::vector<std::string> ops;
@@ -153,12 +154,9 @@ int CountOf(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
 }
 
-// A ResNet block: conv+relu, conv, a 1x1 shortcut conv, Add, Relu, then
-// global pooling. Channels last keeps every value between the convolutions
-// in NHWC: one Transpose in (shared by both convolutions reading x), one out
-// (before the pooling, which reads NCHW).
-TEST(GraphOptimizerTest, ChannelsLastLeavesOneTransposeInAndOneOut) {
-  OnnxModelBuilder b(13);
+// A ResNet block: conv+relu, conv, a 1x1 shortcut conv, Add (or Sum), Relu,
+// then global pooling into y.
+void AddResNetBlock(OnnxModelBuilder& b, const char* sum_op) {
   b.Input("x", {2, 4, 6, 6}).Output("y");
   b.FloatInitializer("w1", {8, 4, 3, 3}, testing::RandomFloats(288, 20));
   b.FloatInitializer("w2", {8, 8, 3, 3}, testing::RandomFloats(576, 21));
@@ -170,9 +168,81 @@ TEST(GraphOptimizerTest, ChannelsLastLeavesOneTransposeInAndOneOut) {
   testing::SetIntsAttr(b.Node("Conv", {"r1", "w2"}, {"c2"}), "pads",
                        {1, 1, 1, 1});
   b.Node("Conv", {"x", "ws"}, {"s"});
-  b.Node("Add", {"c2", "s"}, {"sum"});
+  b.Node(sum_op, {"c2", "s"}, {"sum"});
   b.Node("Relu", {"sum"}, {"r2"});
   b.Node("GlobalAveragePool", {"r2"}, {"y"});
+}
+
+// The block's sum and the Relu after it become part of the second conv; the
+// shortcut conv stays a Conv. (The shortcut dies at the sum, so the plan
+// writes the sum over it: the in-place path.)
+TEST(GraphOptimizerTest, ResidualAddAndReluFuseIntoTheConv) {
+  for (const char* sum_op : {"Add", "Sum"}) {
+    OnnxModelBuilder b(13);
+    AddResNetBlock(b, sum_op);
+    OptimizerOptions options = Only(&OptimizerOptions::residual_fusion);
+    options.activation_fusion = true;
+    auto ops = CompareAndGetOps(
+        b, options, {{{2, 4, 6, 6}, testing::RandomFloats(288, 24)}});
+    EXPECT_THAT(ops, UnorderedElementsAre("FusedConv", "FusedConv", "Conv",
+                                          "GlobalAveragePool"))
+        << sum_op;
+  }
+}
+
+// A residual read again after the sum ("r") is copied, not written over;
+// and a residual that broadcasts ([1, 8, 1, 1]) and one that
+// broadcasts the convolution's result ([2, 8, 6, 6] against [1, 8, 6, 6])
+// give Add's results too.
+TEST(GraphOptimizerTest, ResidualThatLivesOnOrBroadcasts) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {1, 4, 6, 6})
+      .Input("z", {1, 8, 1, 1})
+      .Input("big", {2, 8, 6, 6});
+  b.Input("x8", {1, 8, 6, 6});
+  b.Output("y").Output("again").Output("wide").Output("same").Output("r2");
+  b.FloatInitializer("w4", {8, 4, 1, 1}, testing::RandomFloats(32, 46));
+  b.Node("Relu", {"x8"}, {"r"});
+  b.Node("Conv", {"x", "w4"}, {"c4"});
+  b.Node("Add", {"c4", "r"}, {"same"});
+  b.Node("Mul", {"r", "r"}, {"r2"});
+  b.FloatInitializer("w", {8, 4, 1, 1}, testing::RandomFloats(32, 40));
+  b.FloatInitializer("w2", {8, 4, 1, 1}, testing::RandomFloats(32, 41));
+  b.FloatInitializer("w3", {8, 4, 1, 1}, testing::RandomFloats(32, 42));
+  b.Node("Conv", {"x", "w"}, {"c"});
+  b.Node("Relu", {"big"}, {"kept"});
+  b.Node("Conv", {"x", "w2"}, {"c2"});
+  b.Node("Add", {"c2", "z"}, {"y"});
+  b.Node("Add", {"kept", "c"}, {"wide"});
+  b.Node("Mul", {"kept", "kept"}, {"again"});
+  b.Node("Conv", {"x", "w3"}, {"unused"});
+  OptimizerOptions options = Only(&OptimizerOptions::residual_fusion);
+  auto ops = CompareAndGetOps(b, options,
+                              {{{1, 4, 6, 6}, testing::RandomFloats(144, 43)},
+                               {{1, 8, 1, 1}, testing::RandomFloats(8, 44)},
+                               {{2, 8, 6, 6}, testing::RandomFloats(576, 45)},
+                               {{1, 8, 6, 6}, testing::RandomFloats(288, 47)}});
+  EXPECT_EQ(CountOf(ops, "Add"), 0) << ::testing::PrintToString(ops);
+}
+
+// With every pass on, the fused block runs in NHWC: one Transpose in, one
+// out, and the residual (another convolution's result) is transposed too.
+TEST(GraphOptimizerTest, ResidualConvsRunChannelsLast) {
+  OnnxModelBuilder b(13);
+  AddResNetBlock(b, "Add");
+  auto ops = CompareAndGetOps(b, OptimizerOptions{},
+                              {{{2, 4, 6, 6}, testing::RandomFloats(288, 24)}});
+  EXPECT_EQ(CountOf(ops, "Transpose"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(CountOf(ops, "FusedConv"), 3);
+  EXPECT_EQ(CountOf(ops, "Add"), 0);
+}
+
+// Without residual fusion, channels last keeps every value between the
+// convolutions of AddResNetBlock's block in NHWC: one Transpose in (shared by
+// both convolutions reading x), one out (before the pooling, which reads NCHW).
+TEST(GraphOptimizerTest, ChannelsLastLeavesOneTransposeInAndOneOut) {
+  OnnxModelBuilder b(13);
+  AddResNetBlock(b, "Add");
   OptimizerOptions options = Only(&OptimizerOptions::channels_last);
   options.activation_fusion = true;
   auto ops = CompareAndGetOps(b, options,

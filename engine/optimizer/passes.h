@@ -14,6 +14,7 @@ absl::Status ComputeHalfInFloat(GraphEditor& editor);
 absl::Status FoldConstants(int64_t opset, GraphEditor& editor);
 void FoldConvChannelAffine(GraphEditor& editor);
 void FuseMatMulBias(GraphEditor& editor);
+void FuseConvResidual(GraphEditor& editor);
 void FuseActivations(int64_t opset, GraphEditor& editor);
 void FuseLayerNorm(GraphEditor& editor);
 void FuseGelu(GraphEditor& editor);

@@ -102,7 +102,8 @@ memory::desc UserActivationDesc(const memory::dims& dims, bool channels_last) {
 }
 
 absl::StatusOr<dnnl::convolution_forward::primitive_desc> MakeDesc(
-    const ConvGeometry& g, bool has_bias, const FusedActivation& act) {
+    const ConvGeometry& g, bool has_bias, const FusedActivation& act,
+    bool accumulate) {
   memory::dims dilates;
   for (int64_t d : g.dilations) dilates.push_back(d - 1);
   const auto any = memory::format_tag::any;
@@ -111,7 +112,7 @@ absl::StatusOr<dnnl::convolution_forward::primitive_desc> MakeDesc(
   if (has_bias) bias_md = PlainDesc({g.out_channels});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_post_ops(PostOpsFor(act));
+  attr.set_post_ops(PostOpsFor(act, /*sum_first=*/accumulate));
   try {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -134,8 +135,12 @@ struct ConvPrimitive::Impl {
   dnnl::stream stream{CpuEngine()};
   dnnl::convolution_forward conv;
   Operand src, weights, dst;
+  // With `accumulate` and a dst in another layout than the caller's: what
+  // dst holds enters the inner layout before the convolution adds to it.
+  dnnl::reorder dst_in;
   memory bias, scratchpad;
   bool has_bias = false;
+  bool accumulate = false;
   bool weights_constant = false;
   ScratchLayout scratch;
   size_t scratchpad_offset = 0;
@@ -147,13 +152,13 @@ ConvPrimitive::~ConvPrimitive() = default;
 
 absl::StatusOr<std::unique_ptr<ConvPrimitive>> ConvPrimitive::Create(
     const ConvGeometry& g, bool has_bias, const FusedActivation& activation,
-    const float* weights, ConvWeightsCache* weights_cache) {
+    const float* weights, ConvWeightsCache* weights_cache, bool accumulate) {
   if (g.in_spatial.empty() || g.in_spatial.size() > 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "convolution supports 1 to 3 spatial dims, got ", g.in_spatial.size()));
   }
   absl::StatusOr<dnnl::convolution_forward::primitive_desc> pd =
-      MakeDesc(g, has_bias, activation);
+      MakeDesc(g, has_bias, activation, accumulate);
   if (!pd.ok()) return pd.status();
   auto impl = std::make_unique<Impl>();
   Impl& p = *impl;
@@ -169,6 +174,9 @@ absl::StatusOr<std::unique_ptr<ConvPrimitive>> ConvPrimitive::Create(
                    ActivationDims(g.batch, g.out_channels, g.out_spatial),
                    g.channels_last),
                pd->dst_desc(), /*is_output=*/true, &p.scratch);
+    p.accumulate = accumulate;
+    if (accumulate && p.dst.needs_reorder)
+      p.dst_in = dnnl::reorder(p.dst.user, p.dst.inner);
     p.scratchpad_offset = p.scratch.Add(pd->scratchpad_desc().get_size());
     p.scratchpad = UnboundMemory(pd->scratchpad_desc());
     const memory::desc plain_weights = PlainDesc(WeightDims(g));
@@ -207,6 +215,13 @@ absl::Status ConvPrimitive::Run(const float* src, const float* weights,
   p.scratchpad.set_data_handle(scratch + p.scratchpad_offset);
 
   if (absl::Status s = RunReorder(p.src, p.stream, false); !s.ok()) return s;
+  if (p.accumulate && p.dst.needs_reorder) {
+    if (absl::Status s = Execute(
+            p.dst_in, p.stream,
+            {{DNNL_ARG_FROM, &p.dst.user}, {DNNL_ARG_TO, &p.dst.inner}});
+        !s.ok())
+      return s;
+  }
   if (!p.weights_constant) {
     if (absl::Status s = RunReorder(p.weights, p.stream, false); !s.ok())
       return s;

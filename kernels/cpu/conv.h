@@ -67,16 +67,19 @@ class ConvPrimitive {
   // `has_bias`, Run takes a bias of [out_channels]. When `weights_cache` is
   // given, `weights` must be constant for the cache's lifetime and Run ignores
   // its weights argument; otherwise Run reorders the weights it is given each
-  // time. InvalidArgument for a geometry oneDNN cannot run.
+  // time. With `accumulate`, Run adds the convolution to what dst holds (a
+  // residual), before the activation. InvalidArgument for a geometry oneDNN
+  // cannot run.
   static absl::StatusOr<std::unique_ptr<ConvPrimitive>> Create(
       const ConvGeometry& geometry, bool has_bias,
       const FusedActivation& activation, const float* weights,
-      ConvWeightsCache* weights_cache);
+      ConvWeightsCache* weights_cache, bool accumulate = false);
   ~ConvPrimitive();
 
   size_t scratch_bytes() const;
 
-  // dst = act(conv(src, weights) + bias). `scratch` is 64-byte aligned with
+  // dst = act(conv(src, weights) + bias), or act(conv(src, weights) + bias +
+  // dst) when created with `accumulate`. `scratch` is 64-byte aligned with
   // scratch_bytes(). Not thread-safe: one Run at a time per primitive.
   absl::Status Run(const float* src, const float* weights, const float* bias,
                    float* dst, char* scratch);

@@ -62,9 +62,10 @@ memory UnboundMemory(const memory::desc& desc) {
   return memory(desc, CpuEngine(), DNNL_MEMORY_NONE);
 }
 
-dnnl::post_ops PostOpsFor(const FusedActivation& act) {
+dnnl::post_ops PostOpsFor(const FusedActivation& act, bool sum_first) {
   using Kind = FusedActivation::Kind;
   dnnl::post_ops ops;
+  if (sum_first) ops.append_sum(1.0f);
   switch (act.kind) {
     case Kind::kNone:
       break;

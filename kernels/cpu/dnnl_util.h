@@ -27,8 +27,9 @@ dnnl::memory::format_tag ChannelsLastTag(size_t rank);
 // A memory object for `desc` with no buffer yet; bind with set_data_handle.
 dnnl::memory UnboundMemory(const dnnl::memory::desc& desc);
 
-// oneDNN post-ops that apply `act` (none for kNone).
-dnnl::post_ops PostOpsFor(const FusedActivation& act);
+// oneDNN post-ops that apply `act` (none for kNone); with `sum_first`, a sum
+// post-op before it adds what dst held before the primitive ran.
+dnnl::post_ops PostOpsFor(const FusedActivation& act, bool sum_first = false);
 
 // Runs `prim` with (arg, memory) pairs (at most 8) through the C API, which
 // takes an array and allocates nothing; the C++ execute() builds an

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -396,6 +398,27 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
   }
   cases.push_back(OneNode("sum3", "Sum", {{-1, 4, 3}, {-1, 4, 3}, {-1, 4, 3}},
                           {{{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}}, 1e-6f, 13));
+  // Residual convolutions (the optimizer's FusedConv with Z): with a bias
+  // and Relu after the sum (ResNet's block), with a bias and nothing after,
+  // and with neither; the first two are cuDNN's fused call on a GPU.
+  for (const auto& [name, bias, relu] :
+       {std::tuple{"residual_bias_relu", true, true},
+        std::tuple{"residual_bias", true, false},
+        std::tuple{"residual_plain", false, false}}) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 4, 6, 7});
+    b.FloatInitializer("w1", {8, 4, 3, 3}, RandomFloats(288, 38));
+    b.FloatInitializer("ws", {8, 4, 1, 1}, RandomFloats(32, 39));
+    b.FloatInitializer("b", {8}, RandomFloats(8, 40));
+    std::vector<std::string> conv_in = {"x", "w1"};
+    if (bias) conv_in.push_back("b");
+    SetIntsAttr(b.Node("Conv", conv_in, {"c"}), "pads", {1, 1, 1, 1});
+    b.Node("Conv", {"x", "ws"}, {"s"});  // the shortcut
+    b.Node("Add", {"c", "s"}, {relu ? "sum" : "y"});
+    if (relu) b.Node("Relu", {"sum"}, {"y"});
+    b.Output("y");
+    cases.push_back({name, std::move(b), true, {{{2, 4, 6, 7}}}, 1e-5f});
+  }
 }
 
 // x * 0.5 * (1 + Erf(x / sqrt 2)) as exporters write GELU; the optimizer

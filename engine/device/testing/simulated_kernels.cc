@@ -231,6 +231,7 @@ class SimulatedKernels : public DeviceKernels {
     if (a.x_half != nullptr) return HalfConv2D(stream, a, x_count, w_count);
     std::vector<Region> reads = {Floats(a.x, x_count), Floats(a.w, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
+    if (a.z != nullptr) reads.push_back(Floats(a.z, y_count));
     return Launch(stream, "conv2d", std::move(reads), {Floats(a.y, y_count)},
                   [a] { RunConv(a); });
   }
@@ -244,6 +245,7 @@ class SimulatedKernels : public DeviceKernels {
     std::vector<Region> reads = {Halves(a.x_half, x_count),
                                  Halves(a.w_half, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
+    if (a.z != nullptr) reads.push_back(Floats(a.z, y_count));
     return Launch(stream, "conv2d_half", std::move(reads),
                   {Halves(a.y_half, y_count), Floats(a.y, y_count)}, [=] {
                     const std::vector<float> x = Widen(a.x_half, x_count);
@@ -252,6 +254,7 @@ class SimulatedKernels : public DeviceKernels {
                     wide.x = x.data();
                     wide.w = w.data();
                     wide.bias = nullptr;
+                    wide.z = nullptr;
                     wide.activation = {};
                     RunConv(wide);  // into y, then rounded through y_half
                     const kc::Activation act = ToKernel(a.activation.kind);
@@ -260,6 +263,7 @@ class SimulatedKernels : public DeviceKernels {
                       a.y_half[i] = kc::FloatToHalfBits(a.y[i]);
                       float v = kc::HalfBitsToFloat(a.y_half[i]);
                       if (a.bias != nullptr) v += a.bias[(i / spatial) % a.m];
+                      if (a.z != nullptr) v += a.z[i];
                       a.y[i] = kc::ApplyActivation(act, v, a.activation.alpha,
                                                    a.activation.beta);
                     }
@@ -381,11 +385,12 @@ class SimulatedKernels : public DeviceKernels {
                 }
               }
             }
+            const int64_t at = ((n * a.m + m) * a.out_h + p) * a.out_w + q;
             float v = static_cast<float>(sum);
             if (a.bias != nullptr) v += a.bias[m];
-            a.y[((n * a.m + m) * a.out_h + p) * a.out_w + q] =
-                kc::ApplyActivation(act, v, a.activation.alpha,
-                                    a.activation.beta);
+            if (a.z != nullptr) v += a.z[at];
+            a.y[at] = kc::ApplyActivation(act, v, a.activation.alpha,
+                                          a.activation.beta);
           }
         }
       }

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The CPU engine's channels-last layout pass off and on, side by side.
+"""One optimizer pass of the CPU engine off and on, side by side.
 
 Builds the randomized light networks exactly as engine_vs_onnxruntime.py
 does (its cases named in --cases, batch 1 unless the case says otherwise),
-then runs coalesce-onnx-run --channels-last off and on, alternating, for
---rounds rounds, and prints each network's median of the rounds' medians
-and on / off. The numbers in BENCHMARKS.md ("Channels-last") come from it.
+then runs coalesce-onnx-run --PASS off and on (PASS: --pass, channels-last
+or residual-fusion), alternating, for --rounds rounds, and prints each
+network's median of the rounds' medians and on / off. The numbers in
+BENCHMARKS.md ("Channels-last", "Residual fusion") come from it.
 
-Usage: python3 benchmarks/channels_last_ab.py [--rounds N] [--threads T]
-                                              [--cases a,b,...] [--onnx-run BIN]
+Usage: python3 benchmarks/optimizer_pass_ab.py [--pass P] [--rounds N]
+           [--threads T] [--cases a,b,...] [--onnx-run BIN]
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def median_ms(cmd: list) -> float:
 def main() -> int:
     light = [c for c in evo.CASES if c.model.startswith("light_") or c.model == "resnet50"]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pass", dest="pass_flag", default="channels-last",
+                    choices=["channels-last", "residual-fusion"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cases", default=",".join(c.name for c in light if c.batch == 1))
@@ -44,7 +47,7 @@ def main() -> int:
     if len(cases) != len(wanted):
         print(f"unknown case in {args.cases}; known: {[c.name for c in light]}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="channels_last_ab_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="optimizer_pass_ab_") as tmp:
         work = Path(tmp)
         paths = evo.prepare_models(work, {c.model for c in cases},
                                    evo.runners.conformance_data_dir())
@@ -61,7 +64,7 @@ def main() -> int:
                         [str(args.onnx_run), "--model", str(paths[case.model]), *inputs,
                          "--output-dir", str(work / "out"), "--threads", str(args.threads),
                          "--warmup", "2", "--repeat", str(case.repeat),
-                         "--channels-last", mode]))
+                         f"--{args.pass_flag}", mode]))
     print("| network | off, ms | on, ms | on / off |\n|---|---:|---:|---:|")
     for case in cases:
         off = statistics.median(times[(case.name, "off")])
