@@ -13,9 +13,15 @@
 // operator (pooling, Reshape, Gemm) reads a convolution's result, and at the
 // graph's edges. Transposes nothing reads are removed.
 //
+// ShuffleNet's channel shuffle (Reshape to [n, g, c, h, w], Transpose
+// (0,2,1,3,4), Reshape to [n, g*c, h, w], constant shapes) between two
+// convolutions is rewritten to shuffle NHWC values ([n, h, w, g, c],
+// (0,1,2,4,3), [n, h, w, g*c]), so the transposes pass it too.
+//
 // A residual input Z (residual_fusion.cc) is transposed with X. The pass
-// cannot see shapes, so it takes only a Z that another 2-D convolution
-// produces (4-D for certain); ResNet's residuals all are.
+// cannot see shapes, so it takes only a Z it can tell is 4-D from the
+// operators producing it (IsFourD); ResNet's and ShuffleNet's residuals
+// are.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -88,8 +94,10 @@ class ChannelsLast {
   }
 
  private:
-  // An ungrouped 2-D convolution the pass may wrap: `nchw_only` also
-  // refuses one wrapped already.
+  // A 2-D convolution the pass may wrap: `nchw_only` also refuses one
+  // wrapped already. Grouped and depthwise ones too: oneDNN runs them on
+  // NHWC here (brdgmm_dw, brgconv_1x1) and on NCHW by gemm, up to 17x
+  // slower (docs/engine.md).
   bool IsConv2D(const onnx::NodeProto* node, bool nchw_only = true) const {
     if (node == nullptr) return false;
     const bool conv =
@@ -98,14 +106,43 @@ class ChannelsLast {
     if (!conv || node->input_size() < 2 || node->output_size() != 1 ||
         (nchw_only && FindAttr(*node, "channels_last") != nullptr))
       return false;
-    // Grouped (and depthwise) convolutions: oneDNN picks a plain layout for
-    // them on AVX-512, so NHWC would add reorders instead of removing them.
-    const onnx::AttributeProto* group = FindAttr(*node, "group");
-    if (group != nullptr && group->i() != 1) return false;
     const onnx::TensorProto* w = editor_.Initializer(node->input(1));
     if (w == nullptr || w->dims_size() != 4) return false;
-    return !HasResidual(*node) ||
-           IsConv2D(editor_.Producer(node->input(3)), /*nchw_only=*/false);
+    return !HasResidual(*node) || IsFourD(node->input(3), /*depth=*/8);
+  }
+
+  // Whether `value` is surely 4-D, from the operators that produce it:
+  // a graph input declared 4-D, a 2-D convolution or pooling, a transpose of 4
+  // axes, or an operator that keeps the rank of such a value (elementwise
+  // functions, BatchNormalization, Concat). Looks `depth` producers up at most.
+  bool IsFourD(const std::string& value, int depth) const {
+    const onnx::NodeProto* p = editor_.Producer(value);
+    if (p == nullptr) return IsFourDInput(value);
+    if (depth == 0 || p->input_size() == 0) return false;
+    if (IsConv2D(p, /*nchw_only=*/false) || PermOf(p).size() == 4) return true;
+    if (IsOp(*p, "MaxPool") || IsOp(*p, "AveragePool")) {
+      const onnx::AttributeProto* k = FindAttr(*p, "kernel_shape");
+      return k != nullptr && k->ints_size() == 2;
+    }
+    if (IsOp(*p, "Concat")) {
+      for (const std::string& in : p->input())
+        if (IsFourD(in, depth - 1)) return true;
+      return false;
+    }
+    const bool keeps_rank = IsOp(*p, "Relu") || IsOp(*p, "LeakyRelu") ||
+                            IsOp(*p, "Sigmoid") || IsOp(*p, "Tanh") ||
+                            IsOp(*p, "Clip") || IsOp(*p, "BatchNormalization");
+    return keeps_rank && IsFourD(p->input(0), depth - 1);
+  }
+
+  // A graph input declared with four dims.
+  bool IsFourDInput(const std::string& value) const {
+    for (const onnx::ValueInfoProto& in : graph_.input()) {
+      if (in.name() == value)
+        return in.type().tensor_type().has_shape() &&
+               in.type().tensor_type().shape().dim_size() == 4;
+    }
+    return false;
   }
 
   static bool HasResidual(const onnx::NodeProto& node) {
@@ -121,6 +158,9 @@ class ChannelsLast {
   // Transpose `node` reads a transpose it inverts: its readers read the
   // first one's input instead.
   bool Cancel(onnx::NodeProto& node);
+  // Reshape `node` starts a channel shuffle reading a transpose to NCHW:
+  // the shuffle now runs on NHWC values, and the transpose follows it.
+  bool SinkThroughShuffle(onnx::NodeProto& node);
   // A convolution still between a transpose in and a transpose out shares
   // NHWC with nothing: two transposes would replace the two reorders oneDNN
   // makes (or none, where it picks NCHW), so it goes back to NCHW.
@@ -171,7 +211,7 @@ bool ChannelsLast::Sink() {
   const int count = graph_.node_size();
   for (int i = 0; i < count; ++i) {
     onnx::NodeProto& node = *graph_.mutable_node(i);
-    if (Cancel(node) || SinkThrough(node)) {
+    if (Cancel(node) || SinkThrough(node) || SinkThroughShuffle(node)) {
       changed = true;
       editor_.Refresh();
     }
@@ -234,6 +274,47 @@ bool ChannelsLast::SinkThrough(onnx::NodeProto& node) {
   const std::string inner = editor_.UniqueName(result + "_untransposed");
   node.set_output(0, inner);
   Append(MakeTranspose(inner, result, perm));
+  return true;
+}
+
+bool ChannelsLast::SinkThroughShuffle(onnx::NodeProto& split) {
+  if (!IsOp(split, "Reshape") || split.input_size() != 2 ||
+      PermOf(editor_.Producer(split.input(0))) != kToNchw)
+    return false;
+  onnx::NodeProto* swap = editor_.SoleConsumer(split.output(0));
+  if (swap == nullptr || PermOf(swap) != Perm{0, 2, 1, 3, 4}) return false;
+  onnx::NodeProto* merge = editor_.SoleConsumer(swap->output(0));
+  if (merge == nullptr || !IsOp(*merge, "Reshape") ||
+      merge->input_size() != 2 || merge->input(0) != swap->output(0))
+    return false;
+  const auto five = editor_.Int64Values(split.input(1));
+  const auto four = editor_.Int64Values(merge->input(1));
+  if (!five || !four || five->size() != 5 || four->size() != 4) return false;
+  // The batch entry may be 0 (copy) or -1 (infer): dim 0 is the batch in
+  // either layout. The others must be given.
+  for (size_t i = 1; i < 5; ++i)
+    if ((*five)[i] <= 0) return false;
+  const int64_t n = (*five)[0], g = (*five)[1], c = (*five)[2], h = (*five)[3],
+                w = (*five)[4];
+  if (n < -1) return false;
+  // The merged batch entry is the same, or 0 / -1, which both give n.
+  const int64_t m = (*four)[0];
+  if (m != n && m != 0 && m != -1) return false;
+  if (*four != std::vector<int64_t>{m, g * c, h, w}) return false;
+  split.set_input(0, editor_.Producer(split.input(0))->input(0));
+  split.set_input(1, editor_.AddInt64Initializer(split.input(1) + "_nhwc",
+                                                 {n, h, w, g, c}));
+  for (onnx::AttributeProto& a : *swap->mutable_attribute()) {
+    if (a.name() != "perm") continue;
+    a.clear_ints();
+    for (int64_t p : {0, 1, 2, 4, 3}) a.add_ints(p);
+  }
+  merge->set_input(1, editor_.AddInt64Initializer(merge->input(1) + "_nhwc",
+                                                  {m, h, w, g * c}));
+  const std::string result = merge->output(0);
+  const std::string inner = editor_.UniqueName(result + "_nhwc");
+  merge->set_output(0, inner);
+  Append(MakeTranspose(inner, result, kToNchw));
   return true;
 }
 

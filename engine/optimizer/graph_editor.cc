@@ -1,6 +1,7 @@
 #include "engine/optimizer/graph_editor.h"
 
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -70,18 +71,33 @@ const onnx::TensorProto* GraphEditor::Initializer(
   return it == initializers_.end() ? nullptr : it->second;
 }
 
-std::optional<std::vector<float>> GraphEditor::FloatValues(
-    const std::string& value, Shape* dims) const {
-  const onnx::TensorProto* t = Initializer(value);
-  if (t == nullptr || t->data_type() != onnx::TensorProto::FLOAT)
-    return std::nullopt;
+namespace {
+
+// The values of initializer `t` when it has `type`, as T.
+template <typename T>
+std::optional<std::vector<T>> ValuesOf(const onnx::TensorProto* t, int type,
+                                       Shape* dims) {
+  if (t == nullptr || t->data_type() != type) return std::nullopt;
   absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(*t);
   if (!c.ok()) return std::nullopt;
-  std::vector<float> values((*c)->byte_size / sizeof(float));
+  std::vector<T> values((*c)->byte_size / sizeof(T));
   if (!values.empty())
     std::memcpy(values.data(), (*c)->data.data(), (*c)->byte_size);
   if (dims != nullptr) *dims = (*c)->shape;
   return values;
+}
+
+}  // namespace
+
+std::optional<std::vector<float>> GraphEditor::FloatValues(
+    const std::string& value, Shape* dims) const {
+  return ValuesOf<float>(Initializer(value), onnx::TensorProto::FLOAT, dims);
+}
+
+std::optional<std::vector<int64_t>> GraphEditor::Int64Values(
+    const std::string& value) const {
+  return ValuesOf<int64_t>(Initializer(value), onnx::TensorProto::INT64,
+                           nullptr);
 }
 
 std::optional<float> GraphEditor::FloatScalar(const std::string& value) const {
@@ -100,11 +116,25 @@ std::string GraphEditor::UniqueName(const std::string& base) {
 std::string GraphEditor::AddFloatInitializer(const std::string& base,
                                              const Shape& dims,
                                              const std::vector<float>& values) {
+  return AddRawInitializer(base, onnx::TensorProto::FLOAT, dims, values.data(),
+                           values.size() * sizeof(float));
+}
+
+std::string GraphEditor::AddInt64Initializer(
+    const std::string& base, const std::vector<int64_t>& values) {
+  return AddRawInitializer(base, onnx::TensorProto::INT64,
+                           {static_cast<int64_t>(values.size())}, values.data(),
+                           values.size() * sizeof(int64_t));
+}
+
+std::string GraphEditor::AddRawInitializer(const std::string& base, int type,
+                                           const Shape& dims, const void* data,
+                                           size_t bytes) {
   onnx::TensorProto t;
   t.set_name(UniqueName(base));
-  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.set_data_type(type);
   for (int64_t d : dims) t.add_dims(d);
-  t.set_raw_data(values.data(), values.size() * sizeof(float));
+  t.set_raw_data(data, bytes);
   std::string name = t.name();
   AddInitializer(std::move(t));
   return name;

@@ -5,6 +5,7 @@
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_EDITOR_H_
 #define COALESCE_ENGINE_OPTIMIZER_GRAPH_EDITOR_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,6 +43,10 @@ class GraphEditor {
   // A float initializer's values and dims; nullopt when `value` is not one.
   std::optional<std::vector<float>> FloatValues(const std::string& value,
                                                 Shape* dims = nullptr) const;
+  // An int64 initializer's values (a shape, axes); nullopt when `value` is
+  // not one.
+  std::optional<std::vector<int64_t>> Int64Values(
+      const std::string& value) const;
   // A scalar (or single-element) float initializer's value.
   std::optional<float> FloatScalar(const std::string& value) const;
 
@@ -49,6 +54,10 @@ class GraphEditor {
   // its name.
   std::string AddFloatInitializer(const std::string& base, const Shape& dims,
                                   const std::vector<float>& values);
+  // Adds a 1-D int64 initializer named after `base` (made unique) and
+  // returns its name.
+  std::string AddInt64Initializer(const std::string& base,
+                                  const std::vector<int64_t>& values);
   void AddInitializer(onnx::TensorProto tensor);
   std::string UniqueName(const std::string& base);
 
@@ -57,6 +66,10 @@ class GraphEditor {
   void Commit();
 
  private:
+  std::string AddRawInitializer(const std::string& base, int type,
+                                const Shape& dims, const void* data,
+                                size_t bytes);
+
   onnx::GraphProto* graph_;
   absl::flat_hash_map<std::string, onnx::NodeProto*> producers_;
   absl::flat_hash_map<std::string, int> uses_;

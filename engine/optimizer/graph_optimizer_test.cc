@@ -251,6 +251,38 @@ TEST(GraphOptimizerTest, ChannelsLastLeavesOneTransposeInAndOneOut) {
   EXPECT_EQ(CountOf(ops, "FusedConv"), 3);
 }
 
+// ShuffleNet's unit: grouped 1x1 conv, channel shuffle (Reshape, Transpose,
+// Reshape; batch entries 0 and -1 as batchable exports write them), a
+// depthwise 3x3 conv, a grouped 1x1 conv, the residual Add and Relu. Every
+// convolution runs NHWC and so does the shuffle: one Transpose in, one out,
+// and the shuffle's own.
+TEST(GraphOptimizerTest, ChannelsLastTakesGroupedConvsAndTheShuffle) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 8, 5, 5}).Output("y");
+  b.FloatInitializer("g1", {8, 2, 1, 1}, testing::RandomFloats(16, 50));
+  b.FloatInitializer("dw", {8, 1, 3, 3}, testing::RandomFloats(72, 51));
+  b.FloatInitializer("g2", {8, 2, 1, 1}, testing::RandomFloats(16, 52));
+  b.Int64Initializer("split", {5}, {0, 4, 2, 5, 5});
+  b.Int64Initializer("merge", {4}, {-1, 8, 5, 5});
+  testing::SetIntAttr(b.Node("Conv", {"x", "g1"}, {"a"}), "group", 4);
+  b.Node("Relu", {"a"}, {"ar"});
+  b.Node("Reshape", {"ar", "split"}, {"s5"});
+  testing::SetIntsAttr(b.Node("Transpose", {"s5"}, {"t5"}), "perm",
+                       {0, 2, 1, 3, 4});
+  b.Node("Reshape", {"t5", "merge"}, {"shuffled"});
+  auto& dw = b.Node("Conv", {"shuffled", "dw"}, {"d"});
+  testing::SetIntAttr(dw, "group", 8);
+  testing::SetIntsAttr(dw, "pads", {1, 1, 1, 1});
+  testing::SetIntAttr(b.Node("Conv", {"d", "g2"}, {"c"}), "group", 4);
+  b.Node("Add", {"c", "x"}, {"sum"});
+  b.Node("Relu", {"sum"}, {"r"});
+  b.Node("GlobalAveragePool", {"r"}, {"y"});
+  auto ops = CompareAndGetOps(b, OptimizerOptions{},
+                              {{{2, 8, 5, 5}, testing::RandomFloats(400, 53)}});
+  EXPECT_EQ(CountOf(ops, "Transpose"), 3) << ::testing::PrintToString(ops);
+  EXPECT_EQ(CountOf(ops, "FusedConv"), 3);
+}
+
 // Concat of two convolutions along channels runs in NHWC along the last
 // axis; the convolution after it reads the result without a transpose.
 TEST(GraphOptimizerTest, ChannelsLastRemapsConcatAxis) {
