@@ -94,7 +94,11 @@ class TileOp : public OpKernel {
     for (size_t d = 0; d < s.size(); ++d) {
       if ((*repeats)[d] < 0)
         return absl::InvalidArgumentError("negative repeat");
-      shape[d] = s[d] * (*repeats)[d];
+      if (__builtin_mul_overflow(s[d], (*repeats)[d], &shape[d])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("repeating axis ", d, " of size ", s[d], " ",
+                         (*repeats)[d], " times overflows int64"));
+      }
     }
     out[0].dtype = in[0].dtype;
     out[0].shape = std::move(shape);

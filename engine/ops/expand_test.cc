@@ -58,5 +58,19 @@ TEST(TileOpTest, MatchesNaive) {
   EXPECT_EQ((*out)[0].data, want);
 }
 
+// Repeats whose product with the axis int64 cannot hold (the fuzzer's
+// 1493172225 * 70368744177665) are refused, not overflowed.
+TEST(TileOpTest, OverflowingRepeatsAreInvalid) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {2, 3}).Output("y");
+  b.Int64Initializer("repeats", {2}, {1, int64_t{1} << 62});
+  b.Node("Tile", {"x", "repeats"}, {"y"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelOnce(*model, {{{2, 3}, {1, 2, 3, 4, 5, 6}}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+      << out.status();
+}
+
 }  // namespace
 }  // namespace coalesce
