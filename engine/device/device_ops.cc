@@ -637,19 +637,18 @@ absl::StatusOr<ActivationSpec> device_ops::FusedActivation(
 absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   auto family = FamilyOf(node);
   if (!family.ok()) return family.status();
+  auto channels_last = node.attributes->GetInt("channels_last", 0);
+  if (!channels_last.ok()) return channels_last.status();
+  if (*channels_last != 0) {
+    return absl::UnimplementedError(
+        "a channels-last node (the CPU engine's layout; load the model with "
+        "ModelOptions::ForDevice)");
+  }
   switch (*family) {
     case Family::kActivation:
       return CheckActivation(node, opset);
-    case Family::kConv: {
-      auto channels_last = node.attributes->GetInt("channels_last", 0);
-      if (!channels_last.ok()) return channels_last.status();
-      if (*channels_last != 0) {
-        return absl::UnimplementedError(
-            "a channels-last convolution (the CPU engine's layout; load the "
-            "model with ModelOptions::ForDevice)");
-      }
+    case Family::kConv:
       return FusedActivation(*node.attributes).status();
-    }
     case Family::kGemm:
     case Family::kMatMul:
       return FusedActivation(*node.attributes).status();

@@ -13,6 +13,10 @@
 //   SAME_UPPER, SAME_LOWER: ceil(in / stride), padded by
 //     (out - 1) * stride + span - in, the odd element at the end (UPPER) or
 //     the beginning (LOWER).
+//
+// The int attribute "channels_last" (default 0; the optimizer's layout pass
+// sets it) makes X [N, spatial..., C] and Y [N, out spatial..., C], for all
+// four; a channels-last MaxPool has no Indices output.
 #include "kernels/cpu/pool.h"
 
 #include <memory>
@@ -49,7 +53,15 @@ struct PoolAttributes {
   bool ceil_mode = false;
   bool count_include_pad = false;
   bool column_major_indices = false;
+  bool channels_last = false;
 };
+
+// [N, spatial..., C] -> [N, C, spatial...], the dims the geometry reads.
+Shape Planar(const Shape& shape) {
+  Shape planar = {shape[0], shape.back()};
+  planar.insert(planar.end(), shape.begin() + 1, shape.end() - 1);
+  return planar;
+}
 
 // `values`, or `fill` per spatial axis when absent; InvalidArgument unless
 // there are `count` values, each in [min, kMaxWindowAttribute].
@@ -119,8 +131,11 @@ absl::StatusOr<PoolAttributes> ParsePoolAttributes(const OpNode& node,
   absl::StatusOr<bool> ceil_mode = FlagAttribute(node, "ceil_mode");
   absl::StatusOr<bool> include_pad = FlagAttribute(node, "count_include_pad");
   absl::StatusOr<bool> column_major = FlagAttribute(node, "storage_order");
-  for (const auto* s : {&ceil_mode, &include_pad, &column_major})
+  absl::StatusOr<bool> channels_last = FlagAttribute(node, "channels_last");
+  for (const auto* s :
+       {&ceil_mode, &include_pad, &column_major, &channels_last})
     if (!s->ok()) return s->status();
+  a.channels_last = *channels_last;
   a.ceil_mode = *ceil_mode;
   a.count_include_pad = kind == PoolKind::kAverage && *include_pad;
   a.column_major_indices = kind == PoolKind::kMax && *column_major;
@@ -188,6 +203,9 @@ class PoolOp : public OpKernel {
     if (!attrs.ok()) return attrs.status();
     if (kind == PoolKind::kAverage && node.num_outputs() > 1)
       return absl::InvalidArgumentError("AveragePool has one output");
+    if (attrs->channels_last && node.num_outputs() > 1)
+      return absl::InvalidArgumentError(
+          "a channels-last MaxPool has no Indices output");
     return std::make_unique<PoolOp>(kind, *std::move(attrs));
   }
 
@@ -198,11 +216,13 @@ class PoolOp : public OpKernel {
                      absl::Span<TensorInfo> out) const override {
     if (absl::Status s = ExpectInputType(in, 0, DataType::kFp32); !s.ok())
       return s;
-    absl::StatusOr<kernels::PoolGeometry> g =
-        ResolveGeometry(attrs_, in[0].shape);
+    absl::StatusOr<kernels::PoolGeometry> g = Geometry(in[0].shape);
     if (!g.ok()) return g.status();
-    Shape shape = {in[0].shape[0], in[0].shape[1]};
+    const Shape& x = in[0].shape;
+    Shape shape = {x[0]};
+    if (!attrs_.channels_last) shape.push_back(x[1]);
     shape.insert(shape.end(), g->out.begin(), g->out.begin() + g->axes);
+    if (attrs_.channels_last) shape.push_back(x.back());
     out[0] = {DataType::kFp32, shape, nullptr};
     if (out.size() > 1) out[1] = {DataType::kInt64, shape, nullptr};
     return absl::OkStatus();
@@ -210,9 +230,20 @@ class PoolOp : public OpKernel {
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
-    absl::StatusOr<kernels::PoolGeometry> g =
-        ResolveGeometry(attrs_, *in[0].shape);
+    absl::StatusOr<kernels::PoolGeometry> g = Geometry(*in[0].shape);
     if (!g.ok()) return g.status();
+    if (attrs_.channels_last) {
+      const int64_t channels = in[0].shape->back();
+      if (kind_ == PoolKind::kAverage) {
+        kernels::AveragePoolChannelsLast(*g, channels, in[0].as<float>(),
+                                         attrs_.count_include_pad,
+                                         out[0].as<float>());
+      } else {
+        kernels::MaxPoolChannelsLast(*g, channels, in[0].as<float>(),
+                                     out[0].as<float>());
+      }
+      return absl::OkStatus();
+    }
     if (kind_ == PoolKind::kAverage) {
       kernels::AveragePool(*g, in[0].as<float>(), attrs_.count_include_pad,
                            out[0].as<float>());
@@ -225,6 +256,20 @@ class PoolOp : public OpKernel {
   }
 
  private:
+  // The windows of input `shape`; channels-last: one plane per image.
+  absl::StatusOr<kernels::PoolGeometry> Geometry(const Shape& shape) const {
+    if (!attrs_.channels_last) return ResolveGeometry(attrs_, shape);
+    if (shape.size() < 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("channels-last input of shape ", ShapeToString(shape),
+                       " has no spatial dims"));
+    }
+    absl::StatusOr<kernels::PoolGeometry> g =
+        ResolveGeometry(attrs_, Planar(shape));
+    if (g.ok()) g->planes = shape[0];
+    return g;
+  }
+
   PoolKind kind_;
   PoolAttributes attrs_;
 };
@@ -232,7 +277,8 @@ class PoolOp : public OpKernel {
 // GlobalMaxPool and GlobalAveragePool: [N, C, spatial...] -> [N, C, 1...].
 class GlobalPoolOp : public OpKernel {
  public:
-  explicit GlobalPoolOp(PoolKind kind) : kind_(kind) {}
+  GlobalPoolOp(PoolKind kind, bool channels_last)
+      : kind_(kind), channels_last_(channels_last) {}
 
   absl::Status Infer(absl::Span<const TensorInfo> in,
                      absl::Span<TensorInfo> out) const override {
@@ -245,7 +291,11 @@ class GlobalPoolOp : public OpKernel {
     }
     Shape shape(s.size(), 1);
     shape[0] = s[0];
-    shape[1] = s[1];
+    if (channels_last_) {
+      shape.back() = s.back();
+    } else {
+      shape[1] = s[1];
+    }
     out[0] = {DataType::kFp32, shape, nullptr};
     return absl::OkStatus();
   }
@@ -253,6 +303,17 @@ class GlobalPoolOp : public OpKernel {
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
+    if (channels_last_) {
+      const int64_t plane_size = DimProduct(s, 1, s.size() - 1);
+      if (kind_ == PoolKind::kMax) {
+        kernels::GlobalMaxPoolChannelsLast(in[0].as<float>(), s[0], plane_size,
+                                           s.back(), out[0].as<float>());
+      } else {
+        kernels::GlobalAveragePoolChannelsLast(
+            in[0].as<float>(), s[0], plane_size, s.back(), out[0].as<float>());
+      }
+      return absl::OkStatus();
+    }
     const int64_t planes = s[0] * s[1];
     const int64_t plane_size = DimProduct(s, 2, s.size());
     if (kind_ == PoolKind::kMax) {
@@ -267,6 +328,7 @@ class GlobalPoolOp : public OpKernel {
 
  private:
   PoolKind kind_;
+  bool channels_last_;  // X [N, spatial..., C], Y [N, 1..., C]
 };
 
 OpFactory PoolFactory(PoolKind kind) {
@@ -274,8 +336,11 @@ OpFactory PoolFactory(PoolKind kind) {
 }
 
 OpFactory GlobalPoolFactory(PoolKind kind) {
-  return [kind](const OpNode&) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
-    return std::make_unique<GlobalPoolOp>(kind);
+  return [kind](
+             const OpNode& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+    absl::StatusOr<bool> channels_last = FlagAttribute(node, "channels_last");
+    if (!channels_last.ok()) return channels_last.status();
+    return std::make_unique<GlobalPoolOp>(kind, *channels_last);
   };
 }
 

@@ -10,8 +10,11 @@
 // of equally transposed operands, Concat with its axis remapped) and a
 // transpose followed by its inverse cancels. Between two convolutions of a
 // ResNet only NHWC values remain; transposes stay where a layout-bound
-// operator (pooling, Reshape, Gemm) reads a convolution's result, and at the
+// operator (LRN, Reshape, Gemm) reads a convolution's result, and at the
 // graph's edges. Transposes nothing reads are removed.
+//
+// Pooling (2-D MaxPool without Indices, AveragePool, and the global ones)
+// runs on NHWC values too (channels_last=1 on the node; ops/pool.cc).
 //
 // ShuffleNet's channel shuffle (Reshape to [n, g, c, h, w], Transpose
 // (0,2,1,3,4), Reshape to [n, g*c, h, w], constant shapes) between two
@@ -161,6 +164,9 @@ class ChannelsLast {
   // Reshape `node` starts a channel shuffle reading a transpose to NCHW:
   // the shuffle now runs on NHWC values, and the transpose follows it.
   bool SinkThroughShuffle(onnx::NodeProto& node);
+  // A 2-D or global pooling reading a transpose to NCHW pools NHWC values
+  // instead (channels_last=1), and the transpose follows it.
+  bool SinkThroughPool(onnx::NodeProto& node);
   // A convolution still between a transpose in and a transpose out shares
   // NHWC with nothing: two transposes would replace the two reorders oneDNN
   // makes (or none, where it picks NCHW), so it goes back to NCHW.
@@ -211,7 +217,8 @@ bool ChannelsLast::Sink() {
   const int count = graph_.node_size();
   for (int i = 0; i < count; ++i) {
     onnx::NodeProto& node = *graph_.mutable_node(i);
-    if (Cancel(node) || SinkThrough(node) || SinkThroughShuffle(node)) {
+    if (Cancel(node) || SinkThrough(node) || SinkThroughShuffle(node) ||
+        SinkThroughPool(node)) {
       changed = true;
       editor_.Refresh();
     }
@@ -314,6 +321,31 @@ bool ChannelsLast::SinkThroughShuffle(onnx::NodeProto& split) {
   const std::string result = merge->output(0);
   const std::string inner = editor_.UniqueName(result + "_nhwc");
   merge->set_output(0, inner);
+  Append(MakeTranspose(inner, result, kToNchw));
+  return true;
+}
+
+bool ChannelsLast::SinkThroughPool(onnx::NodeProto& pool) {
+  const bool global =
+      IsOp(pool, "GlobalAveragePool") || IsOp(pool, "GlobalMaxPool");
+  const bool windowed = IsOp(pool, "AveragePool") || IsOp(pool, "MaxPool");
+  if ((!global && !windowed) || pool.input_size() != 1 ||
+      pool.output_size() != 1 || FindAttr(pool, "channels_last") != nullptr)
+    return false;
+  const onnx::NodeProto* in = editor_.Producer(pool.input(0));
+  if (PermOf(in) != kToNchw) return false;
+  if (windowed) {
+    const onnx::AttributeProto* kernel = FindAttr(pool, "kernel_shape");
+    if (kernel == nullptr || kernel->ints_size() != 2) return false;
+  }
+  pool.set_input(0, in->input(0));
+  onnx::AttributeProto* attr = pool.add_attribute();
+  attr->set_name("channels_last");
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(1);
+  const std::string result = pool.output(0);
+  const std::string inner = editor_.UniqueName(result + "_nhwc");
+  pool.set_output(0, inner);
   Append(MakeTranspose(inner, result, kToNchw));
   return true;
 }

@@ -309,11 +309,31 @@ TEST(GraphOptimizerTest, ChannelsLastLeavesAnIsolatedConvolutionAlone) {
   b.Input("x", {1, 3, 6, 6}).Output("y");
   b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 30));
   b.Node("Conv", {"x", "w"}, {"c"});
-  auto& pool = b.Node("MaxPool", {"c"}, {"y"});
-  testing::SetIntsAttr(pool, "kernel_shape", {2, 2});
+  testing::SetIntAttr(b.Node("LRN", {"c"}, {"y"}), "size", 3);
   auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
                               {{{1, 3, 6, 6}, testing::RandomFloats(108, 31)}});
-  EXPECT_THAT(ops, ElementsAre("FusedConv", "MaxPool"));
+  EXPECT_THAT(ops, ElementsAre("FusedConv", "LRN"));
+}
+
+// Pooling reads NHWC: a Conv -> MaxPool -> AveragePool -> GlobalMaxPool
+// chain keeps one transpose in and one out, and gives NCHW pooling's values.
+TEST(GraphOptimizerTest, ChannelsLastPools) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3, 9, 8}).Output("y");
+  b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 32));
+  testing::SetIntsAttr(b.Node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  auto& max = b.Node("MaxPool", {"c"}, {"m"});
+  testing::SetIntsAttr(max, "kernel_shape", {3, 3});
+  testing::SetIntsAttr(max, "strides", {2, 2});
+  testing::SetIntAttr(max, "ceil_mode", 1);
+  auto& avg = b.Node("AveragePool", {"m"}, {"a"});
+  testing::SetIntsAttr(avg, "kernel_shape", {2, 2});
+  testing::SetIntsAttr(avg, "pads", {1, 1, 0, 1});
+  b.Node("GlobalMaxPool", {"a"}, {"y"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                              {{{2, 3, 9, 8}, testing::RandomFloats(432, 33)}});
+  EXPECT_THAT(ops, ElementsAre("Transpose", "FusedConv", "MaxPool",
+                               "AveragePool", "GlobalMaxPool", "Transpose"));
 }
 
 // A transpose and its inverse cancel; when the second one's result is a

@@ -239,6 +239,37 @@ void AverageRow(const Axes& ax, const WidthTaps& taps, const float* plane,
   }
 }
 
+// Channels-last: acc[c] = the max (kMax) or sum of channel c over the
+// window of output position (od, oh, ow) in `image` [d, h, w, channels].
+template <bool kMax>
+void ReducePosition(const Axes& ax, int64_t channels, const float* image,
+                    int64_t od, int64_t oh, int64_t ow, float* acc) {
+  const Axis &d = ax[0], &h = ax[1], &w = ax[2];
+  const Window wd = WindowAt(d, od), wh = WindowAt(h, oh), ww = WindowAt(w, ow);
+  std::fill(acc, acc + channels, kMax ? kNegInf : 0.0f);
+  for (int64_t kd = 0; kd < wd.count; ++kd) {
+    const int64_t id = wd.first + kd * d.dilation;
+    for (int64_t kh = 0; kh < wh.count; ++kh) {
+      const int64_t ih = wh.first + kh * h.dilation;
+      for (int64_t kw = 0; kw < ww.count; ++kw) {
+        const int64_t iw = ww.first + kw * w.dilation;
+        const float* v = image + ((id * h.in + ih) * w.in + iw) * channels;
+        for (int64_t c = 0; c < channels; ++c)
+          acc[c] = Combine<kMax>(acc[c], v[c]);
+      }
+    }
+  }
+}
+
+// The count an average divides output (od, oh, ow) by (AverageRow's).
+int64_t Divisor(const Axes& ax, int64_t od, int64_t oh, int64_t ow,
+                bool count_include_pad) {
+  const Window wd = WindowAt(ax[0], od), wh = WindowAt(ax[1], oh),
+               ww = WindowAt(ax[2], ow);
+  return count_include_pad ? wd.padded * wh.padded * ww.padded
+                           : wd.count * wh.count * ww.count;
+}
+
 int64_t Rows(const PoolGeometry& g, const Axes& ax) {
   return g.planes * ax[0].out * ax[1].out;
 }
@@ -284,6 +315,77 @@ void AveragePool(const PoolGeometry& g, const float* x, bool count_include_pad,
     const RowPosition pos = SplitRow(ax, r);
     AverageRow(ax, taps, x + pos.plane * plane_size, pos.od, pos.oh,
                count_include_pad, y + r * width);
+  }
+}
+
+namespace {
+
+template <bool kMax>
+void PoolChannelsLast(const PoolGeometry& g, int64_t channels, const float* x,
+                      bool count_include_pad, float* y) {
+  const Axes ax = MakeAxes(g);
+  const int64_t rows = Rows(g, ax);
+  const int64_t image_size = ax[0].in * ax[1].in * ax[2].in * channels;
+  const int64_t width = ax[2].out;
+#pragma omp parallel for if (Parallel(g, rows * channels))
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowPosition pos = SplitRow(ax, r);
+    const float* image = x + pos.plane * image_size;
+    for (int64_t ow = 0; ow < width; ++ow) {
+      float* out = y + (r * width + ow) * channels;
+      ReducePosition<kMax>(ax, channels, image, pos.od, pos.oh, ow, out);
+      if (kMax) continue;
+      const int64_t divisor =
+          Divisor(ax, pos.od, pos.oh, ow, count_include_pad);
+      const float scale = divisor > 0 ? 1.0f / static_cast<float>(divisor) : 0;
+      for (int64_t c = 0; c < channels; ++c) out[c] *= scale;
+    }
+  }
+}
+
+}  // namespace
+
+void MaxPoolChannelsLast(const PoolGeometry& g, int64_t channels,
+                         const float* x, float* y) {
+  PoolChannelsLast<true>(g, channels, x, false, y);
+}
+
+void AveragePoolChannelsLast(const PoolGeometry& g, int64_t channels,
+                             const float* x, bool count_include_pad, float* y) {
+  PoolChannelsLast<false>(g, channels, x, count_include_pad, y);
+}
+
+void GlobalAveragePoolChannelsLast(const float* x, int64_t batch,
+                                   int64_t plane_size, int64_t channels,
+                                   float* y) {
+  // Sums in double, as GlobalAveragePool does, a block of channels at a
+  // time (on the stack) so that each position's channels are read in order.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (channels + kBlock - 1) / kBlock;
+#pragma omp parallel for if (batch * blocks > 1 && \
+                             batch * channels * plane_size >= kParallelWork)
+  for (int64_t task = 0; task < batch * blocks; ++task) {
+    const int64_t b = task / blocks, first = task % blocks * kBlock;
+    const int64_t n = std::min(kBlock, channels - first);
+    const float* image = x + b * plane_size * channels + first;
+    double sum[kBlock] = {};
+    for (int64_t i = 0; i < plane_size; ++i)
+      for (int64_t c = 0; c < n; ++c) sum[c] += image[i * channels + c];
+    for (int64_t c = 0; c < n; ++c)
+      y[b * channels + first + c] =
+          static_cast<float>(sum[c] / static_cast<double>(plane_size));
+  }
+}
+
+void GlobalMaxPoolChannelsLast(const float* x, int64_t batch,
+                               int64_t plane_size, int64_t channels, float* y) {
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* image = x + b * plane_size * channels;
+    float* out = y + b * channels;
+    std::fill(out, out + channels, kNegInf);
+    for (int64_t i = 0; i < plane_size; ++i)
+      for (int64_t c = 0; c < channels; ++c)
+        out[c] = std::max(out[c], image[i * channels + c]);
   }
 }
 

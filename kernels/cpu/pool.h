@@ -49,6 +49,15 @@ void MaxPool(const PoolGeometry& g, const float* x, float* y,
 void AveragePool(const PoolGeometry& g, const float* x, bool count_include_pad,
                  float* y);
 
+// Channels-last forms: x is [batch, spatial..., channels] and y
+// [batch, out spatial..., channels], with g.planes = batch; the windows and
+// divisors are those above, for every channel alike. No argmax. Allocates
+// nothing. REQUIRES: as for MaxPool; channels >= 1.
+void MaxPoolChannelsLast(const PoolGeometry& g, int64_t channels,
+                         const float* x, float* y);
+void AveragePoolChannelsLast(const PoolGeometry& g, int64_t channels,
+                             const float* x, bool count_include_pad, float* y);
+
 // y[p] = mean (GlobalAveragePool) or max (GlobalMaxPool) of the `plane_size`
 // values x[p, ...], for p in [0, planes). An empty plane gives NaN (mean) or
 // -inf (max).
@@ -56,6 +65,14 @@ void GlobalAveragePool(const float* x, int64_t planes, int64_t plane_size,
                        float* y);
 void GlobalMaxPool(const float* x, int64_t planes, int64_t plane_size,
                    float* y);
+
+// Channels-last forms: x is [batch, plane_size, channels], y [batch,
+// channels]; y[b, c] is the mean or max over the plane of channel c.
+void GlobalAveragePoolChannelsLast(const float* x, int64_t batch,
+                                   int64_t plane_size, int64_t channels,
+                                   float* y);
+void GlobalMaxPoolChannelsLast(const float* x, int64_t batch,
+                               int64_t plane_size, int64_t channels, float* y);
 
 }  // namespace coalesce::kernels
 

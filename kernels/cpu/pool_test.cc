@@ -130,5 +130,75 @@ TEST(PoolTest, GlobalPools) {
   EXPECT_EQ(y, (std::vector<float>{4.0f, -1.0f}));
 }
 
+// [planes = batch * channels, spatial] -> [batch, spatial, channels].
+std::vector<float> ToChannelsLast(const std::vector<float>& x, int64_t batch,
+                                  int64_t channels) {
+  const int64_t spatial = static_cast<int64_t>(x.size()) / batch / channels;
+  std::vector<float> out(x.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < spatial; ++i)
+        out[(b * spatial + i) * channels + c] =
+            x[(b * channels + c) * spatial + i];
+  return out;
+}
+
+// The channels-last forms give the planar forms' values, transposed, on
+// windows with padding on both sides, a clipped ceil-mode window, dilation
+// and 1 to 3 axes; average with and without the padding counted.
+TEST(PoolTest, ChannelsLastMatchesPlanar) {
+  const int64_t batch = 2, channels = 5;
+  PoolGeometry g1 = Geometry1d(batch, 9, 5, 3, 2, 1, 2);
+  PoolGeometry g2 =
+      Geometry2d(batch, {7, 6}, {4, 3}, {3, 2}, {2, 2}, {1, 0, 1, 1});
+  g2.dilations = {1, 2};
+  g2.out = {4, 2};
+  PoolGeometry g3;
+  g3.planes = batch;
+  g3.axes = 3;
+  g3.in = {3, 4, 5};
+  g3.out = {2, 2, 3};
+  g3.kernel = {2, 3, 2};
+  g3.strides = {1, 2, 2};
+  g3.dilations = {1, 1, 1};
+  g3.pads_begin = {0, 1, 0};
+  g3.pads_end = {0, 1, 1};
+  for (const PoolGeometry& g : {g1, g2, g3}) {
+    int64_t in = 1, out = 1;
+    for (int a = 0; a < g.axes; ++a) in *= g.in[a], out *= g.out[a];
+    std::vector<float> x(batch * channels * in);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * i + 0.3);
+    PoolGeometry planar = g;
+    planar.planes = batch * channels;
+    std::vector<float> want(batch * channels * out), got(want.size());
+    const std::vector<float> x_last = ToChannelsLast(x, batch, channels);
+    MaxPool(planar, x.data(), want.data());
+    MaxPoolChannelsLast(g, channels, x_last.data(), got.data());
+    EXPECT_EQ(got, ToChannelsLast(want, batch, channels)) << g.axes << "-D max";
+    for (bool include_pad : {false, true}) {
+      AveragePool(planar, x.data(), include_pad, want.data());
+      AveragePoolChannelsLast(g, channels, x_last.data(), include_pad,
+                              got.data());
+      const std::vector<float> expected = ToChannelsLast(want, batch, channels);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], expected[i], 1e-6f)
+            << g.axes << "-D average, include_pad " << include_pad << " at "
+            << i;
+    }
+  }
+}
+
+TEST(PoolTest, GlobalPoolsChannelsLast) {
+  // Two images of 4 positions and 2 channels: channel 0 is 1 2 3 4 and
+  // -1 -5 -2 -8, channel 1 is ten times channel 0.
+  std::vector<float> x = {1,  10,  2,  20,  3,  30,  4,  40,
+                          -1, -10, -5, -50, -2, -20, -8, -80};
+  std::vector<float> y(4);
+  GlobalAveragePoolChannelsLast(x.data(), 2, 4, 2, y.data());
+  EXPECT_EQ(y, (std::vector<float>{2.5f, 25.0f, -4.0f, -40.0f}));
+  GlobalMaxPoolChannelsLast(x.data(), 2, 4, 2, y.data());
+  EXPECT_EQ(y, (std::vector<float>{4.0f, 40.0f, -1.0f, -10.0f}));
+}
+
 }  // namespace
 }  // namespace coalesce::kernels
