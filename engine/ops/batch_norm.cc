@@ -1,13 +1,17 @@
 // BatchNormalization in inference mode (opsets 1 to 15): X is [N, C, ...],
 // scale, B, input_mean and input_var are [C]. Training mode (opset 14's
 // training_mode = 1) and the per-activation form of opsets below 9
-// (spatial = 0) are refused at load.
+// (spatial = 0) are refused at load. The int attribute "channels_last"
+// (default 0; the optimizer's layout pass sets it) makes X [N, ..., C], and
+// the pass may fuse a Relu after it (fused_activation_attr.h: Relu and
+// Clip clamp as values are stored, others run as a second pass).
 #include "kernels/cpu/batch_norm.h"
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
 
 namespace coalesce {
@@ -36,7 +40,17 @@ class BatchNormOp : public OpKernel {
           "only the Y output of inference mode is supported, the node has ",
           node.num_outputs(), " outputs"));
     }
+    absl::StatusOr<int64_t> channels_last = node.GetInt("channels_last", 0);
+    if (!channels_last.ok()) return channels_last.status();
+    if (*channels_last != 0 && *channels_last != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("channels_last must be 0 or 1, got ", *channels_last));
+    }
+    absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
+    if (!act.ok()) return act.status();
     op->epsilon_ = *epsilon;
+    op->channels_last_ = *channels_last == 1;
+    op->activation_ = *act;
     return op;
   }
 
@@ -56,11 +70,13 @@ class BatchNormOp : public OpKernel {
     }
     static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean",
                                              "input_var"};
+    const int64_t channels = channels_last_ ? x.back() : x[1];
     for (int i = 1; i < 5; ++i) {
-      if (in[i].shape != Shape{x[1]}) {
+      if (in[i].shape != Shape{channels}) {
         return absl::InvalidArgumentError(
             absl::StrCat(kNames[i], " ", ShapeToString(in[i].shape),
-                         " must be [", x[1], "] for X ", ShapeToString(x)));
+                         " must be [", channels, "] for X ", ShapeToString(x),
+                         channels_last_ ? " (channels-last)" : ""));
       }
     }
     out[0] = {DataType::kFp32, x, nullptr};
@@ -75,13 +91,32 @@ class BatchNormOp : public OpKernel {
                                     .mean = in[3].as<float>(),
                                     .var = in[4].as<float>(),
                                     .epsilon = epsilon_};
-    kernels::BatchNormInference(params, in[0].as<float>(), x[0], x[1],
-                                DimProduct(x, 2, x.size()), out[0].as<float>());
+    using Kind = kernels::FusedActivation::Kind;
+    const bool clamps =
+        activation_.kind == Kind::kRelu || activation_.kind == Kind::kClip;
+    if (activation_.kind == Kind::kRelu) params.lower = 0.0f;
+    if (activation_.kind == Kind::kClip) {
+      params.lower = activation_.alpha;
+      params.upper = activation_.beta;
+    }
+    float* y = out[0].as<float>();
+    if (channels_last_) {
+      kernels::BatchNormInferenceChannelsLast(params, in[0].as<float>(),
+                                              DimProduct(x, 0, x.size() - 1),
+                                              x.back(), y);
+    } else {
+      kernels::BatchNormInference(params, in[0].as<float>(), x[0], x[1],
+                                  DimProduct(x, 2, x.size()), y);
+    }
+    if (!clamps)
+      kernels::ApplyFusedActivation(activation_, y, DimProduct(x, 0, x.size()));
     return absl::OkStatus();
   }
 
  private:
   float epsilon_ = 1e-5f;
+  bool channels_last_ = false;  // X [N, ..., C]
+  kernels::FusedActivation activation_;
 };
 
 }  // namespace

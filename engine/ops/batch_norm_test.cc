@@ -35,6 +35,38 @@ TEST(BatchNormOpTest, MatchesFormulaPerChannel) {
   }
 }
 
+// channels_last=1: X is [N, H, W, C]; 300 channels span two of the
+// kernel's channel blocks, and 2 * 5 * 7 positions more than one row chunk.
+TEST(BatchNormOpTest, ChannelsLastMatchesFormulaPerChannel) {
+  const int64_t channels = 300;
+  const Shape x_shape = {2, 5, 7, channels};
+  const auto x = testing::RandomFloats(70 * channels, 22);
+  const auto scale = testing::RandomFloats(channels, 23);
+  const auto bias = testing::RandomFloats(channels, 24);
+  const auto mean = testing::RandomFloats(channels, 25);
+  std::vector<float> var = testing::RandomFloats(channels, 26);
+  for (float& v : var) v = std::fabs(v) + 0.1f;
+  testing::OnnxModelBuilder b(15);
+  b.Input("x", x_shape).Output("y");
+  b.FloatInitializer("s", {channels}, scale);
+  b.FloatInitializer("b", {channels}, bias);
+  b.FloatInitializer("m", {channels}, mean);
+  b.FloatInitializer("v", {channels}, var);
+  auto& node = b.Node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
+  testing::SetIntAttr(node, "channels_last", 1);
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelOnce(*model, {{x_shape, x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i % channels;
+    const double want =
+        (x[i] - mean[c]) / std::sqrt(double(var[c]) + 1e-5) * scale[c] +
+        bias[c];
+    ASSERT_NEAR((*out)[0].data[i], want, 1e-4) << i;
+  }
+}
+
 TEST(BatchNormOpTest, TrainingModeIsRefusedAtLoad) {
   testing::OnnxModelBuilder b(15);
   b.Input("x", {1, 2}).Output("y");

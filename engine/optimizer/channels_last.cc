@@ -14,7 +14,9 @@
 // graph's edges. Transposes nothing reads are removed.
 //
 // Pooling (2-D MaxPool without Indices, AveragePool, and the global ones)
-// runs on NHWC values too (channels_last=1 on the node; ops/pool.cc).
+// and inference BatchNormalization run on NHWC values too (channels_last=1
+// on the node; ops/pool.cc, ops/batch_norm.cc), and so does arithmetic with
+// a per-channel constant (rewritten to [C]).
 //
 // ShuffleNet's channel shuffle (Reshape to [n, g, c, h, w], Transpose
 // (0,2,1,3,4), Reshape to [n, g*c, h, w], constant shapes) between two
@@ -27,6 +29,7 @@
 // are.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,7 +96,10 @@ class ChannelsLast {
     for (int round = 0; round <= graph_.node_size() && Sink(); ++round) {
     }
     RevertIsolated();
-    RemoveUnreadTransposes();
+    RemoveUnreadTransposes();  // they would count as a second reader
+    for (onnx::NodeProto& node : *graph_.mutable_node())
+      if (IsOp(node, "BatchNormalization")) FoldIntoBatchNorm(node);
+    editor_.Commit();
   }
 
  private:
@@ -164,9 +170,22 @@ class ChannelsLast {
   // Reshape `node` starts a channel shuffle reading a transpose to NCHW:
   // the shuffle now runs on NHWC values, and the transpose follows it.
   bool SinkThroughShuffle(onnx::NodeProto& node);
-  // A 2-D or global pooling reading a transpose to NCHW pools NHWC values
-  // instead (channels_last=1), and the transpose follows it.
+  // A layout-aware node (TakesChannelsLast) reading a transpose to NCHW
+  // reads the NHWC values instead (channels_last=1), and the transpose
+  // follows it.
   bool SinkThroughPool(onnx::NodeProto& node);
+  // 2-D or global pooling, or an inference BatchNormalization, not yet
+  // channels-last: the operators with a channels_last attribute.
+  static bool TakesChannelsLast(const onnx::NodeProto& node);
+  // A channels-last BatchNormalization absorbs the Mul and Add by [C] (or
+  // scalar) constants after it, into its scale and bias, and then a Relu
+  // (as its fused activation): DenseNet's pre-activation becomes one pass.
+  // Marks what it absorbs for removal.
+  void FoldIntoBatchNorm(onnx::NodeProto& bn);
+  // The NHWC form of a constant that broadcasts per channel against an
+  // NCHW value ([C, 1, 1] or [1, C, 1, 1]: [C]; a scalar as it is), or
+  // empty when `name` is not such a constant.
+  std::string PerChannelConstant(const std::string& name);
   // A convolution still between a transpose in and a transpose out shares
   // NHWC with nothing: two transposes would replace the two reorders oneDNN
   // makes (or none, where it picks NCHW), so it goes back to NCHW.
@@ -261,9 +280,18 @@ bool ChannelsLast::SinkThrough(onnx::NodeProto& node) {
   if (!unary && !binary && !concat) return false;
   // Unary: input 0 (Clip's bounds are scalars). Otherwise every input, all
   // transposed alike, so the operator sees the same elements in each.
-  const int transposed = unary ? 1 : node.input_size();
+  int transposed = unary ? 1 : node.input_size();
   const Perm perm = PermOf(editor_.Producer(node.input(0)));
   if (perm.size() != 4) return false;
+  // Arithmetic of an NHWC value and a per-channel constant (DenseNet's
+  // pre-activation scale and shift): the constant is rewritten to [C].
+  if (binary && node.input_size() == 2 && perm == kToNchw &&
+      PermOf(editor_.Producer(node.input(1))).empty()) {
+    const std::string constant = PerChannelConstant(node.input(1));
+    if (constant.empty()) return false;
+    node.set_input(1, constant);
+    transposed = 1;
+  }
   for (int i = 1; i < transposed; ++i) {
     if (PermOf(editor_.Producer(node.input(i))) != perm) return false;
   }
@@ -325,19 +353,80 @@ bool ChannelsLast::SinkThroughShuffle(onnx::NodeProto& split) {
   return true;
 }
 
-bool ChannelsLast::SinkThroughPool(onnx::NodeProto& pool) {
-  const bool global =
-      IsOp(pool, "GlobalAveragePool") || IsOp(pool, "GlobalMaxPool");
-  const bool windowed = IsOp(pool, "AveragePool") || IsOp(pool, "MaxPool");
-  if ((!global && !windowed) || pool.input_size() != 1 ||
-      pool.output_size() != 1 || FindAttr(pool, "channels_last") != nullptr)
+void ChannelsLast::FoldIntoBatchNorm(onnx::NodeProto& bn) {
+  const onnx::AttributeProto* layout = FindAttr(bn, "channels_last");
+  if (layout == nullptr || layout->i() != 1 || bn.input_size() != 5 ||
+      bn.output_size() != 1 || FindAttr(bn, "activation") != nullptr)
+    return;
+  std::optional<std::vector<float>> scale = editor_.FloatValues(bn.input(1));
+  std::optional<std::vector<float>> bias = editor_.FloatValues(bn.input(2));
+  if (!scale || !bias || scale->size() != bias->size()) return;
+  const size_t channels = scale->size();
+  bool changed = false;
+  while (onnx::NodeProto* next = editor_.SoleConsumer(bn.output(0))) {
+    if (IsOp(*next, "Relu") && next->input_size() == 1) {
+      SetStringAttr(bn, "activation", "Relu");
+      bn.set_output(0, next->output(0));
+      editor_.Remove(next);
+      break;  // nothing folds after the activation
+    }
+    const bool mul = IsOp(*next, "Mul"), add = IsOp(*next, "Add");
+    if ((!mul && !add) || next->input_size() != 2) break;
+    const int side = next->input(0) == bn.output(0) ? 1 : 0;
+    Shape dims;
+    std::optional<std::vector<float>> k =
+        editor_.FloatValues(next->input(side), &dims);
+    const bool per_channel = k && dims == Shape{static_cast<int64_t>(channels)};
+    if (!k || (k->size() != 1 && !per_channel)) break;
+    for (size_t c = 0; c < channels; ++c) {
+      const float v = (*k)[k->size() == 1 ? 0 : c];
+      if (mul) (*scale)[c] *= v, (*bias)[c] *= v;
+      if (add) (*bias)[c] += v;
+    }
+    bn.set_output(0, next->output(0));
+    editor_.Remove(next);
+    changed = true;
+  }
+  if (!changed) return;
+  const Shape c_dims = {static_cast<int64_t>(channels)};
+  bn.set_input(
+      1, editor_.AddFloatInitializer(bn.input(1) + "_folded", c_dims, *scale));
+  bn.set_input(
+      2, editor_.AddFloatInitializer(bn.input(2) + "_folded", c_dims, *bias));
+}
+
+std::string ChannelsLast::PerChannelConstant(const std::string& name) {
+  Shape dims;
+  const std::optional<std::vector<float>> v = editor_.FloatValues(name, &dims);
+  if (!v || dims.size() > 4) return "";
+  if (v->size() == 1) return name;     // broadcasts the same in any layout
+  const size_t pad = 4 - dims.size();  // right-aligned against N, C, H, W
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const bool channel_axis = i + pad == 1;
+    if (channel_axis ? dims[i] != static_cast<int64_t>(v->size())
+                     : dims[i] != 1)
+      return "";
+  }
+  return editor_.AddFloatInitializer(name + "_nhwc",
+                                     {static_cast<int64_t>(v->size())}, *v);
+}
+
+bool ChannelsLast::TakesChannelsLast(const onnx::NodeProto& node) {
+  if (node.output_size() != 1 || FindAttr(node, "channels_last") != nullptr)
     return false;
+  if (IsOp(node, "BatchNormalization")) return node.input_size() == 5;
+  if (node.input_size() != 1) return false;
+  if (IsOp(node, "GlobalAveragePool") || IsOp(node, "GlobalMaxPool"))
+    return true;
+  if (!IsOp(node, "AveragePool") && !IsOp(node, "MaxPool")) return false;
+  const onnx::AttributeProto* kernel = FindAttr(node, "kernel_shape");
+  return kernel != nullptr && kernel->ints_size() == 2;
+}
+
+bool ChannelsLast::SinkThroughPool(onnx::NodeProto& pool) {
+  if (!TakesChannelsLast(pool)) return false;
   const onnx::NodeProto* in = editor_.Producer(pool.input(0));
   if (PermOf(in) != kToNchw) return false;
-  if (windowed) {
-    const onnx::AttributeProto* kernel = FindAttr(pool, "kernel_shape");
-    if (kernel == nullptr || kernel->ints_size() != 2) return false;
-  }
   pool.set_input(0, in->input(0));
   onnx::AttributeProto* attr = pool.add_attribute();
   attr->set_name("channels_last");

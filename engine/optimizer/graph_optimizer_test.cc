@@ -283,6 +283,41 @@ TEST(GraphOptimizerTest, ChannelsLastTakesGroupedConvsAndTheShuffle) {
   EXPECT_EQ(CountOf(ops, "FusedConv"), 3);
 }
 
+// DenseNet's pre-activation: Concat of two convolutions, BatchNormalization,
+// Mul and Add by per-channel constants ([C, 1, 1], [1, C, 1, 1]) and a
+// scalar, Relu, a convolution. All of it runs NHWC (one Transpose in and
+// one out), and the Muls, the Add and the Relu fold into the
+// BatchNormalization.
+TEST(GraphOptimizerTest, ChannelsLastTakesBatchNormAndPerChannelConstants) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3, 5, 5}).Output("y");
+  b.FloatInitializer("wa", {2, 3, 1, 1}, testing::RandomFloats(6, 60));
+  b.FloatInitializer("wb", {3, 3, 1, 1}, testing::RandomFloats(9, 61));
+  b.FloatInitializer("wc", {4, 5, 1, 1}, testing::RandomFloats(20, 62));
+  std::vector<float> var = testing::RandomFloats(5, 63);
+  for (float& v : var) v = std::fabs(v) + 0.1f;
+  b.FloatInitializer("s", {5}, testing::RandomFloats(5, 64));
+  b.FloatInitializer("bb", {5}, testing::RandomFloats(5, 65));
+  b.FloatInitializer("m", {5}, testing::RandomFloats(5, 66));
+  b.FloatInitializer("v", {5}, var);
+  b.FloatInitializer("mul", {5, 1, 1}, testing::RandomFloats(5, 67));
+  b.FloatInitializer("add", {1, 5, 1, 1}, testing::RandomFloats(5, 68));
+  b.FloatInitializer("half", {}, {0.5f});
+  b.Node("Conv", {"x", "wa"}, {"a"});
+  b.Node("Conv", {"x", "wb"}, {"bc"});
+  testing::SetIntAttr(b.Node("Concat", {"a", "bc"}, {"cat"}), "axis", 1);
+  b.Node("BatchNormalization", {"cat", "s", "bb", "m", "v"}, {"bn"});
+  b.Node("Mul", {"bn", "mul"}, {"scaled"});
+  b.Node("Add", {"scaled", "add"}, {"shifted"});
+  b.Node("Mul", {"shifted", "half"}, {"halved"});
+  b.Node("Relu", {"halved"}, {"r"});
+  b.Node("Conv", {"r", "wc"}, {"y"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                              {{{2, 3, 5, 5}, testing::RandomFloats(150, 69)}});
+  EXPECT_THAT(ops, ElementsAre("Transpose", "FusedConv", "FusedConv", "Concat",
+                               "BatchNormalization", "FusedConv", "Transpose"));
+}
+
 // Concat of two convolutions along channels runs in NHWC along the last
 // axis; the convolution after it reads the result without a transpose.
 TEST(GraphOptimizerTest, ChannelsLastRemapsConcatAxis) {
