@@ -161,7 +161,9 @@ class RangeOp : public OpKernel {
                        " would have ", count, " elements"));
     }
     out[0].dtype = type;
-    out[0].shape = {std::max<int64_t>(static_cast<int64_t>(count), 0)};
+    // A negative count (limit behind start) is an empty range; casting a
+    // large one to int64 would be undefined.
+    out[0].shape = {count <= 0 ? 0 : static_cast<int64_t>(count)};
     return absl::OkStatus();
   }
 

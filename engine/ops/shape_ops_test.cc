@@ -144,6 +144,22 @@ TEST(RangeOpTest, MatchesNaiveForFloatAndInt64) {
   }
 }
 
+// A limit far behind the start (the fuzzer's -4.25e37) is an empty range,
+// not a count cast out of int64's range.
+TEST(RangeOpTest, LimitFarBehindStartIsEmpty) {
+  testing::OnnxModelBuilder b(/*opset=*/11);
+  b.Input("unused", {1}).Output("y");
+  b.FloatInitializer("s", {}, {0.0f}).FloatInitializer("d", {}, {1.0f});
+  b.FloatInitializer("l", {}, {-4.25e37f});
+  b.Node("Range", {"s", "l", "d"}, {"y"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelTyped(
+      *model, {MakeTyped(DataType::kFp32, {1}, std::vector<float>{0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (Shape{0}));
+}
+
 TEST(RangeOpTest, ZeroDeltaRejected) {
   testing::OnnxModelBuilder b(/*opset=*/11);
   b.Input("unused", {1}).Output("y", {}, onnx::TensorProto::INT64);
