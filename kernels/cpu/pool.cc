@@ -254,6 +254,7 @@ void ReducePosition(const Axes& ax, int64_t channels, const float* image,
       for (int64_t kw = 0; kw < ww.count; ++kw) {
         const int64_t iw = ww.first + kw * w.dilation;
         const float* v = image + ((id * h.in + ih) * w.in + iw) * channels;
+#pragma omp simd
         for (int64_t c = 0; c < channels; ++c)
           acc[c] = Combine<kMax>(acc[c], v[c]);
       }
@@ -338,6 +339,7 @@ void PoolChannelsLast(const PoolGeometry& g, int64_t channels, const float* x,
       const int64_t divisor =
           Divisor(ax, pos.od, pos.oh, ow, count_include_pad);
       const float scale = divisor > 0 ? 1.0f / static_cast<float>(divisor) : 0;
+#pragma omp simd
       for (int64_t c = 0; c < channels; ++c) out[c] *= scale;
     }
   }
@@ -369,8 +371,11 @@ void GlobalAveragePoolChannelsLast(const float* x, int64_t batch,
     const int64_t n = std::min(kBlock, channels - first);
     const float* image = x + b * plane_size * channels + first;
     double sum[kBlock] = {};
-    for (int64_t i = 0; i < plane_size; ++i)
-      for (int64_t c = 0; c < n; ++c) sum[c] += image[i * channels + c];
+    for (int64_t i = 0; i < plane_size; ++i) {
+      const float* v = image + i * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < n; ++c) sum[c] += v[c];
+    }
     for (int64_t c = 0; c < n; ++c)
       y[b * channels + first + c] =
           static_cast<float>(sum[c] / static_cast<double>(plane_size));
@@ -383,9 +388,11 @@ void GlobalMaxPoolChannelsLast(const float* x, int64_t batch,
     const float* image = x + b * plane_size * channels;
     float* out = y + b * channels;
     std::fill(out, out + channels, kNegInf);
-    for (int64_t i = 0; i < plane_size; ++i)
-      for (int64_t c = 0; c < channels; ++c)
-        out[c] = std::max(out[c], image[i * channels + c]);
+    for (int64_t i = 0; i < plane_size; ++i) {
+      const float* v = image + i * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c) out[c] = std::max(out[c], v[c]);
+    }
   }
 }
 
