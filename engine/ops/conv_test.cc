@@ -206,6 +206,25 @@ TEST(ConvOpTest, GroupedAndDepthwise) {
          .pads = {1, 1, 1, 1}});
 }
 
+// ShuffleNet's first grouped 1x1 convolution: 24 to 112 channels in 4
+// groups, which oneDNN runs as im2col + GEMM; the kernel runs it as a dense
+// convolution with zeros between the groups (kernels/cpu/conv.cc). Both
+// layouts, with the residual-free bias and Relu of the network.
+TEST(ConvOpTest, SmallGroupsExpandedToADenseConvolution) {
+  for (bool channels_last : {false, true}) {
+    Check({.n = 2,
+           .c = 24,
+           .m = 112,
+           .group = 4,
+           .in = {6, 7},
+           .kernel = {1, 1},
+           .strides = {1, 1},
+           .dilations = {1, 1},
+           .pads = {0, 0, 0, 0}},
+          {.activation = "Relu", .channels_last = channels_last});
+  }
+}
+
 TEST(ConvOpTest, OneAndThreeSpatialDims) {
   Check({.n = 2,
          .c = 3,
