@@ -97,7 +97,11 @@ class PadOp : public OpKernel {
     const size_t rank = s.size();
     Shape shape(rank);
     for (size_t d = 0; d < rank; ++d) {
-      shape[d] = s[d] + (*pads)[d] + (*pads)[d + rank];
+      if (__builtin_add_overflow(s[d], (*pads)[d], &shape[d]) ||
+          __builtin_add_overflow(shape[d], (*pads)[d + rank], &shape[d])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pads of axis ", d, " overflow int64"));
+      }
       if (shape[d] < 0)
         return absl::InvalidArgumentError("pads crop below zero");
       const bool padded = (*pads)[d] > 0 || (*pads)[d + rank] > 0;

@@ -67,6 +67,22 @@ TEST(PadOpTest, AxesInputPadsOnlyThoseAxes) {
   EXPECT_EQ((*out)[0].data, (std::vector<float>{0, 1, 2, 0, 3, 4}));
 }
 
+// Pads whose sum with the axis int64 cannot hold (the fuzzer's
+// 7.0e18 + 6.0e18) are refused, not overflowed.
+TEST(PadOpTest, OverflowingPadsAreInvalid) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {2}).Output("y");
+  b.Int64Initializer(
+      "pads", {2},
+      {int64_t{7021203130649108332}, int64_t{5985858090531160480}});
+  b.Node("Pad", {"x", "pads"}, {"y"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelOnce(*model, {{{2}, {1, 2}}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+      << out.status();
+}
+
 TEST(PadOpTest, WrapModeRejected) {
   testing::OnnxModelBuilder b(/*opset=*/19);
   b.Input("x", {2}).Output("y");
