@@ -73,7 +73,10 @@ class ConcatOp : public OpKernel {
             "input ", i, " ", ShapeToString(s), " does not fit input 0 ",
             ShapeToString(first), " on axis ", *axis));
       }
-      shape[*axis] += s[*axis];
+      if (__builtin_add_overflow(shape[*axis], s[*axis], &shape[*axis])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the inputs' axis ", *axis, " sums beyond int64"));
+      }
     }
     out[0].dtype = in[0].dtype;
     out[0].shape = std::move(shape);

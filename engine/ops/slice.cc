@@ -263,7 +263,8 @@ class SplitOp : public OpKernel {
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) return absl::InvalidArgumentError("negative split size");
-      total += s;
+      if (__builtin_add_overflow(total, s, &total))
+        return absl::InvalidArgumentError("split sizes sum beyond int64");
     }
     if (sizes.size() != num_outputs || total != dim) {
       return absl::InvalidArgumentError(

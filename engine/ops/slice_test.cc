@@ -136,5 +136,17 @@ TEST(SplitOpTest, UnevenSplitBeforeOpset18Rejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Split sizes whose sum int64 cannot hold are refused, not overflowed.
+TEST(SplitOpTest, OverflowingSplitSizesRejected) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {7}).Output("a").Output("b");
+  b.Int64Initializer("split", {2}, {int64_t{1} << 62, (int64_t{1} << 62) + 7});
+  b.Node("Split", {"x", "split"}, {"a", "b"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(testing::RunModelOnce(*model, {{{7}, Iota(7)}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace coalesce
