@@ -68,14 +68,22 @@ class DepthSpaceOp : public OpKernel {
         return absl::InvalidArgumentError(absl::StrCat(
             "channels ", s[1], " are not a multiple of blocksize^2 ", b2));
       }
-      shape = {s[0], s[1] / b2, s[2] * b, s[3] * b};
+      shape = {s[0], s[1] / b2, 0, 0};
+      if (__builtin_mul_overflow(s[2], b, &shape[2]) ||
+          __builtin_mul_overflow(s[3], b, &shape[3]))
+        return absl::InvalidArgumentError(
+            absl::StrCat("H and W of ", ShapeToString(s), " times blocksize ",
+                         b, " overflow int64"));
     } else {
       if (s[2] % b != 0 || s[3] % b != 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("H and W of ", ShapeToString(s),
                          " are not multiples of blocksize ", b));
       }
-      shape = {s[0], s[1] * b2, s[2] / b, s[3] / b};
+      shape = {s[0], 0, s[2] / b, s[3] / b};
+      if (__builtin_mul_overflow(s[1], b2, &shape[1]))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "channels ", s[1], " times blocksize^2 ", b2, " overflow int64"));
     }
     out[0] = {in[0].dtype, std::move(shape), nullptr};
     return absl::OkStatus();

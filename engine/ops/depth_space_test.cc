@@ -136,6 +136,11 @@ TEST(DepthSpaceOpTest, BadAttributesAndShapesAreRejected) {
   EXPECT_EQ(Plan("DepthToSpace", {4, 2, 2}, 2).code(), kInvalid);
   EXPECT_EQ(Plan("SpaceToDepth", {1, 1, 3, 4}, 2).code(), kInvalid);
   EXPECT_EQ(Plan("SpaceToDepth", {1, 1, 4, 4}, -1).code(), kInvalid);
+  // Dims whose product with the block int64 cannot hold (an empty batch
+  // keeps the byte size at 0; the fuzzer's 8.2e18 * 4).
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_EQ(Plan("DepthToSpace", {0, 4, huge, 2}, 2).code(), kInvalid);
+  EXPECT_EQ(Plan("SpaceToDepth", {0, huge, 2, 2}, 2).code(), kInvalid);
 }
 
 }  // namespace
