@@ -5,15 +5,18 @@
 namespace coalesce {
 
 std::optional<int64_t> ElementCount(const Shape& shape) {
-  int64_t count = 1;
+  int64_t nonzero = 1;  // <= kMaxShapeProduct, so the product cannot overflow
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;
-    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) {
-      return std::nullopt;
+    if (d == 0) {
+      empty = true;
+      continue;
     }
-    count *= d;
+    if (d > kMaxShapeProduct / nonzero) return std::nullopt;
+    nonzero *= d;
   }
-  return count;
+  return empty ? 0 : nonzero;
 }
 
 std::string ShapeToString(const Shape& shape) {

@@ -12,6 +12,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/conv_attributes.h"
 #include "engine/ops/register_ops.h"
+#include "engine/ops/window_limits.h"
 #include "engine/prepared_kernel.h"
 #include "kernels/cpu/col2im.h"
 #include "kernels/cpu/gemm.h"
@@ -174,10 +175,13 @@ absl::Status ConvTransposeOp::ResolveSpatial(TransposeGeometry& g) const {
   if (!s.ok()) return s.status();
   std::vector<int64_t> out_pad = output_padding_;
   if (out_pad.empty()) out_pad.assign(rank, 0);
-  if (out_pad.size() != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output_padding [", absl::StrJoin(output_padding_, ","),
-                     "] needs ", rank, " values"));
+  bool pads_in_range = out_pad.size() == rank;
+  for (int64_t p : out_pad)
+    pads_in_range = pads_in_range && p >= 0 && p <= kMaxWindowAttribute;
+  if (!pads_in_range) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output_padding [", absl::StrJoin(output_padding_, ","), "] needs ",
+        rank, " values in [0, ", kMaxWindowAttribute, "]"));
   }
   c.strides = s->strides;
   c.dilations = s->dilations;
@@ -198,6 +202,10 @@ absl::Status ConvTransposeOp::ResolveSpatial(TransposeGeometry& g) const {
       const int64_t target =
           explicit_shape ? output_shape_[output_shape_.size() - rank + i]
                          : c.in_spatial[i] * c.strides[i];
+      if (target < 1 || target > kMaxShapeProduct) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output spatial dim ", i, " would be ", target));
+      }
       const int64_t total = full - target;
       c.pads_begin[i] = attrs_.auto_pad == AutoPad::kSameUpper
                             ? total / 2

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,32 @@ TEST(ConvTransposeOpTest, SameUpperGivesInputTimesStride) {
   Case t{.sh = 2, .sw = 2, .auto_pad = "SAME_UPPER"};
   // target 6 and 8 from full 7 and 8: totals 1 and 0, begin = total / 2.
   Check(t, 6, 8, 0, 0);
+}
+
+// output_padding and output_shape values int64 arithmetic cannot hold are
+// refused when planning, not overflowed.
+TEST(ConvTransposeOpTest, HugeOutputPaddingAndShapeAreInvalid) {
+  for (bool shape : {false, true}) {
+    testing::OnnxModelBuilder b(17);
+    b.Input("x", {1, 1, 2, 2}).Output("y");
+    b.FloatInitializer("w", {1, 1, 1, 1}, {1.0f});
+    auto& node = b.Node("ConvTranspose", {"x", "w"}, {"y"});
+    if (shape) {
+      testing::SetIntsAttr(node, "output_shape",
+                           {std::numeric_limits<int64_t>::min(), 2});
+    } else {
+      testing::SetIntsAttr(node, "output_padding",
+                           {std::numeric_limits<int64_t>::max(), 0});
+    }
+    auto model = b.Load();
+    absl::Status status = model.status();
+    if (model.ok()) {
+      status = testing::RunModelOnce(*model, {{{1, 1, 2, 2}, {1, 2, 3, 4}}})
+                   .status();
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+        << shape << " " << status;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/ops/window_limits.h"
 
 namespace coalesce {
 namespace {
@@ -25,9 +26,9 @@ class LrnOp : public OpKernel {
     if (!size.ok()) return size.status();
     for (const auto* s : {&alpha, &beta, &bias})
       if (!s->ok()) return s->status();
-    if (*size < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("size must be at least 1, got ", *size));
+    if (*size < 1 || *size > kMaxWindowAttribute) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "size must be in [1, ", kMaxWindowAttribute, "], got ", *size));
     }
     p.size = *size;
     p.alpha = *alpha;

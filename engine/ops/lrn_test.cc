@@ -91,6 +91,12 @@ TEST(LrnOpTest, MissingOrBadSizeIsRejected) {
   zero.Input("x", {1, 2, 2, 2}).Output("y");
   testing::SetIntAttr(zero.Node("LRN", {"x"}, {"y"}), "size", 0);
   EXPECT_EQ(zero.Load().status().code(), absl::StatusCode::kInvalidArgument);
+
+  // A size the kernel's window arithmetic cannot hold.
+  testing::OnnxModelBuilder huge(/*opset=*/13);
+  huge.Input("x", {1, 2, 2, 2}).Output("y");
+  testing::SetIntAttr(huge.Node("LRN", {"x"}, {"y"}), "size", int64_t{1} << 62);
+  EXPECT_EQ(huge.Load().status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LrnOpTest, RankBelowTwoIsRejectedWhenPlanning) {

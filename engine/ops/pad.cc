@@ -102,7 +102,9 @@ class PadOp : public OpKernel {
         return absl::InvalidArgumentError(
             absl::StrCat("pads of axis ", d, " overflow int64"));
       }
-      if (shape[d] < 0)
+      // Cropping more than the axis is no tensor (and would let a pad near
+      // INT64_MIN reach the kernel's coordinate arithmetic).
+      if (shape[d] < 0 || (*pads)[d] < -s[d] || (*pads)[d + rank] < -s[d])
         return absl::InvalidArgumentError("pads crop below zero");
       const bool padded = (*pads)[d] > 0 || (*pads)[d + rank] > 0;
       if (padded && mode_ != kernels::PadMode::kConstant && s[d] == 0)

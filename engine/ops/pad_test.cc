@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,22 @@ TEST(PadOpTest, OverflowingPadsAreInvalid) {
   b.Int64Initializer(
       "pads", {2},
       {int64_t{7021203130649108332}, int64_t{5985858090531160480}});
+  b.Node("Pad", {"x", "pads"}, {"y"});
+  auto model = b.Load();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto out = testing::RunModelOnce(*model, {{{2}, {1, 2}}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+      << out.status();
+}
+
+// A pad that crops more than the axis is refused even when the other end
+// pads it back (INT64_MIN and INT64_MAX on an axis of 2 sum to 1).
+TEST(PadOpTest, CroppingBeyondTheAxisIsInvalid) {
+  testing::OnnxModelBuilder b(/*opset=*/13);
+  b.Input("x", {2}).Output("y");
+  b.Int64Initializer("pads", {2},
+                     {std::numeric_limits<int64_t>::min(),
+                      std::numeric_limits<int64_t>::max()});
   b.Node("Pad", {"x", "pads"}, {"y"});
   auto model = b.Load();
   ASSERT_TRUE(model.ok()) << model.status();

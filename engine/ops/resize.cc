@@ -384,7 +384,12 @@ class ResizeOp : public OpKernel {
     for (int64_t axis : listed) {
       kernels::ResizeAxis& a = axes[axis];
       a.scale = scale;
-      a.out = static_cast<int64_t>(scale * a.in + 0.5);
+      const double out = scale * a.in + 0.5;
+      if (!(out <= kMaxResizedDim)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "keeping the aspect ratio makes axis ", axis, " too large"));
+      }
+      a.out = static_cast<int64_t>(out);
     }
     return absl::OkStatus();
   }

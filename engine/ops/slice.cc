@@ -49,8 +49,12 @@ absl::StatusOr<SliceSpec> ResolveSlice(const Shape& data,
     if (!axis.ok()) return axis.status();
     if (seen[*axis]) return absl::InvalidArgumentError("axes repeat");
     seen[*axis] = true;
-    const int64_t dim = data[*axis], step = steps[i];
-    if (step == 0) return absl::InvalidArgumentError("step is 0");
+    const int64_t dim = data[*axis];
+    if (steps[i] == 0) return absl::InvalidArgumentError("step is 0");
+    // A step of at least the axis selects one element at most: clamping it
+    // to +-max(dim, 1) changes nothing and keeps the arithmetic in range.
+    const int64_t bound = std::max<int64_t>(dim, 1);
+    const int64_t step = std::clamp<int64_t>(steps[i], -bound, bound);
     int64_t start = starts[i], end = ends[i];
     if (start < 0) start += dim;
     if (end < 0) end += dim;
@@ -59,6 +63,8 @@ absl::StatusOr<SliceSpec> ResolveSlice(const Shape& data,
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
       count = end > start ? (end - start + step - 1) / step : 0;
+    } else if (dim == 0) {
+      count = 0;  // clamp's range [0, -1] would be empty
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);

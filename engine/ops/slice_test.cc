@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "engine/testing/onnx_model_builder.h"
@@ -64,6 +65,27 @@ TEST(SliceOpTest, InputsWithNegativeClampedAndStepsMatchNaive) {
       EXPECT_EQ((*out)[0].data, want)
           << c.start << ":" << c.end << ":" << c.step << " axis " << axis;
     }
+  }
+}
+
+// Steps far beyond the axis (INT64_MAX, INT64_MIN) select one element, as
+// any step of at least the axis does, without overflowing.
+TEST(SliceOpTest, HugeStepsSelectOneElement) {
+  for (int64_t step : {std::numeric_limits<int64_t>::max(),
+                       std::numeric_limits<int64_t>::min()}) {
+    testing::OnnxModelBuilder b(/*opset=*/13);
+    b.Input("x", {6}).Output("y");
+    const bool up = step > 0;
+    b.Int64Initializer("starts", {1}, {up ? 1 : 4});
+    b.Int64Initializer("ends", {1}, {up ? 6 : -7});
+    b.Int64Initializer("axes", {1}, {0});
+    b.Int64Initializer("steps", {1}, {step});
+    b.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+    auto model = b.Load();
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto out = testing::RunModelOnce(*model, {{{6}, Iota(6)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].data, (std::vector<float>{up ? 1.0f : 4.0f})) << step;
   }
 }
 
