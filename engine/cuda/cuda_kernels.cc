@@ -527,6 +527,19 @@ class CudaKernels : public DeviceKernels {
         "transpose kernel");
   }
 
+  absl::Status Broadcast(DeviceStream& stream, const void* x,
+                         const Shape& x_shape, const Shape& y_shape,
+                         size_t element_bytes, void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n = ExpandIndexerFor(x_shape, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
+    if (n == 0) return absl::OkStatus();
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchTranspose(ix, x, y, n, element_bytes, CudaStreamOf(stream)),
+        "broadcast kernel");
+  }
+
   absl::Status LayerNorm(DeviceStream& stream, const float* x,
                          const float* scale, const float* bias, float* y,
                          int64_t rows, int64_t cols, float epsilon) override {

@@ -124,6 +124,29 @@ inline int64_t TransposeIndexerFor(const Shape& x,
                                              static_cast<int>(x.size()), ix);
 }
 
+// The Transpose kernel's indexer for x broadcast to y (Expand): y's dims,
+// and x's strides with 0 on every broadcast axis. The element count of y,
+// or -1 when the rank is above kMaxTransposeRank or x does not broadcast
+// to y.
+inline int64_t ExpandIndexerFor(const Shape& x, const Shape& y,
+                                kernels::cuda::TransposeIndexer* ix) {
+  const int rank = static_cast<int>(y.size());
+  if (x.size() > y.size() || rank > kernels::cuda::kMaxTransposeRank) return -1;
+  *ix = kernels::cuda::TransposeIndexer{};
+  ix->rank = rank;
+  const int offset = rank - static_cast<int>(x.size());
+  int64_t stride = 1, count = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t in = d >= offset ? x[d - offset] : 1;
+    if (in != y[d] && in != 1) return -1;
+    ix->out_dims[d] = y[d];
+    ix->in_strides[d] = in == 1 ? 0 : stride;
+    stride *= in;
+    count *= y[d];
+  }
+  return count;
+}
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_

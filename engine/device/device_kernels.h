@@ -156,6 +156,13 @@ class DeviceKernels {
                                  const std::vector<int64_t>& perm,
                                  size_t element_bytes, void* y) = 0;
 
+  // y = x broadcast to y_shape by NumPy's rules (x's rank <= y's, counted
+  // from the right; each x dim 1 or y's): ONNX Expand, for elements of
+  // `element_bytes` (1, 2, 4 or 8) bytes and rank <= 8.
+  virtual absl::Status Broadcast(DeviceStream& stream, const void* x,
+                                 const Shape& x_shape, const Shape& y_shape,
+                                 size_t element_bytes, void* y) = 0;
+
   // LayerNormalization of each row of a [rows, cols] matrix:
   // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32;
   // scale and bias have cols elements, bias may be null.

@@ -554,6 +554,27 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   return lowered;
 }
 
+// Expand: input 0 broadcast to the output's shape (the planner has read the
+// shape input; it is not read at run time).
+absl::StatusOr<LoweredNode> LowerExpand(const NodeView& v) {
+  const Shape& x_shape = v.in_shape(0);
+  const Shape& y_shape = v.out_shape(0);
+  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
+    return absl::UnimplementedError("elements of this type");
+  }
+  if (y_shape.size() > 8) return absl::UnimplementedError("rank above 8");
+  const int x = v.in_id(0), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {x};
+  if (Count(y_shape) == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    return c.kernels.Broadcast(c.stream, c.addresses[x], x_shape, y_shape, elem,
+                               c.addresses[y]);
+  });
+  return lowered;
+}
+
 // -- the registry ---------------------------------------------------------
 
 enum class Family {
@@ -565,6 +586,7 @@ enum class Family {
   kView,
   kConcat,
   kTranspose,
+  kExpand,
   kLayerNorm,
   kGather,
   kCast,
@@ -595,6 +617,7 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "Softmax"}] = Family::kSoftmax;
     (*r)[{false, "Concat"}] = Family::kConcat;
     (*r)[{false, "Transpose"}] = Family::kTranspose;
+    (*r)[{false, "Expand"}] = Family::kExpand;
     (*r)[{false, "LayerNormalization"}] = Family::kLayerNorm;
     (*r)[{false, "Gather"}] = Family::kGather;
     (*r)[{false, "Cast"}] = Family::kCast;
@@ -689,6 +712,8 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return LowerConcat(v);
     case Family::kTranspose:
       return LowerTranspose(v);
+    case Family::kExpand:
+      return LowerExpand(v);
     case Family::kLayerNorm:
       return LowerLayerNorm(v);
     case Family::kGather:

@@ -181,15 +181,36 @@ bool HasBatchDim(const ModelSignature& signature) {
   return !signature.inputs.empty();
 }
 
-// The smallest shapes the signature allows: every -1 dim as 1.
-std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
+// The signature's input shapes with every -1 dim as `dim`.
+std::vector<Shape> ShapesWithSymbolicDims(const ModelSignature& signature,
+                                          int64_t dim) {
   std::vector<Shape> shapes;
   for (const TensorSpec& spec : signature.inputs) {
     Shape shape = spec.dims;
-    for (int64_t& d : shape) d = d < 0 ? 1 : d;
+    for (int64_t& d : shape) d = d < 0 ? dim : d;
     shapes.push_back(std::move(shape));
   }
   return shapes;
+}
+
+// The smallest shapes the signature allows: every -1 dim as 1.
+std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
+  return ShapesWithSymbolicDims(signature, 1);
+}
+
+// The planner folds values of up to 64 KB, so a node folded at the smallest
+// shapes may run at larger ones (BERT's token types: an Expand to [batch,
+// sequence]). A plan with every -1 dim large tells which: the first of these
+// sizes that plans (a model may bound a dim, positions by 512, say).
+absl::StatusOr<std::shared_ptr<const NeutralPlan>> LargePlan(
+    const GraphProgramSource& source) {
+  absl::Status last = absl::OkStatus();
+  for (int64_t dim : {1024, 256, 64}) {
+    auto plan = source.planner(ShapesWithSymbolicDims(source.signature, dim));
+    if (plan.ok()) return plan;
+    last = plan.status();
+  }
+  return last;
 }
 
 absl::Status GraphProgram::Init() {
@@ -206,9 +227,11 @@ absl::Status GraphProgram::Init() {
   batched_model_ = HasBatchDim(source_.signature);
 
   // Operators and attributes first; then, with the smallest shapes, what
-  // only shapes tell (dtypes, layouts). Nodes the smallest plan computes
-  // while planning never run, so they need no kernel.
+  // only shapes tell (dtypes, layouts). Nodes that both the smallest plan
+  // and a large one compute while planning never run, so they need no
+  // kernel.
   auto smallest = source_.planner(SmallestShapes(source_.signature));
+  auto large = LargePlan(source_);
   std::vector<std::string> errors;
   for (const auto* specs :
        {&source_.signature.inputs, &source_.signature.outputs}) {
@@ -219,7 +242,9 @@ absl::Status GraphProgram::Init() {
     }
   }
   for (size_t n = 0; n < source_.nodes.size(); ++n) {
-    if (smallest.ok() && (*smallest)->nodes[n].folded) continue;
+    if (smallest.ok() && (*smallest)->nodes[n].folded &&
+        (!large.ok() || (*large)->nodes[n].folded))
+      continue;
     const PlanNode& node = source_.nodes[n];
     absl::Status s =
         CheckDeviceNode(node, smallest.ok() ? (*smallest)->opset : 0);

@@ -11,11 +11,13 @@
 // compute stream; the arena is shared by batches, which that stream
 // serializes.
 //
-// Create checks every node against the device (CheckDeviceNode), and binds
-// the plan of the model's smallest shapes (-1 dims as 1) so that a node the
-// device cannot run for real shapes is found at load too; every such node is
-// named in one Unimplemented error. Shapes that only plan-time binding can
-// judge fail their batch with the node named.
+// Create checks every node against the device (CheckDeviceNode), except
+// those that plans at the smallest shapes (-1 dims as 1) and at large ones
+// (-1 dims as 1024, else 256 or 64) both compute while planning; and binds
+// the plan of the smallest shapes so that a node the device cannot run for
+// real shapes is found at load too; every such node is named in one
+// Unimplemented error. Shapes that only plan-time binding can judge fail
+// their batch with the node named.
 #ifndef COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
 #define COALESCE_ENGINE_DEVICE_GRAPH_PROGRAM_H_
 

@@ -463,6 +463,23 @@ TEST_F(GraphProgramTest, ShapeArithmeticFoldsAndNeedsNoKernel) {
   ExpectMatchesCpu({RandomTensor({4, 2, 3})});
 }
 
+TEST_F(GraphProgramTest, RefusesAtLoadWhatOnlyLargeBatchesRun) {
+  // ConstantOfShape(Shape(x)): 4 KB at batch 1, folded while planning; at
+  // batch 64 and up past the planner's 64 KB, so it would run, and the
+  // device has no kernel for it. (An Expand in the same place runs:
+  // device_test_cases.cc's expand_int64_unfolded.)
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 1024});
+  b.Node("Shape", {"x"}, {"shape"});
+  b.Node("ConstantOfShape", {"shape"}, {"zeros"}, "zeros_like_x");
+  b.Node("Add", {"x", "zeros"}, {"y"});
+  b.Output("y");
+  absl::Status s = Load(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(),
+              HasSubstr("node 'zeros_like_x' (op 'ConstantOfShape')"));
+}
+
 TEST_F(GraphProgramTest, OutOfDeviceMemoryForWeightsIsResourceExhausted) {
   OnnxModelBuilder builder;
   builder.proto().ParseFromString(

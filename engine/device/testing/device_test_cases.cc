@@ -205,6 +205,48 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
                           {{{3, 5000}}}, 1e-6f, 13));
 }
 
+// Expand of a batched input along a middle axis and to a higher rank; and
+// BERT's token types: an int64 row of zeros expanded to [batch, width]
+// (Shape of the input), too large for the planner to fold (64 KB), cast
+// and added to the input.
+void AddExpandCases(std::vector<DeviceTestCase>& cases) {
+  {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 1, 5});
+    b.Int64Initializer("shape", {3}, {1, 4, 5});
+    b.Node("Expand", {"x", "shape"}, {"y"});
+    b.Output("y");
+    cases.push_back({"expand_middle_axis",
+                     std::move(b),
+                     true,
+                     {{{3, 1, 5}}, {{1, 1, 5}}},
+                     0.0f});
+  }
+  {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, 3});
+    b.Int64Initializer("shape", {4}, {2, 1, 1, 3});
+    b.Node("Expand", {"x", "shape"}, {"y"});
+    b.Output("y");
+    cases.push_back(
+        {"expand_higher_rank", std::move(b), true, {{{4, 3}}}, 0.0f});
+  }
+  constexpr int64_t kWidth = 9000;  // 2 rows of int64: 144 KB
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, kWidth});
+  std::vector<int64_t> row(kWidth);
+  for (int64_t i = 0; i < kWidth; ++i) row[i] = i % 7 - 3;
+  b.Int64Initializer("row", {1, kWidth}, row);
+  b.Node("Shape", {"x"}, {"shape"});
+  b.Node("Expand", {"row", "shape"}, {"rows"});
+  SetIntAttr(b.Node("Cast", {"rows"}, {"rows_f"}), "to",
+             onnx::TensorProto::FLOAT);
+  b.Node("Add", {"x", "rows_f"}, {"y"});
+  b.Output("y");
+  cases.push_back(
+      {"expand_int64_unfolded", std::move(b), true, {{{2, kWidth}}}, 0.0f});
+}
+
 void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
   for (const std::vector<int64_t>& perm :
        {std::vector<int64_t>{0, 2, 1}, {2, 0, 1}, {1, 2, 0}}) {
@@ -221,6 +263,7 @@ void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
                 {{{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}}, 0.0f, 13,
                 [axis](onnx::NodeProto& n) { SetIntAttr(n, "axis", axis); }));
   }
+  AddExpandCases(cases);
   // Views in a chain, the last one a model output (a copy, not a view).
   OnnxModelBuilder b(13);
   b.Input("x", {-1, 2, 3, 4});

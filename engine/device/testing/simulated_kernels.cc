@@ -161,6 +161,25 @@ class SimulatedKernels : public DeviceKernels {
     });
   }
 
+  absl::Status Broadcast(DeviceStream& stream, const void* x,
+                         const Shape& x_shape, const Shape& y_shape,
+                         size_t element_bytes, void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n = ExpandIndexerFor(x_shape, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
+    const size_t in_bytes = static_cast<size_t>(Count(x_shape)) * element_bytes;
+    const size_t out_bytes = static_cast<size_t>(n) * element_bytes;
+    return Launch(stream, "broadcast", {{x, in_bytes}}, {{y, out_bytes}}, [=] {
+      const char* in = static_cast<const char*>(x);
+      char* out = static_cast<char*>(y);
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * element_bytes,
+                    in + kc::TransposeSourceOffset(ix, i) * element_bytes,
+                    element_bytes);
+      }
+    });
+  }
+
   absl::Status LayerNorm(DeviceStream& stream, const float* x,
                          const float* scale, const float* bias, float* y,
                          int64_t rows, int64_t cols, float epsilon) override {
