@@ -356,11 +356,30 @@ class PreparedConv {
       const bool allowed =
           k.fused != CUDNN_ACTIVATION_IDENTITY ||
           perf[a].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-      if (allowed && perf[a].status == CUDNN_STATUS_SUCCESS &&
-          perf[a].memory <= workspace) {
+      // Exact FP32 takes FMA algorithms only (no TF32 tensor cores).
+      const bool math_ok =
+          math != CUDNN_FMA_MATH || perf[a].mathType == CUDNN_FMA_MATH;
+      if (!allowed || !math_ok || perf[a].status != CUDNN_STATUS_SUCCESS ||
+          perf[a].memory > workspace)
+        continue;
+      // The heuristics' memory is an estimate: cuDNN answers
+      // CUDNN_STATUS_BAD_PARAM at run time when the workspace is smaller
+      // than the algorithm needs for these shapes, so ask for the real size
+      // with the math type the algorithm was rated with.
+      if (perf[a].mathType != math &&
+          dnn_.SetConvolutionMathType(conv_, perf[a].mathType) !=
+              CUDNN_STATUS_SUCCESS)
+        continue;
+      size_t needed = 0;
+      if (dnn_.GetConvolutionForwardWorkspaceSize(handle, x_, w_, conv_, y_,
+                                                  perf[a].algo, &needed) ==
+              CUDNN_STATUS_SUCCESS &&
+          needed <= workspace) {
         algo_ = perf[a].algo;
+        workspace_bytes_ = needed;
         return absl::OkStatus();
       }
+      if (perf[a].mathType != math) dnn_.SetConvolutionMathType(conv_, math);
     }
     return absl::InternalError(
         absl::StrCat("cuDNN has no ", k.half ? "float16" : "float32",
@@ -371,8 +390,7 @@ class PreparedConv {
                    size_t workspace_bytes) const {
     const float one = 1.0f, zero = 0.0f;
     if (fused()) {  // y = act(conv + z + bias); z is y's shape, never y
-      return CudnnStatus(
-          dnn_,
+      return Checked(
           dnn_.ConvolutionBiasActivationForward(
               handle, &one, x_, a.x, w_, a.w, conv_, algo_, workspace,
               workspace_bytes, &one, y_, a.z, bias_, a.bias, act_, y_, a.y),
@@ -382,11 +400,20 @@ class PreparedConv {
     const void* x = half ? static_cast<const void*>(a.x_half) : a.x;
     const void* w = half ? static_cast<const void*>(a.w_half) : a.w;
     void* y = half ? static_cast<void*>(a.y_half) : a.y;
-    return CudnnStatus(
-        dnn_,
+    return Checked(
         dnn_.ConvolutionForward(handle, &one, x_, x, w_, w, conv_, algo_,
                                 workspace, workspace_bytes, &zero, y_, y),
         "cudnnConvolutionForward");
+  }
+
+  // OK, or the error of `call` naming the algorithm and the workspace it
+  // needs (formatted on failure only: a run allocates nothing).
+  absl::Status Checked(cudnnStatus_t status, const char* call) const {
+    if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+    return CudnnStatus(
+        dnn_, status,
+        absl::StrCat(call, " (algorithm ", static_cast<int>(algo_), ", ",
+                     workspace_bytes_, "-byte workspace)"));
   }
 
  private:
@@ -420,6 +447,7 @@ class PreparedConv {
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspace_bytes_ = 0;  // what algo_ needs for these shapes
 };
 
 class CudaKernels : public DeviceKernels {

@@ -46,6 +46,8 @@ absl::StatusOr<Cudnn> Load() {
                     &d.DestroyConvolutionDescriptor, &missing) &&
       ResolveSymbol(h, "cudnnGetConvolutionForwardAlgorithm_v7",
                     &d.GetConvolutionForwardAlgorithm, &missing) &&
+      ResolveSymbol(h, "cudnnGetConvolutionForwardWorkspaceSize",
+                    &d.GetConvolutionForwardWorkspaceSize, &missing) &&
       ResolveSymbol(h, "cudnnConvolutionForward", &d.ConvolutionForward,
                     &missing) &&
       ResolveSymbol(h, "cudnnCreateActivationDescriptor",

@@ -46,6 +46,8 @@ struct Cudnn {
       nullptr;
   decltype(&::cudnnGetConvolutionForwardAlgorithm_v7)
       GetConvolutionForwardAlgorithm = nullptr;
+  decltype(&::cudnnGetConvolutionForwardWorkspaceSize)
+      GetConvolutionForwardWorkspaceSize = nullptr;
   decltype(&::cudnnConvolutionForward) ConvolutionForward = nullptr;
   decltype(&::cudnnCreateActivationDescriptor) CreateActivationDescriptor =
       nullptr;
