@@ -51,8 +51,14 @@ struct LoweredNode {
   // (BatchNormalization's per-channel scale and shift), uploaded with the
   // plan; steps read them as StepContext::derived[i].
   std::vector<std::vector<float>> derived;
-  // The same for float16 constants (FP16 mode: weights converted at load).
-  std::vector<std::vector<Half>> derived_half;
+  // Float32 constants the device reads as float16 (FP16 mode: weights),
+  // StepContext::derived_half[i]. The program converts and uploads each
+  // source once and shares it between the plans of every batch size.
+  struct HalfConstant {
+    const float* source = nullptr;  // the constant's host data
+    int64_t count = 0;
+  };
+  std::vector<HalfConstant> derived_half;
   // Device memory the steps use while the node runs (FP16 mode: operands
   // converted to float16), StepContext::scratch[i]; garbage on entry.
   std::vector<size_t> scratch_bytes;
@@ -60,7 +66,7 @@ struct LoweredNode {
 
 // How nodes are lowered. fp16: GEMMs and convolutions take float16
 // operands and accumulate in float32 (DeviceKernels' FP16 mode). Constant
-// operands (weights) are converted once, at lowering (derived_half);
+// operands (weights) are converted once per program (derived_half);
 // computed ones by a ToHalf step into scratch before each product.
 // Everything else, model inputs and outputs included, stays float32.
 struct LoweringOptions {

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "engine/device/device_ops_internal.h"
-#include "kernels/cuda/half_math.h"
 
 namespace coalesce::device_ops {
 
@@ -14,13 +13,9 @@ HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered) {
   HalfOperand operand;
   if (value.storage == ValueStorage::kConstant &&
       value.info.constant_data != nullptr) {
-    const float* source =
-        reinterpret_cast<const float*>(value.info.constant_data);
-    std::vector<Half> converted(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      converted[i] = kernels::cuda::FloatToHalfBits(source[i]);
     operand.derived = static_cast<int>(lowered.derived_half.size());
-    lowered.derived_half.push_back(std::move(converted));
+    lowered.derived_half.push_back(
+        {reinterpret_cast<const float*>(value.info.constant_data), count});
     return operand;
   }
   operand.scratch = AddHalfScratch(count, lowered);

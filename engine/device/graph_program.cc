@@ -17,6 +17,7 @@
 #include "engine/device/batch_rows.h"
 #include "engine/device/device_ops.h"
 #include "engine/device/status_context.h"
+#include "kernels/cuda/half_math.h"
 
 namespace coalesce {
 namespace {
@@ -116,6 +117,12 @@ class GraphProgram : public DeviceProgram {
   absl::Status UploadDerived(const LoweredNode& lowered, BoundPlan& bound,
                              BoundPlan::NodeMemory& memory) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `constant` as float16 on the device: converted and uploaded on first
+  // use, then shared by every plan. `owner` holds its host data.
+  absl::StatusOr<const Half*> HalfConstantOnDevice(
+      const LoweredNode::HalfConstant& constant,
+      const std::shared_ptr<const NeutralPlan>& owner) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<void*> UploadConstant(const PlannedValue& value) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `bytes` (> 0) of host memory in new device memory, through staging.
@@ -153,6 +160,15 @@ class GraphProgram : public DeviceProgram {
       ABSL_GUARDED_BY(mu_);
   // Model constants on the device, by host address.
   mutable std::map<const char*, std::unique_ptr<DeviceBuffer>> constants_
+      ABSL_GUARDED_BY(mu_);
+  // FP16 mode's float16 weights, by host address and count; with the plan
+  // that owns the host data, so that the address is never reused while the
+  // entry lives.
+  struct HalfUpload {
+    std::unique_ptr<DeviceBuffer> buffer;
+    std::shared_ptr<const NeutralPlan> owner;
+  };
+  mutable std::map<std::pair<const float*, int64_t>, HalfUpload> half_constants_
       ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceStream> upload_stream_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceEvent> upload_done_ ABSL_GUARDED_BY(mu_);
@@ -281,6 +297,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     std::shared_ptr<const NeutralPlan> plan,
     std::vector<std::string>* errors) const {
   auto bound = std::make_shared<BoundPlan>();
+  bound->plan = plan;  // owns the host data of the constants uploaded below
   const std::vector<PlannedValue>& values = plan->values;
   bound->constants.assign(values.size(), nullptr);
   bound->node_memory.resize(plan->nodes.size());
@@ -367,14 +384,30 @@ absl::Status GraphProgram::UploadDerived(const LoweredNode& lowered,
     memory.derived.push_back(static_cast<const float*>((*buffer)->data()));
     bound.derived.push_back(*std::move(buffer));
   }
-  for (const std::vector<Half>& values : lowered.derived_half) {
-    auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
-                         std::max<size_t>(values.size() * sizeof(Half), 1));
-    if (!buffer.ok()) return buffer.status();
-    memory.derived_half.push_back(static_cast<const Half*>((*buffer)->data()));
-    bound.derived.push_back(*std::move(buffer));
+  for (const LoweredNode::HalfConstant& constant : lowered.derived_half) {
+    auto address = HalfConstantOnDevice(constant, bound.plan);
+    if (!address.ok()) return address.status();
+    memory.derived_half.push_back(*address);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<const Half*> GraphProgram::HalfConstantOnDevice(
+    const LoweredNode::HalfConstant& constant,
+    const std::shared_ptr<const NeutralPlan>& owner) const {
+  const auto key = std::make_pair(constant.source, constant.count);
+  auto it = half_constants_.find(key);
+  if (it == half_constants_.end()) {
+    std::vector<Half> converted(static_cast<size_t>(constant.count));
+    for (int64_t i = 0; i < constant.count; ++i)
+      converted[i] = kernels::cuda::FloatToHalfBits(constant.source[i]);
+    auto buffer = Upload(reinterpret_cast<const char*>(converted.data()),
+                         std::max<size_t>(converted.size() * sizeof(Half), 1));
+    if (!buffer.ok()) return buffer.status();
+    it = half_constants_.emplace(key, HalfUpload{*std::move(buffer), owner})
+             .first;
+  }
+  return static_cast<const Half*>(it->second.buffer->data());
 }
 
 // Intermediate values get blocks from their producer to their last reader

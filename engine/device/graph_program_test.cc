@@ -232,6 +232,21 @@ TEST_F(GraphProgramTest, SteadyStateAllocatesNoDeviceMemory) {
   }
 }
 
+// FP16 weights are converted and uploaded once per program: a batch size
+// that binds a new plan allocates nothing for them (the MLP's weights are
+// the only derived constants; batch 2's arena fits in batch 8's).
+TEST_F(GraphProgramTest, Fp16WeightsAreSharedByThePlansOfEveryBatchSize) {
+  OnnxModelBuilder builder;
+  builder.proto().ParseFromString(
+      ::coalesce::testing::BuildMlpModel(24, 48, 10, 7));
+  ASSERT_OK_AND_LOADED(builder, {}, ModelOptions::ForDevice(),
+                       GraphProgramOptions{.fp16 = true});
+  ExpectMatchesCpu({RandomTensor({8, 24})}, 2e-2f);
+  const int64_t after_first_plan = device_->allocation_count();
+  ExpectMatchesCpu({RandomTensor({2, 24})}, 2e-2f);
+  EXPECT_EQ(device_->allocation_count(), after_first_plan);
+}
+
 OnnxModelBuilder SmallMlp() {
   OnnxModelBuilder builder;
   builder.proto().ParseFromString(
