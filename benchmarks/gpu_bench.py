@@ -31,6 +31,7 @@ Usage: python3 gpu_bench.py [--bundle DIR] [--out FILE] [--quick]
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import os
@@ -96,8 +97,10 @@ class ModelCase:
     why_no_torch: str = ""
 
 
-def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
-                 warmup: int, precision: str, graphs: bool = True) -> tuple[float, list]:
+def onnx_run_command(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
+                     warmup: int, precision: str, graphs: bool = True) -> list:
+    """coalesce-onnx-run on the GPU with `feeds` written under `work`: outputs
+    to work/out, timings to work/timing.json."""
     inputs = []
     for i, (name, x) in enumerate(feeds.items()):
         f = work / f"in{i}.pb"
@@ -105,11 +108,17 @@ def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int
         inputs += ["--input", f"{name}={f}"]
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
-    timing = work / "timing.json"
-    cmd = [str(bundle / "bin" / "coalesce-onnx-run"), "--device", "gpu", "--gpu-precision",
-           precision, "--device-graphs", "on" if graphs else "off",
-           "--model", str(model), *inputs, "--output-dir", str(out),
-           "--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing)]
+    return [str(bundle / "bin" / "coalesce-onnx-run"), "--device", "gpu", "--gpu-precision",
+            precision, "--device-graphs", "on" if graphs else "off",
+            "--model", str(model), *inputs, "--output-dir", str(out),
+            "--warmup", str(warmup), "--repeat", str(repeat),
+            "--timing-json", str(work / "timing.json")]
+
+
+def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
+                 warmup: int, precision: str, graphs: bool = True) -> tuple[float, list]:
+    cmd = onnx_run_command(bundle, model, feeds, work, repeat, warmup, precision, graphs)
+    out, timing = work / "out", work / "timing.json"
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"coalesce-onnx-run exited {proc.returncode}: {proc.stderr[-2000:]}")
@@ -240,34 +249,84 @@ def resnet50_case(work: Path, batches: list) -> ModelCase | None:
                      lambda: model.cuda())
 
 
+class BertTorch:
+    """transformers' BertModel with bert-base's shape (12 layers, hidden 768,
+    12 heads, intermediate 3072, erf GELU), random weights: the same network
+    as make_encoder's bert-base, as a PyTorch user would run it (the
+    library's default attention). Returns the last hidden state."""
+
+    def __init__(self, cfg):
+        import torch
+        import transformers
+        torch.manual_seed(0)
+        config = transformers.BertConfig(
+            vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers,
+            num_attention_heads=cfg.heads, intermediate_size=cfg.intermediate,
+            max_position_embeddings=cfg.max_position, type_vocab_size=cfg.type_vocab,
+            hidden_act="gelu")
+        self.model = transformers.BertModel(config).eval().cuda()
+
+    def __call__(self, *args):
+        return self.model(input_ids=args[0], attention_mask=args[1]).last_hidden_state
+
+
 def bert_case(bundle: Path, work: Path, batches: list) -> ModelCase:
     """The bert-base encoder of tests/models/make_encoder.py (12 layers,
-    hidden 768), sequence 128; no PyTorch twin of it exists here."""
+    hidden 768), sequence 128; its PyTorch twin is transformers' BertModel
+    when transformers is installed."""
     sys.path.insert(0, str(bundle / "share"))
     import make_encoder
     cfg = make_encoder.preset("bert-base", seed=0)
     path = work / "bert-base.onnx"
     onnx.save(make_encoder.make_encoder(cfg), str(path))
+    try:
+        import transformers  # noqa: F401
+        twin, why = (lambda: BertTorch(cfg)), ""
+    except ImportError:
+        twin, why = None, "transformers is not installed"
     return ModelCase("bert-base-s128", path, batches,
                      lambda b: make_encoder.encoder_inputs(cfg, batch=b, seq=128, seed=b, padded=True),
-                     None, "no PyTorch version of this encoder here")
+                     twin, why)
 
 
-def case_runs(cases: list, why_no_torch: str):
-    """(case, its PyTorch module or None, batch, feeds) for every batch of
-    every case; each case's module is built once."""
-    for case in cases:
-        module = None
-        if not why_no_torch and case.torch_module is not None:
-            module = case.torch_module()
-        for batch in case.batches:
-            yield case, module, batch, case.feeds(batch)
+class Report:
+    """The Markdown report, written to `path` again after every row, so that a
+    run cut short (the device's time limit) keeps every row it measured."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.parts: list[list[str]] = []
+
+    def part(self, lines: list) -> list:
+        self.parts.append(list(lines))
+        self.flush()
+        return self.parts[-1]
+
+    def add(self, part: list, line: str):
+        part.append(line)
+        print(line, flush=True)
+        self.flush()
+
+    def text(self) -> str:
+        return "\n".join("\n".join(p) for p in self.parts) + "\n"
+
+    def flush(self):
+        self.path.write_text(self.text())
 
 
-def diff_cell(model: Path, feeds: dict, outputs: list, tolerance: float) -> tuple[str, bool]:
+class Deadline:
+    """Seconds left before --deadline-s; nothing new starts after it."""
+
+    def __init__(self, seconds: float | None):
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def passed(self) -> bool:
+        return self.end is not None and time.monotonic() > self.end
+
+
+def diff_cell(ref: list | None, outputs: list, tolerance: float) -> tuple[str, bool]:
     """The max |Coalesce - onnxruntime| cell, and whether it is within
     tolerance * max(1, |reference|); (a note, True) without onnxruntime."""
-    ref = onnxruntime_outputs(model, feeds)
     if ref is None:
         return "onnxruntime not installed", True
     d = max(float(np.max(np.abs(a - r))) if a.size else 0.0 for a, r in zip(outputs, ref))
@@ -275,84 +334,162 @@ def diff_cell(model: Path, feeds: dict, outputs: list, tolerance: float) -> tupl
     return f"{d:.2e}" + ("" if d <= bound else f" (FAILED: above {bound:.1e})"), d <= bound
 
 
-def engine_section(bundle: Path, cases: list, work: Path, quick: bool) -> tuple[str, bool]:
+def torch_pair(module, feeds: dict, repeat: int, warmup: int, fp16: bool) -> list:
+    """PyTorch eager and CUDA-graph ms (cells), or the failure in the cell."""
+    try:
+        args = list(feeds.values())
+        return [torch_time_ms(module, args, repeat, warmup, graph=g, fp16=fp16)
+                for g in (False, True)]
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        return [f"FAILED: {cell(str(e))}", ""]
+
+
+def ratio_cells(torch_ms: list, ours: float) -> list:
+    """[eager ms, eager/ours, graph ms, graph/ours] as table cells."""
+    out = []
+    for t in torch_ms:
+        if isinstance(t, float):
+            out += [f"{t:.3f}", f"{t / ours:.2f}x"]
+        else:
+            out += [t, ""]
+    return out
+
+
+def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: Report,
+                   deadline: Deadline) -> bool:
+    """Every (case, batch): Coalesce FP32, FP32 without graphs, TF32 and FP16,
+    PyTorch eager and CUDA graph in FP32 and FP16, outputs against one
+    onnxruntime reference; a row to each of the two tables as it is done."""
     repeat, warmup = (10, 3) if quick else (50, 10)
     why_no_torch = torch_status()
-    lines = [f"Median of {repeat} host-to-host runs after {warmup} warm-up runs (copies in and "
+    intro = [f"Median of {repeat} host-to-host runs after {warmup} warm-up runs (copies in and "
              "out included on both sides). FP32 with TF32 off on both sides; the TF32 column is "
              "Coalesce with `gpu_precision: tf32`; \"no graphs\" is Coalesce FP32 with "
              "`cuda_graphs: false` (the launch overhead graphs remove). Ratio: PyTorch ms / "
-             "Coalesce FP32 ms (above 1: "
-             "Coalesce is faster). Outputs checked against onnxruntime on the CPU (max |diff|, "
-             "FP32 run).", ""]
+             "Coalesce FP32 ms (above 1: Coalesce is faster). Outputs checked against "
+             "onnxruntime on the CPU (max |diff|, FP32 run).", ""]
     if why_no_torch:
-        lines += [f"PyTorch columns empty: {why_no_torch}.", ""]
-    lines += ["| model | batch | Coalesce FP32 ms | no graphs ms | Coalesce TF32 ms | "
-              "PyTorch eager ms | ratio | PyTorch CUDA graph ms | ratio | "
-              "max abs diff vs onnxruntime |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        intro += [f"PyTorch columns empty: {why_no_torch}.", ""]
+    fp32_table = report.part(["### Engine only: Coalesce against PyTorch on the same GPU", ""] +
+                             intro + [
+        "| model | batch | Coalesce FP32 ms | no graphs ms | Coalesce TF32 ms | "
+        "PyTorch eager ms | ratio | PyTorch CUDA graph ms | ratio | "
+        "max abs diff vs onnxruntime |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"])
+    fp16_table = report.part([
+        "", "FP16: Coalesce with `gpu_precision: fp16` (products on float16 operands, "
+        "float32 accumulation, float32 elsewhere) against PyTorch under "
+        "`torch.autocast(float16)`, same runs as above. Ratio: PyTorch ms / Coalesce "
+        "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32.", "",
+        "| model | batch | Coalesce FP16 ms | PyTorch FP16 eager ms | ratio | "
+        "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"])
     ok = True
-    for case, module, batch, feeds in case_runs(cases, why_no_torch):
-        row = [case.name, str(batch)]
+    modules = {}  # case name -> (PyTorch twin or None, why none)
+    # Batch by batch, every case at each: a run cut short by --deadline-s has
+    # every model at the batches it reached.
+    order = list(dict.fromkeys(b for case in cases for b in case.batches))
+    for batch, case in ((b, c) for b in order for c in cases if b in c.batches):
+        module, why = modules.get(case.name, (None, case.why_no_torch or why_no_torch))
+        if deadline.passed():
+            report.add(fp32_table, f"| {case.name} | {batch} | not run: --deadline-s "
+                       "reached | | | | | | | |")
+            continue
+        if module is None and not why and case.torch_module is not None:
+            try:
+                module = case.torch_module()
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                why = f"PyTorch twin failed: {cell(str(e))}"
+            modules[case.name] = (module, why)
+        feeds = case.feeds(batch)
         try:
-            fp32, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32")
+            runs = {p: run_coalesce(bundle, case.path, feeds, work, repeat, warmup, p)
+                    for p in ("fp32", "tf32", "fp16")}
             plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
                                     graphs=False)
-            tf32, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "tf32")
         except Exception as e:  # noqa: BLE001 - reported in the table
-            lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | | | |")
+            report.add(fp32_table, f"| {case.name} | {batch} | FAILED: {cell(str(e))} "
+                       "| | | | | | | |")
             ok = False
             continue
-        row += [f"{fp32:.3f}", f"{plain:.3f}", f"{tf32:.3f}"]
+        ref = onnxruntime_outputs(case.path, feeds)
+        fp32, fp32_out = runs["fp32"]
+        fp16, fp16_out = runs["fp16"]
+        row32 = [case.name, str(batch), f"{fp32:.3f}", f"{plain:.3f}",
+                 f"{runs['tf32'][0]:.3f}"]
+        row16 = [case.name, str(batch), f"{fp16:.3f}"]
         if module is not None:
-            args = list(feeds.values())
-            e = torch_time_ms(module, args, repeat, warmup, graph=False)
-            g = torch_time_ms(module, args, repeat, warmup, graph=True)
-            row += [f"{e:.3f}", f"{e / fp32:.2f}x", f"{g:.3f}", f"{g / fp32:.2f}x"]
+            row32 += ratio_cells(torch_pair(module, feeds, repeat, warmup, False), fp32)
+            row16 += ratio_cells(torch_pair(module, feeds, repeat, warmup, True), fp16)
         else:
-            row += ["", "", "", ""] if not case.why_no_torch else [case.why_no_torch, "", "", ""]
-        text, matched = diff_cell(case.path, feeds, outputs, 1e-3)
-        row.append(text)
-        ok = ok and matched
-        lines.append("| " + " | ".join(row) + " |")
-    fp16_lines, fp16_ok = fp16_table(bundle, cases, work, repeat, warmup, why_no_torch)
-    return "\n".join(lines + [""] + fp16_lines), ok and fp16_ok
+            row32 += [why, "", "", ""]
+            row16 += [why, "", "", ""]
+        text32, ok32 = diff_cell(ref, fp32_out, 1e-3)
+        text16, ok16 = diff_cell(ref, fp16_out, 2e-2)
+        ok = ok and ok32 and ok16
+        report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
+        report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
+    return ok
 
 
-def fp16_table(bundle: Path, cases: list, work: Path, repeat: int, warmup: int,
-               why_no_torch: str) -> tuple[list, bool]:
-    """Coalesce with `gpu_precision: fp16` against PyTorch under autocast
-    float16, eager and with CUDA graphs; outputs within 2e-2 of max(1, |ref|)
-    of onnxruntime's (float16 operands keep 10 mantissa bits)."""
-    lines = ["FP16: Coalesce with `gpu_precision: fp16` (products on float16 operands, "
-             "float32 accumulation, float32 elsewhere) against PyTorch under "
-             "`torch.autocast(float16)`, same runs as above. Ratio: PyTorch ms / Coalesce "
-             "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32.", "",
-             "| model | batch | Coalesce FP16 ms | PyTorch FP16 eager ms | ratio | "
-             "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    ok = True
-    for case, module, batch, feeds in case_runs(cases, why_no_torch):
-        try:
-            fp16, outputs = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
-                                         "fp16")
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            lines.append(f"| {case.name} | {batch} | FAILED: {cell(str(e))} | | | | | |")
-            ok = False
-            continue
-        row = [case.name, str(batch), f"{fp16:.3f}"]
-        if module is not None:
-            args = list(feeds.values())
-            e = torch_time_ms(module, args, repeat, warmup, graph=False, fp16=True)
-            g = torch_time_ms(module, args, repeat, warmup, graph=True, fp16=True)
-            row += [f"{e:.3f}", f"{e / fp16:.2f}x", f"{g:.3f}", f"{g / fp16:.2f}x"]
-        else:
-            row += [case.why_no_torch or why_no_torch, "", "", ""]
-        text, matched = diff_cell(case.path, feeds, outputs, 2e-2)
-        row.append(text)
-        ok = ok and matched
-        lines.append("| " + " | ".join(row) + " |")
-    return lines, ok
+# -- where the GPU time goes ---------------------------------------------------
+
+def ncu_binary() -> str | None:
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for candidate in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"), reverse=True):
+        return str(candidate)
+    return None
+
+
+def kernel_breakdown(bundle: Path, cases: list, work: Path, batch: int, report: Report,
+                     deadline: Deadline) -> None:
+    """Each case at `batch`, FP32 and FP16, without graphs under Nsight
+    Compute (gpu__time_duration per kernel): the kernels that take the
+    GPU's time, summed by name, the top ones listed."""
+    ncu = ncu_binary()
+    part = report.part(["", f"### Where the GPU time goes (batch {batch}, Nsight Compute)", ""])
+    if ncu is None:
+        report.add(part, "Not measured: Nsight Compute (ncu) is not installed.")
+        return
+    report.add(part, "`coalesce-onnx-run --warmup 0 --repeat 1 --device-graphs off` under "
+               "`ncu --metrics gpu__time_duration.sum`, each kernel timed alone: the tool's "
+               "output run and its one timed run, so two runs (the first with cuDNN's and "
+               "cuBLASLt's first-call work); kernels summed by name, the top ten by time, "
+               "and their share of the kernel time.")
+    for case in cases:
+        for precision in ("fp32", "fp16"):
+            if deadline.passed():
+                report.add(part, f"\n{case.name} {precision}: not run: --deadline-s reached")
+                continue
+            cmd = onnx_run_command(bundle, case.path, case.feeds(batch), work, 1, 0,
+                                   precision, graphs=False)
+            log = work / "ncu.csv"
+            try:
+                proc = subprocess.run([ncu, "--metrics", "gpu__time_duration.sum", "--csv",
+                                       "--print-units", "base", "--log-file", str(log), *cmd],
+                                      capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                report.add(part, f"\n{case.name} {precision}: ncu took over 120 s")
+                continue
+            if proc.returncode != 0 or not log.exists():
+                report.add(part, f"\n{case.name} {precision}: ncu failed: "
+                           f"{cell(proc.stderr or proc.stdout)}")
+                continue
+            totals: dict[str, float] = {}
+            for row in csv.DictReader(line for line in log.read_text().splitlines()
+                                      if line.startswith('"')):
+                if row.get("Metric Name") == "gpu__time_duration.sum":
+                    name = re.sub(r"\(.*", "", row["Kernel Name"])[:80]
+                    value = float(row["Metric Value"].replace(",", ""))
+                    totals[name] = totals.get(name, 0.0) + value / 1e6
+            whole = sum(totals.values())
+            report.add(part, f"\n{case.name} {precision}, batch {batch}: {len(totals)} distinct "
+                       f"kernels, {whole:.3f} ms of kernel time in the two runs\n")
+            report.add(part, "| kernel | ms | share |\n|---|---:|---:|")
+            for name, ms in sorted(totals.items(), key=lambda kv: -kv[1])[:10]:
+                report.add(part, f"| `{cell(name)}` | {ms:.3f} | {ms / whole:.0%} |")
 
 
 # -- server end to end ---------------------------------------------------------
@@ -405,7 +542,8 @@ def write_variant(repo: Path, source: Path, name: str, batching: bool, double_bu
     (repo / name / "config.pbtxt").write_text(config)
 
 
-def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tuple[str, bool]:
+def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool, report: Report,
+                   deadline: Deadline) -> bool:
     repo = work / "repo"
     variants = {}
     for batching in (True, False):
@@ -419,10 +557,12 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
                                "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
                               stdout=log, stderr=subprocess.STDOUT)
     ok = True
-    lines = ["coalesce-bench closed loop, batch 1 per request, mlp_classifier on KIND_GPU "
-             "(max_batch_size 64). GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
-             "| batching | double buffering | concurrency | infer/s | p50 ms | p99 ms | avg batch | GPU busy |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    table = report.part([
+        "", "### Server end to end: batching and double buffering", "",
+        "coalesce-bench closed loop, batch 1 per request, mlp_classifier on KIND_GPU "
+        "(max_batch_size 64). GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
+        "| batching | double buffering | concurrency | infer/s | p50 ms | p99 ms | avg batch | GPU busy |",
+        "|---|---|---:|---:|---:|---:|---:|---:|"])
     try:
         for _ in range(600):
             if " ready" in (work / "server.log").read_text() or server.poll() is not None:
@@ -430,11 +570,16 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
             time.sleep(0.2)
         text = (work / "server.log").read_text()
         if server.poll() is not None or " ready" not in text:
-            return f"The server did not start:\n\n```\n{text[-3000:]}\n```", False
+            report.add(table, f"The server did not start:\n\n```\n{text[-3000:]}\n```")
+            return False
         sampler = GpuSampler()
         window = "1000" if quick else "2000"
         for name, (batching, db) in variants.items():
             for conc in CONCURRENCY:
+                if deadline.passed():
+                    report.add(table, f"| {batching} | {db} | {conc} | not run: --deadline-s "
+                               "reached | | | | |")
+                    continue
                 prefix = work / f"{name}_c{conc}"
                 sampler.start()
                 proc = subprocess.run(
@@ -443,7 +588,7 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
                      "--output", str(prefix)], capture_output=True, text=True, timeout=300)
                 busy = sampler.stop()
                 if proc.returncode != 0:
-                    lines.append(f"| {batching} | {db} | {conc} | FAILED: {cell(proc.stderr)} | | | | |")
+                    report.add(table, f"| {batching} | {db} | {conc} | FAILED: {cell(proc.stderr)} | | | | |")
                     ok = False
                     continue
                 s = json.loads(prefix.with_suffix(".json").read_text())["levels"][0]["summary"]
@@ -451,9 +596,9 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
                 batch = (s.get("server") or {}).get("avg_batch_size")
                 if s.get("error_count"):
                     ok = False
-                lines.append(f"| {batching} | {db} | {conc} | {s['throughput_infer_per_s']:.0f} | "
-                             f"{lat.get('p50', 0):.2f} | {lat.get('p99', 0):.2f} | "
-                             f"{batch if batch is None else f'{batch:.1f}'} | {busy} |")
+                report.add(table, f"| {batching} | {db} | {conc} | {s['throughput_infer_per_s']:.0f} | "
+                           f"{lat.get('p50', 0):.2f} | {lat.get('p99', 0):.2f} | "
+                           f"{batch if batch is None else f'{batch:.1f}'} | {busy} |")
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -461,7 +606,127 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool) -> tupl
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
-    return "\n".join(lines), ok
+    return ok
+
+
+SERVE_CONCURRENCY = [16, 64, 128]
+
+
+def start_server(bundle: Path, repo: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
+    """coalesce-server on `repo` at 127.0.0.1:18001; (process, "") once ready,
+    or (process, the log's end) when it did not start."""
+    log = open(log_path, "w")
+    server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository",
+                               str(repo), "--grpc-address", "127.0.0.1", "--grpc-port", "18001",
+                               "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(900):
+        if " ready" in log_path.read_text() or server.poll() is not None:
+            break
+        time.sleep(0.2)
+    text = log_path.read_text()
+    if server.poll() is not None or " ready" not in text:
+        return server, text[-3000:]
+    return server, ""
+
+
+def stop_server(server: subprocess.Popen):
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def served_config(name: str, model: onnx.ModelProto, precision: str, max_batch: int) -> str:
+    """A KIND_GPU config for `model` (batch dim first on every input and
+    output, the other -1 dims given by the caller's --shape), dynamic
+    batching up to `max_batch` with a 1 ms queue delay."""
+    def tensors(values):
+        out = []
+        for vi in values:
+            dims = [d.dim_value if d.dim_value > 0 else -1 for d in vi.type.tensor_type.shape.dim][1:]
+            dtype = {TensorProto.FLOAT: "TYPE_FP32", TensorProto.INT64: "TYPE_INT64"}[
+                vi.type.tensor_type.elem_type]
+            out.append(f'{{ name: "{vi.name}" data_type: {dtype} dims: {dims} }}')
+        return ", ".join(out)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [vi for vi in model.graph.input if vi.name not in initializers]
+    return (f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: {max_batch}\n'
+            f"input [ {tensors(inputs)} ]\noutput [ {tensors(model.graph.output)} ]\n"
+            "instance_group [ { kind: KIND_GPU count: 1 } ]\n"
+            "dynamic_batching { max_queue_delay_microseconds: 1000 }\n"
+            f'parameters: {{ key: "gpu_precision" value: {{ string_value: "{precision}" }} }}\n')
+
+
+def served_section(bundle: Path, cases: list, work: Path, report: Report,
+                   deadline: Deadline) -> bool:
+    """Each case served on KIND_GPU in FP32 and FP16 (max batch 64), one
+    request of batch 1 each, coalesce-bench closed loop over
+    SERVE_CONCURRENCY: items/s, latency, the batch the server formed and
+    the GPU's busy fraction."""
+    repo = work / "served"
+    shapes = {}
+    for case in cases:
+        proto = onnx.load(str(case.path), load_external_data=False)
+        for precision in ("fp32", "fp16"):
+            name = f"{case.name}_{precision}".replace("-", "_")
+            (repo / name / "1").mkdir(parents=True)
+            os.link(case.path, repo / name / "1" / "model.onnx")
+            (repo / name / "config.pbtxt").write_text(served_config(name, proto, precision, 64))
+        shapes[case.name] = [f"{k}:{','.join(str(d) for d in v.shape[1:])}"
+                             for k, v in case.feeds(1).items()]
+    table = report.part([
+        "", "### Served on the GPU: coalesce-bench closed loop, one item per request", "",
+        "Each model on KIND_GPU (max_batch_size 64, 1 ms queue delay), random inputs. "
+        "GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
+        "| model | precision | concurrency | items/s | p50 ms | p99 ms | avg batch | GPU busy |",
+        "|---|---|---:|---:|---:|---:|---:|---:|"])
+    server, failure = start_server(bundle, repo, work / "served.log")
+    if failure:
+        stop_server(server)
+        report.add(table, f"The server did not start:\n\n```\n{failure}\n```")
+        return False
+    ok = True
+    sampler = GpuSampler()
+    try:
+        for case in cases:
+            for precision in ("fp32", "fp16"):
+                name = f"{case.name}_{precision}".replace("-", "_")
+                for conc in SERVE_CONCURRENCY:
+                    if deadline.passed():
+                        report.add(table, f"| {case.name} | {precision} | {conc} | not run: "
+                                   "--deadline-s reached | | | | |")
+                        continue
+                    prefix = work / f"{name}_c{conc}"
+                    shape_args = [a for s in shapes[case.name] for a in ("--shape", s)]
+                    sampler.start()
+                    proc = subprocess.run(
+                        [str(bundle / "bin" / "coalesce-bench"), "-m", name, "-u",
+                         "127.0.0.1:18001", "--concurrency-range", str(conc), "--window-ms",
+                         "1000", "--max-windows", "4", *shape_args, "--output", str(prefix)],
+                        capture_output=True, text=True, timeout=120)
+                    busy = sampler.stop()
+                    if proc.returncode != 0:
+                        report.add(table, f"| {case.name} | {precision} | {conc} | FAILED: "
+                                   f"{cell(proc.stderr)} | | | | |")
+                        ok = False
+                        continue
+                    s = json.loads(prefix.with_suffix(".json").read_text())["levels"][0]["summary"]
+                    lat = s.get("latency_ms") or {}
+                    batch = (s.get("server") or {}).get("avg_batch_size")
+                    ok = ok and not s.get("error_count")
+                    report.add(table, f"| {case.name} | {precision} | {conc} | "
+                               f"{s['throughput_infer_per_s']:.0f} | {lat.get('p50', 0):.2f} | "
+                               f"{lat.get('p99', 0):.2f} | "
+                               f"{batch if batch is None else f'{batch:.1f}'} | {busy} |")
+    finally:
+        stop_server(server)
+    return ok
+
+
+def int_list(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
 
 
 def main() -> int:
@@ -471,32 +736,61 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("gpu-bench.md"))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--models", default="resnet50,bert-base-s128,mlp_classifier,dense4096",
+                        help="engine-only cases to run, in this order")
+    parser.add_argument("--batches", type=int_list, default=None,
+                        help="batch sizes for every case (default: each case's own)")
+    parser.add_argument("--breakdown-batch", type=int, default=0,
+                        help="after the tables, each case at this batch under Nsight Compute")
+    parser.add_argument("--serve", action="store_true",
+                        help="also serve each case on KIND_GPU (FP32, FP16) under coalesce-bench")
+    parser.add_argument("--skip-engine", action="store_true",
+                        help="no engine-only tables (with --breakdown-batch: the breakdown only)")
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help="start nothing new after this many seconds; rows not run say so")
     args = parser.parse_args()
+    deadline = Deadline(args.deadline_s)
+    report = Report(args.out)
+    report.part([f"Measured {time.strftime('%Y-%m-%d')}.", ""])
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         subprocess.run([sys.executable, str(args.bundle / "share" / "generate_models.py"),
                         "--out", str(work / "models"), "--only", "mlp_classifier"],
                        check=True, capture_output=True)
         mlp_dir = work / "models" / "mlp_classifier"
-        dense = work / "dense4096.onnx"
-        onnx.save(dense_model([4096, 4096, 4096, 4096, 1000]), str(dense))
-        cases = [dense_case("mlp_classifier", mlp_dir / "1" / "model.onnx", DENSE_BATCHES),
-                 dense_case("dense4096", dense, DENSE_BATCHES)]
-        resnet = resnet50_case(work, NET_BATCHES)
-        cases += [resnet] if resnet is not None else []
-        cases.append(bert_case(args.bundle, work, NET_BATCHES))
-        engine, ok = engine_section(args.bundle, cases, work, args.quick)
-        if resnet is None:
-            engine += "\n\nResNet-50 not measured: torchvision is not installed."
-        report = ["### Engine only: Coalesce against PyTorch on the same GPU", "", engine, ""]
+        makers = {
+            "mlp_classifier": lambda: dense_case("mlp_classifier", mlp_dir / "1" / "model.onnx",
+                                                 DENSE_BATCHES),
+            "dense4096": lambda: dense_case("dense4096", save_dense(work), DENSE_BATCHES),
+            "resnet50": lambda: resnet50_case(work, NET_BATCHES),
+            "bert-base-s128": lambda: bert_case(args.bundle, work, NET_BATCHES),
+        }
+        cases = []
+        for name in args.models.split(","):
+            case = makers[name]()
+            if case is None:
+                report.part([f"{name} not measured: torchvision is not installed.", ""])
+                continue
+            if args.batches:
+                case.batches = args.batches
+            cases.append(case)
+        ok = True
+        if args.breakdown_batch:
+            kernel_breakdown(args.bundle, cases, work, args.breakdown_batch, report, deadline)
+        if not args.skip_engine:
+            ok = engine_section(args.bundle, cases, work, args.quick, report, deadline)
+        if args.serve:
+            ok = served_section(args.bundle, cases, work, report, deadline) and ok
         if not args.skip_server:
-            server, server_ok = server_section(args.bundle, mlp_dir, work, args.quick)
-            ok = ok and server_ok
-            report += ["### Server end to end: batching and double buffering", "", server, ""]
-    text = "\n".join(report)
-    print(text)
-    args.out.write_text(text)
+            ok = server_section(args.bundle, mlp_dir, work, args.quick, report, deadline) and ok
+    print(report.text())
     return 0 if ok else 1
+
+
+def save_dense(work: Path) -> Path:
+    path = work / "dense4096.onnx"
+    onnx.save(dense_model([4096, 4096, 4096, 4096, 1000]), str(path))
+    return path
 
 
 if __name__ == "__main__":

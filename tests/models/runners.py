@@ -86,13 +86,13 @@ def _read_outputs(directory: Path) -> dict:
 def run_coalesce(model_path: Path, feeds: dict, workdir: Path, threads: int = 1,
                  warmup: int = 0, repeat: int = 0, binary: Path | None = None,
                  graph_optimizations: bool = True, profile: bool = False,
-                 device: str = "cpu") -> CoalesceRun:
+                 device: str = "cpu", extra_args: list | None = None) -> CoalesceRun:
     """Runs coalesce-onnx-run on `model_path` with `feeds` (name -> array),
     files under `workdir`; graph_optimizations=False loads the graph exactly
     as written; profile=True (needs repeat) also profiles the timed runs per
     node; device "gpu" or "simulated" runs the model as a GPU instance (on
-    the simulated device: the CUDA kernels' math on the host). Raises
-    CoalesceRunError when it fails."""
+    the simulated device: the CUDA kernels' math on the host); extra_args
+    go on the command line last. Raises CoalesceRunError when it fails."""
     workdir = Path(workdir)
     out_dir = workdir / "outputs"
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -100,7 +100,7 @@ def run_coalesce(model_path: Path, feeds: dict, workdir: Path, threads: int = 1,
            *_write_inputs(feeds, workdir / "inputs"), "--output-dir", str(out_dir),
            "--threads", str(threads),
            "--graph-optimizations", "on" if graph_optimizations else "off",
-           "--device", device]
+           "--device", device, *(extra_args or [])]
     timing_path = workdir / "timing.json"
     if repeat:
         cmd += ["--warmup", str(warmup), "--repeat", str(repeat), "--timing-json", str(timing_path)]
