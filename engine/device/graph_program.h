@@ -63,7 +63,7 @@ struct GraphProgramOptions {
   int max_graphs = 32;
   bool pad_batches = true;
   // FP16 mode (DeviceKernels' float16 operands): GEMMs and convolutions
-  // multiply in float16, weights converted once at binding, activations by
+  // multiply in float16, weights converted once per program, activations by
   // the device before each product; float32 accumulation, and float32
   // everywhere else (model inputs and outputs, normalizations, softmax).
   bool fp16 = false;
