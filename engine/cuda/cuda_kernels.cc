@@ -356,9 +356,12 @@ class PreparedConv {
       const bool allowed =
           k.fused != CUDNN_ACTIVATION_IDENTITY ||
           perf[a].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-      // Exact FP32 takes FMA algorithms only (no TF32 tensor cores).
+      // Exact FP32 takes FMA algorithms only (no TF32 tensor cores); float32
+      // data never takes one that converts it to float16.
       const bool math_ok =
-          math != CUDNN_FMA_MATH || perf[a].mathType == CUDNN_FMA_MATH;
+          (math != CUDNN_FMA_MATH || perf[a].mathType == CUDNN_FMA_MATH) &&
+          !(type == CUDNN_DATA_FLOAT &&
+            perf[a].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
       if (!allowed || !math_ok || perf[a].status != CUDNN_STATUS_SUCCESS ||
           perf[a].memory > workspace)
         continue;

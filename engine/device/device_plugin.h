@@ -24,7 +24,8 @@
 
 namespace coalesce {
 
-inline constexpr int kDevicePluginAbi = 3;
+// 4: DeviceKernels::Broadcast (Expand).
+inline constexpr int kDevicePluginAbi = 4;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {

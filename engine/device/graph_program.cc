@@ -108,7 +108,12 @@ class GraphProgram : public DeviceProgram {
       const std::vector<Shape>& input_shapes) const;
   // Lowers every node that runs. With `errors`, a node the device cannot
   // run is listed there and binding goes on; without, it fails binding.
+  // A failed binding leaves no constant of its own on the device.
   absl::StatusOr<std::shared_ptr<BoundPlan>> Bind(
+      std::shared_ptr<const NeutralPlan> plan,
+      std::vector<std::string>* errors) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<BoundPlan>> BindSteps(
       std::shared_ptr<const NeutralPlan> plan,
       std::vector<std::string>* errors) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -123,7 +128,11 @@ class GraphProgram : public DeviceProgram {
       const LoweredNode::HalfConstant& constant,
       const std::shared_ptr<const NeutralPlan>& owner) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<void*> UploadConstant(const PlannedValue& value) const
+  // `value` (a constant) on the device: uploaded on first use, then shared
+  // by every plan. `owner` holds its host data.
+  absl::StatusOr<void*> UploadConstant(
+      const PlannedValue& value,
+      const std::shared_ptr<const NeutralPlan>& owner) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `bytes` (> 0) of host memory in new device memory, through staging.
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Upload(const char* host,
@@ -158,17 +167,22 @@ class GraphProgram : public DeviceProgram {
   mutable absl::Mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<BoundPlan>> plans_
       ABSL_GUARDED_BY(mu_);
-  // Model constants on the device, by host address.
-  mutable std::map<const char*, std::unique_ptr<DeviceBuffer>> constants_
-      ABSL_GUARDED_BY(mu_);
-  // FP16 mode's float16 weights, by host address and count; with the plan
-  // that owns the host data, so that the address is never reused while the
-  // entry lives.
-  struct HalfUpload {
+  // Model constants (by host address and bytes) and FP16 mode's float16
+  // weights (by host address and count) on the device, each with the plan
+  // that owns its host data, so that the address is never reused while the
+  // entry lives (constants computed while planning live in their plan).
+  struct DeviceCopy {
     std::unique_ptr<DeviceBuffer> buffer;
     std::shared_ptr<const NeutralPlan> owner;
   };
-  mutable std::map<std::pair<const float*, int64_t>, HalfUpload> half_constants_
+  mutable std::map<std::pair<const char*, size_t>, DeviceCopy> constants_
+      ABSL_GUARDED_BY(mu_);
+  mutable std::map<std::pair<const float*, int64_t>, DeviceCopy> half_constants_
+      ABSL_GUARDED_BY(mu_);
+  // The entries the binding in progress added, dropped if it fails.
+  mutable std::vector<std::pair<const char*, size_t>> new_constants_
+      ABSL_GUARDED_BY(mu_);
+  mutable std::vector<std::pair<const float*, int64_t>> new_half_constants_
       ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceStream> upload_stream_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceEvent> upload_done_ ABSL_GUARDED_BY(mu_);
@@ -197,13 +211,15 @@ bool HasBatchDim(const ModelSignature& signature) {
   return !signature.inputs.empty();
 }
 
-// The signature's input shapes with every -1 dim as `dim`.
+// The signature's input shapes with a -1 dim 0 as `batch` and every other
+// -1 dim as `dim`.
 std::vector<Shape> ShapesWithSymbolicDims(const ModelSignature& signature,
-                                          int64_t dim) {
+                                          int64_t batch, int64_t dim) {
   std::vector<Shape> shapes;
   for (const TensorSpec& spec : signature.inputs) {
     Shape shape = spec.dims;
-    for (int64_t& d : shape) d = d < 0 ? dim : d;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < 0) shape[d] = d == 0 ? batch : dim;
     shapes.push_back(std::move(shape));
   }
   return shapes;
@@ -211,22 +227,37 @@ std::vector<Shape> ShapesWithSymbolicDims(const ModelSignature& signature,
 
 // The smallest shapes the signature allows: every -1 dim as 1.
 std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
-  return ShapesWithSymbolicDims(signature, 1);
+  return ShapesWithSymbolicDims(signature, 1, 1);
 }
 
 // The planner folds values of up to 64 KB, so a node folded at the smallest
 // shapes may run at larger ones (BERT's token types: an Expand to [batch,
-// sequence]). A plan with every -1 dim large tells which: the first of these
-// sizes that plans (a model may bound a dim, positions by 512, say).
+// sequence]). A plan at large shapes tells which: the batch (a -1 dim 0) as
+// 1024 and the other -1 dims as the largest of 1024 ... 64 that plans (a
+// model may bound them: positions by 512, say); 64 for every -1 dim last.
 absl::StatusOr<std::shared_ptr<const NeutralPlan>> LargePlan(
     const GraphProgramSource& source) {
   absl::Status last = absl::OkStatus();
-  for (int64_t dim : {1024, 256, 64}) {
-    auto plan = source.planner(ShapesWithSymbolicDims(source.signature, dim));
+  for (auto [batch, dim] : {std::pair<int64_t, int64_t>{1024, 1024},
+                            {1024, 512},
+                            {1024, 256},
+                            {1024, 128},
+                            {1024, 64},
+                            {64, 64}}) {
+    auto plan =
+        source.planner(ShapesWithSymbolicDims(source.signature, batch, dim));
     if (plan.ok()) return plan;
     last = plan.status();
   }
   return last;
+}
+
+// Whether node `n` never runs: the smallest plan folds it, and so does the
+// large one when it plans.
+bool FoldedAtEveryShape(
+    size_t n, const NeutralPlan& smallest,
+    const absl::StatusOr<std::shared_ptr<const NeutralPlan>>& large) {
+  return smallest.nodes[n].folded && (!large.ok() || (*large)->nodes[n].folded);
 }
 
 absl::Status GraphProgram::Init() {
@@ -258,9 +289,7 @@ absl::Status GraphProgram::Init() {
     }
   }
   for (size_t n = 0; n < source_.nodes.size(); ++n) {
-    if (smallest.ok() && (*smallest)->nodes[n].folded &&
-        (!large.ok() || (*large)->nodes[n].folded))
-      continue;
+    if (smallest.ok() && FoldedAtEveryShape(n, **smallest, large)) continue;
     const PlanNode& node = source_.nodes[n];
     absl::Status s =
         CheckDeviceNode(node, smallest.ok() ? (*smallest)->opset : 0);
@@ -296,6 +325,20 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PlanFor(
 absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     std::shared_ptr<const NeutralPlan> plan,
     std::vector<std::string>* errors) const {
+  new_constants_.clear();
+  new_half_constants_.clear();
+  auto bound = BindSteps(std::move(plan), errors);
+  if (!bound.ok() || (errors != nullptr && !errors->empty())) {
+    // Its plan is freed: another plan's constants may get its addresses.
+    for (const auto& key : new_constants_) constants_.erase(key);
+    for (const auto& key : new_half_constants_) half_constants_.erase(key);
+  }
+  return bound;
+}
+
+absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
+    std::shared_ptr<const NeutralPlan> plan,
+    std::vector<std::string>* errors) const {
   auto bound = std::make_shared<BoundPlan>();
   bound->plan = plan;  // owns the host data of the constants uploaded below
   const std::vector<PlannedValue>& values = plan->values;
@@ -326,7 +369,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
       if (values[id].storage != ValueStorage::kConstant ||
           bound->constants[id] != nullptr)
         continue;
-      auto address = UploadConstant(values[id]);
+      auto address = UploadConstant(values[id], plan);
       if (!address.ok()) return WithContext(address.status(), NodeLabel(node));
       bound->constants[id] = *address;
     }
@@ -350,7 +393,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     const PlannedValue& v = values[id];
     if (v.storage == ValueStorage::kConstant &&
         bound->constants[id] == nullptr && v.byte_size > 0) {
-      auto address = UploadConstant(v);
+      auto address = UploadConstant(v, plan);
       if (!address.ok()) return address.status();
       bound->constants[id] = *address;
     }
@@ -404,8 +447,9 @@ absl::StatusOr<const Half*> GraphProgram::HalfConstantOnDevice(
     auto buffer = Upload(reinterpret_cast<const char*>(converted.data()),
                          std::max<size_t>(converted.size() * sizeof(Half), 1));
     if (!buffer.ok()) return buffer.status();
-    it = half_constants_.emplace(key, HalfUpload{*std::move(buffer), owner})
+    it = half_constants_.emplace(key, DeviceCopy{*std::move(buffer), owner})
              .first;
+    new_half_constants_.push_back(key);
   }
   return static_cast<const Half*>(it->second.buffer->data());
 }
@@ -453,15 +497,17 @@ void GraphProgram::PlanArena(BoundPlan& bound,
 }
 
 absl::StatusOr<void*> GraphProgram::UploadConstant(
-    const PlannedValue& value) const {
-  const char* host = value.info.constant_data;
-  auto it = constants_.find(host);
-  if (it != constants_.end()) return it->second->data();
+    const PlannedValue& value,
+    const std::shared_ptr<const NeutralPlan>& owner) const {
   if (value.byte_size == 0) return nullptr;
-  auto buffer = Upload(host, value.byte_size);
+  const auto key = std::make_pair(value.info.constant_data, value.byte_size);
+  auto it = constants_.find(key);
+  if (it != constants_.end()) return it->second.buffer->data();
+  auto buffer = Upload(key.first, key.second);
   if (!buffer.ok()) return buffer.status();
   void* address = (*buffer)->data();
-  constants_[host] = *std::move(buffer);
+  constants_.emplace(key, DeviceCopy{*std::move(buffer), owner});
+  new_constants_.push_back(key);
   return address;
 }
 

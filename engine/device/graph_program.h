@@ -13,7 +13,8 @@
 //
 // Create checks every node against the device (CheckDeviceNode), except
 // those that plans at the smallest shapes (-1 dims as 1) and at large ones
-// (-1 dims as 1024, else 256 or 64) both compute while planning; and binds
+// (a -1 batch as 1024, the other -1 dims as the largest of 1024 ... 64 that
+// plans) both compute while planning; and binds
 // the plan of the smallest shapes so that a node the device cannot run for
 // real shapes is found at load too; every such node is named in one
 // Unimplemented error. Shapes that only plan-time binding can judge fail
