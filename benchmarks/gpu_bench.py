@@ -542,6 +542,29 @@ def write_variant(repo: Path, source: Path, name: str, batching: bool, double_bu
     (repo / name / "config.pbtxt").write_text(config)
 
 
+def bench_level(bundle: Path, name: str, conc: int, window_ms: str, max_windows: str,
+                sampler: "GpuSampler", prefix: Path, extra: list = ()) -> tuple[str, bool]:
+    """One coalesce-bench closed-loop level against the server of
+    start_server: the row's cells "items/s | p50 | p99 | avg batch | GPU
+    busy" (or FAILED and four empty cells), and whether it ran without
+    errors."""
+    sampler.start()
+    proc = subprocess.run(
+        [str(bundle / "bin" / "coalesce-bench"), "-m", name, "-u", "127.0.0.1:18001",
+         "--concurrency-range", str(conc), "--window-ms", window_ms, "--max-windows",
+         max_windows, *extra, "--output", str(prefix)],
+        capture_output=True, text=True, timeout=300)
+    busy = sampler.stop()
+    if proc.returncode != 0:
+        return f"FAILED: {cell(proc.stderr)} | | | |", False
+    s = json.loads(prefix.with_suffix(".json").read_text())["levels"][0]["summary"]
+    lat = s.get("latency_ms") or {}
+    batch = (s.get("server") or {}).get("avg_batch_size")
+    return (f"{s['throughput_infer_per_s']:.0f} | {lat.get('p50', 0):.2f} | "
+            f"{lat.get('p99', 0):.2f} | {batch if batch is None else f'{batch:.1f}'} | {busy}",
+            not s.get("error_count"))
+
+
 def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool, report: Report,
                    deadline: Deadline) -> bool:
     repo = work / "repo"
@@ -551,83 +574,58 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool, report:
             name = f"mlp_b{int(batching)}_d{int(db)}"
             write_variant(repo, mlp_dir, name, batching, db)
             variants[name] = (batching, db)
-    log = open(work / "server.log", "w")
-    server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository", str(repo),
-                               "--grpc-address", "127.0.0.1", "--grpc-port", "18001",
-                               "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
-                              stdout=log, stderr=subprocess.STDOUT)
-    ok = True
     table = report.part([
         "", "### Server end to end: batching and double buffering", "",
         "coalesce-bench closed loop, batch 1 per request, mlp_classifier on KIND_GPU "
         "(max_batch_size 64). GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
         "| batching | double buffering | concurrency | infer/s | p50 ms | p99 ms | avg batch | GPU busy |",
         "|---|---|---:|---:|---:|---:|---:|---:|"])
+    server = start_server(bundle, repo, work / "server.log", report, table)
+    if server is None:
+        return False
+    ok = True
+    sampler = GpuSampler()
+    window = "1000" if quick else "2000"
     try:
-        for _ in range(600):
-            if " ready" in (work / "server.log").read_text() or server.poll() is not None:
-                break
-            time.sleep(0.2)
-        text = (work / "server.log").read_text()
-        if server.poll() is not None or " ready" not in text:
-            report.add(table, f"The server did not start:\n\n```\n{text[-3000:]}\n```")
-            return False
-        sampler = GpuSampler()
-        window = "1000" if quick else "2000"
         for name, (batching, db) in variants.items():
             for conc in CONCURRENCY:
                 if deadline.passed():
                     report.add(table, f"| {batching} | {db} | {conc} | not run: --deadline-s "
                                "reached | | | | |")
                     continue
-                prefix = work / f"{name}_c{conc}"
-                sampler.start()
-                proc = subprocess.run(
-                    [str(bundle / "bin" / "coalesce-bench"), "-m", name, "-u", "127.0.0.1:18001",
-                     "--concurrency-range", str(conc), "--window-ms", window, "--max-windows", "5",
-                     "--output", str(prefix)], capture_output=True, text=True, timeout=300)
-                busy = sampler.stop()
-                if proc.returncode != 0:
-                    report.add(table, f"| {batching} | {db} | {conc} | FAILED: {cell(proc.stderr)} | | | | |")
-                    ok = False
-                    continue
-                s = json.loads(prefix.with_suffix(".json").read_text())["levels"][0]["summary"]
-                lat = s.get("latency_ms") or {}
-                batch = (s.get("server") or {}).get("avg_batch_size")
-                if s.get("error_count"):
-                    ok = False
-                report.add(table, f"| {batching} | {db} | {conc} | {s['throughput_infer_per_s']:.0f} | "
-                           f"{lat.get('p50', 0):.2f} | {lat.get('p99', 0):.2f} | "
-                           f"{batch if batch is None else f'{batch:.1f}'} | {busy} |")
+                cells, level_ok = bench_level(bundle, name, conc, window, "5", sampler,
+                                              work / f"{name}_c{conc}")
+                ok = ok and level_ok
+                report.add(table, f"| {batching} | {db} | {conc} | {cells} |")
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_server(server)
     return ok
 
 
 SERVE_CONCURRENCY = [16, 64, 128]
 
 
-def start_server(bundle: Path, repo: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
-    """coalesce-server on `repo` at 127.0.0.1:18001; (process, "") once ready,
-    or (process, the log's end) when it did not start."""
-    log = open(log_path, "w")
-    server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository",
-                               str(repo), "--grpc-address", "127.0.0.1", "--grpc-port", "18001",
-                               "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
-                              stdout=log, stderr=subprocess.STDOUT)
+def start_server(bundle: Path, repo: Path, log_path: Path, report: Report,
+                 table: list) -> subprocess.Popen | None:
+    """coalesce-server on `repo` at 127.0.0.1:18001, its output in
+    `log_path`, once ready; None when it did not start, the log's end then
+    added to `table`."""
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository",
+                                   str(repo), "--grpc-address", "127.0.0.1", "--grpc-port",
+                                   "18001", "--metrics-address", "127.0.0.1",
+                                   "--metrics-port", "0"],
+                                  stdout=log, stderr=subprocess.STDOUT)
     for _ in range(900):
         if " ready" in log_path.read_text() or server.poll() is not None:
             break
         time.sleep(0.2)
     text = log_path.read_text()
     if server.poll() is not None or " ready" not in text:
-        return server, text[-3000:]
-    return server, ""
+        stop_server(server)
+        report.add(table, f"The server did not start:\n\n```\n{text[-3000:]}\n```")
+        return None
+    return server
 
 
 def stop_server(server: subprocess.Popen):
@@ -682,10 +680,8 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
         "GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
         "| model | precision | concurrency | items/s | p50 ms | p99 ms | avg batch | GPU busy |",
         "|---|---|---:|---:|---:|---:|---:|---:|"])
-    server, failure = start_server(bundle, repo, work / "served.log")
-    if failure:
-        stop_server(server)
-        report.add(table, f"The server did not start:\n\n```\n{failure}\n```")
+    server = start_server(bundle, repo, work / "served.log", report, table)
+    if server is None:
         return False
     ok = True
     sampler = GpuSampler()
@@ -698,28 +694,11 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
                         report.add(table, f"| {case.name} | {precision} | {conc} | not run: "
                                    "--deadline-s reached | | | | |")
                         continue
-                    prefix = work / f"{name}_c{conc}"
                     shape_args = [a for s in shapes[case.name] for a in ("--shape", s)]
-                    sampler.start()
-                    proc = subprocess.run(
-                        [str(bundle / "bin" / "coalesce-bench"), "-m", name, "-u",
-                         "127.0.0.1:18001", "--concurrency-range", str(conc), "--window-ms",
-                         "1000", "--max-windows", "4", *shape_args, "--output", str(prefix)],
-                        capture_output=True, text=True, timeout=120)
-                    busy = sampler.stop()
-                    if proc.returncode != 0:
-                        report.add(table, f"| {case.name} | {precision} | {conc} | FAILED: "
-                                   f"{cell(proc.stderr)} | | | | |")
-                        ok = False
-                        continue
-                    s = json.loads(prefix.with_suffix(".json").read_text())["levels"][0]["summary"]
-                    lat = s.get("latency_ms") or {}
-                    batch = (s.get("server") or {}).get("avg_batch_size")
-                    ok = ok and not s.get("error_count")
-                    report.add(table, f"| {case.name} | {precision} | {conc} | "
-                               f"{s['throughput_infer_per_s']:.0f} | {lat.get('p50', 0):.2f} | "
-                               f"{lat.get('p99', 0):.2f} | "
-                               f"{batch if batch is None else f'{batch:.1f}'} | {busy} |")
+                    cells, level_ok = bench_level(bundle, name, conc, "1000", "4", sampler,
+                                                  work / f"{name}_c{conc}", shape_args)
+                    ok = ok and level_ok
+                    report.add(table, f"| {case.name} | {precision} | {conc} | {cells} |")
     finally:
         stop_server(server)
     return ok

@@ -531,6 +531,17 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
   return lowered;
 }
 
+// What the Transpose kernel copies (Transpose, Expand): elements of 1, 2, 4
+// or 8 bytes, rank up to 8.
+absl::Status CheckGatherCopy(size_t element_bytes, size_t rank) {
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 &&
+      element_bytes != 8) {
+    return absl::UnimplementedError("elements of this type");
+  }
+  if (rank > 8) return absl::UnimplementedError("rank above 8");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   const Shape& shape = v.in_shape(0);
   auto perm = v.attrs().GetInts("perm");
@@ -539,10 +550,7 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
     for (size_t i = shape.size(); i > 0; --i) perm->push_back(i - 1);
   }
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
-    return absl::UnimplementedError("elements of this type");
-  }
-  if (shape.size() > 8) return absl::UnimplementedError("rank above 8");
+  if (absl::Status s = CheckGatherCopy(elem, shape.size()); !s.ok()) return s;
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};
@@ -560,10 +568,7 @@ absl::StatusOr<LoweredNode> LowerExpand(const NodeView& v) {
   const Shape& x_shape = v.in_shape(0);
   const Shape& y_shape = v.out_shape(0);
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
-    return absl::UnimplementedError("elements of this type");
-  }
-  if (y_shape.size() > 8) return absl::UnimplementedError("rank above 8");
+  if (absl::Status s = CheckGatherCopy(elem, y_shape.size()); !s.ok()) return s;
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};

@@ -402,7 +402,6 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
       bound->output_copies.emplace_back(static_cast<int>(i), id);
     }
   }
-  bound->plan = std::move(plan);
   PlanArena(*bound, last_read);
   bound->addresses.assign(values.size(), nullptr);
   bound->rows_independent = BatchRowsIndependent(*bound->plan);
