@@ -131,8 +131,13 @@ def test_perf_analyzer_collect_metrics_reads_every_gpu_family(start_server, tmp_
         "--collect-metrics", "--metrics-url", metrics, "--metrics-interval", "200",
     )
     assert proc.returncode == 0, report
+    # perf_analyzer also warns when one scrape took longer than the interval.
+    # That times its own thread on a shared 2-core machine (a scrape here takes
+    # about a millisecond; CI once saw 361 ms while other tests ran), so it is
+    # not a finding about the endpoint: only the other warnings fail the test.
     warnings = [l for l in (proc.stdout + proc.stderr).splitlines()
-                if "WARNING" in l and "weak version" not in l]
+                if "WARNING" in l and "weak version" not in l
+                and "metrics endpoint latency" not in l]
     assert not warnings, report
     out = proc.stdout
     assert "Server Prometheus Metrics:" in out, report
