@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "absl/synchronization/mutex.h"
 #include "server/server.h"
 #include "server/server_options.h"
 #include "spdlog/spdlog.h"
@@ -39,10 +40,24 @@ void TuneAllocator() {
   mallopt(M_TRIM_THRESHOLD, 8 << 20);
 }
 
+// Abseil built without NDEBUG (Debian's is) checks every Mutex acquisition
+// for lock-order cycles: a global graph updated on each Lock and each
+// Mutex's destruction, about a tenth of the server's CPU time per request on
+// the identity model (BENCHMARKS.md, "Overhead floor"). Lock order is
+// checked where it costs nothing at serving time: unit tests keep the check,
+// and CI runs clang's thread-safety analysis and TSan.
+// COALESCE_MUTEX_DEADLOCK_CHECK=1 keeps it on, for debugging.
+void ConfigureMutexChecks() {
+  const char* check = std::getenv("COALESCE_MUTEX_DEADLOCK_CHECK");
+  if (check != nullptr && std::string_view(check) == "1") return;
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   TuneAllocator();
+  ConfigureMutexChecks();
   auto options = coalesce::ParseServerFlags(argc, argv);
   if (!options.ok()) {
     std::fprintf(stderr, "coalesce-server: %s\n\n%s",
