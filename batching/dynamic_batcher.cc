@@ -25,6 +25,37 @@ FailureReason ReasonOf(const absl::Status& status) {
   }
 }
 
+// Batches whose inputs total at most this many bytes are formed and gathered
+// on the thread that makes them possible instead of on the scheduler thread
+// (see the header): waking another thread costs more than copying this much.
+constexpr size_t kInlineBatchBytes = 64 << 10;
+
+// Set while this thread is inside DynamicBatcher::Execute. A batch that
+// completes synchronously within Execute (a gather or enqueue failure, a fake
+// executor) releases its slot from inside it; forming the next batch there
+// would recurse once per queued request, so such a thread hands the next
+// batch to the scheduler thread instead.
+thread_local bool t_in_execute = false;
+
+class InExecute {
+ public:
+  InExecute() : outer_(!t_in_execute) { t_in_execute = true; }
+  ~InExecute() {
+    if (outer_) t_in_execute = false;
+  }
+
+ private:
+  const bool outer_;
+};
+
+size_t InputBytes(const RequestQueue::Ref& ref) {
+  size_t bytes = 0;
+  for (const RequestInput& input : ref.it->request->inputs) {
+    bytes += input.data.size();
+  }
+  return bytes;
+}
+
 }  // namespace
 
 struct DynamicBatcher::Batch {
@@ -114,18 +145,24 @@ absl::Status DynamicBatcher::Enqueue(
     return absl::InvalidArgumentError("a request needs a response sink");
   }
   absl::StatusOr<RequestLayout> layout = validator_.Validate(**request);
+  std::shared_ptr<Batch> batch;
+  bool wake_scheduler = true;
   absl::Status status =
-      layout.ok() ? Admit(request, *std::move(layout)) : layout.status();
+      layout.ok() ? Admit(request, *std::move(layout), &batch, &wake_scheduler)
+                  : layout.status();
   if (!status.ok()) {
     stats_.RecordFailure(Clock::Duration::zero(), ReasonOf(status));
     return status;
   }
-  cv_.Signal();
+  if (wake_scheduler) cv_.Signal();
+  if (batch != nullptr) Execute(std::move(batch));
   return absl::OkStatus();
 }
 
 absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
-                                   RequestLayout layout) {
+                                   RequestLayout layout,
+                                   std::shared_ptr<Batch>* batch,
+                                   bool* wake_scheduler) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) {
     return absl::UnavailableError(
@@ -142,7 +179,29 @@ absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
   const Clock::TimePoint now = queued.enqueue_time;
   queue_.Push(std::move(queued));
   NoteQueue(now);
+  *batch = TakeInlineBatch(now);
+  *wake_scheduler = SchedulerHasWork();
   return absl::OkStatus();
+}
+
+bool DynamicBatcher::SchedulerHasWork() const {
+  return shutting_down_ || cancel_scan_pending_ ||
+         (!queue_.empty() && !free_slots_.empty()) ||
+         queue_.NextExpiry() < scheduler_wakes_at_;
+}
+
+std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeInlineBatch(
+    Clock::TimePoint now) {
+  if (t_in_execute || shutting_down_ || cancel_scan_pending_ ||
+      queue_.empty() || free_slots_.empty() || queue_.NextExpiry() <= now) {
+    return nullptr;  // the scheduler thread's work
+  }
+  const BatchPlan plan = PlanBatch(queue_, policy_, now, /*drain=*/false);
+  if (!plan.ready || !plan.cancelled.empty()) return nullptr;
+  size_t bytes = 0;
+  for (const RequestQueue::Ref& ref : plan.members) bytes += InputBytes(ref);
+  if (bytes > kInlineBatchBytes) return nullptr;
+  return TakeBatch(plan, now);
 }
 
 void DynamicBatcher::NotifyCancelled() {
@@ -236,7 +295,9 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
       }
       wake = std::min(wake, plan.ready_at);
     }
+    scheduler_wakes_at_ = wake;
     clock_->WaitUntil(&mu_, &cv_, wake);
+    scheduler_wakes_at_ = Clock::TimePoint::max();
   }
 }
 
@@ -270,6 +331,7 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
 }
 
 void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
+  const InExecute in_execute;
   const Clock::TimePoint start = clock_->Now();
   BatchSlot* slot = batch->slot.slot;
   absl::Status status = assembler_.SizeInputs(batch->requests, slot);
@@ -348,14 +410,23 @@ void DynamicBatcher::FailRequest(QueuedRequest& request,
 
 void DynamicBatcher::ReleaseSlot(const Batch& batch,
                                  const BatchIntervals& steps) {
-  absl::MutexLock lock(&mu_);
-  timelines_[batch.slot.instance_index].BatchReleased(batch.ticket,
-                                                      clock_->Now(), steps);
-  free_slots_.push_back(batch.slot);
-  --in_flight_;
-  // Signalled under the lock: once it is released Shutdown may return and
-  // the destructor may run, so `this` must not be touched afterwards.
-  cv_.Signal();
+  std::shared_ptr<Batch> next;
+  {
+    absl::MutexLock lock(&mu_);
+    const Clock::TimePoint now = clock_->Now();
+    timelines_[batch.slot.instance_index].BatchReleased(batch.ticket, now,
+                                                        steps);
+    free_slots_.push_back(batch.slot);
+    --in_flight_;
+    next = TakeInlineBatch(now);
+    if (SchedulerHasWork()) {
+      // Signalled under the lock: once it is released Shutdown may return
+      // and the destructor may run, so `this` must not be touched afterwards
+      // (unless `next` holds a slot: then in_flight_ > 0 keeps it alive).
+      cv_.Signal();
+    }
+  }
+  if (next != nullptr) Execute(std::move(next));
 }
 
 }  // namespace coalesce

@@ -4,11 +4,17 @@
 // BatchSlot of one of its ExecutorInstances.
 //
 // Threading: Enqueue, Shutdown and Stats may be called from any thread
-// (Enqueue never blocks on the queue). One scheduler thread per batcher forms
-// batches, only while some slot is free, and gathers their inputs; each batch's
-// outputs are scattered and its requests answered on the thread that completes
-// its CopyOut event (an executor thread). Every sink's Finish is called
-// exactly once, never with the batcher's lock held.
+// (Enqueue never blocks on the queue). Batches are formed only while some
+// slot is free. A batch that is ready at once and small (inputs of at most
+// 64 KiB in all) is formed and gathered on the thread that made it possible:
+// Enqueue's caller, or the thread that frees a slot (an executor thread),
+// since handing it to another thread would cost more than the copy. One
+// scheduler thread per batcher forms every other batch (those that wait for
+// max_queue_delay, large ones, those during Shutdown) and answers expired and
+// cancelled requests. Each batch's outputs are scattered and its requests
+// answered on the thread that completes its CopyOut event (an executor
+// thread, or Enqueue's caller when a step fails at once). Every sink's
+// Finish is called exactly once, never with the batcher's lock held.
 //
 // Ownership: the batcher owns its executor instances; it owns each request
 // from a successful Enqueue until the request's Finish returns.
@@ -107,8 +113,21 @@ class DynamicBatcher {
   DynamicBatcher(const SchedulerOptions& options,
                  std::vector<std::unique_ptr<ExecutorInstance>> instances);
 
+  // Queues the request; sets *batch when a batch may be formed on the
+  // caller's thread (TakeInlineBatch), and *wake_scheduler when the
+  // scheduler thread has work (SchedulerHasWork).
   absl::Status Admit(std::unique_ptr<InferenceRequest>* request,
-                     RequestLayout layout);
+                     RequestLayout layout, std::shared_ptr<Batch>* batch,
+                     bool* wake_scheduler);
+  // The batch to form on this thread now, or null when the scheduler thread
+  // is to decide: see the threading note above.
+  std::shared_ptr<Batch> TakeInlineBatch(Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether waking the scheduler thread now would find it something to do:
+  // a batch to form or wait for, a request expiring before it would wake, a
+  // cancellation scan, or Shutdown. Signalling only then keeps requests that
+  // arrive while every slot is busy from waking it for nothing.
+  bool SchedulerHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SchedulerLoop();
   Work AwaitWork();
   std::vector<RequestQueue::Rejection> TakeRejections(Clock::TimePoint now)
@@ -138,6 +157,10 @@ class DynamicBatcher {
   std::deque<SlotRef> free_slots_ ABSL_GUARDED_BY(mu_);
   std::vector<InstanceTimeline> timelines_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // When the sleeping scheduler thread wakes by itself; max() while it runs
+  // (it then rechecks everything under mu_ before it sleeps again).
+  Clock::TimePoint scheduler_wakes_at_ ABSL_GUARDED_BY(mu_) =
+      Clock::TimePoint::max();
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // Set by NotifyCancelled: the scheduler scans the queue for cancellations.
   bool cancel_scan_pending_ ABSL_GUARDED_BY(mu_) = false;

@@ -145,6 +145,71 @@ TEST_F(DynamicBatcherTest, DelayZeroGoesAtOnceWithWhateverIsQueued) {
   EXPECT_THAT(Heads(0), ElementsAre(1));
 }
 
+// Threading (dynamic_batcher.h): a small batch that is ready at once is
+// formed on the thread that made it possible, any other on the scheduler
+// thread.
+TEST_F(DynamicBatcherTest, SmallReadyBatchIsFormedOnTheEnqueuingThread) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)));
+  Send(1);
+  // Nothing awaited: the batch was copied in before Enqueue returned.
+  const auto batches = fakes_[0]->batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].copied_in_by, std::this_thread::get_id());
+  EXPECT_THAT(Heads(0), ElementsAre(1));
+}
+
+TEST_F(DynamicBatcherTest, LargeBatchIsGatheredOnTheSchedulerThread) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)));
+  // 16400 floats: 65600 bytes, more than the 64 KiB formed inline.
+  Send(1, /*rows=*/1, /*priority=*/0, /*cols=*/16400);
+  fakes_[0]->AwaitBatches(1);
+  EXPECT_NE(fakes_[0]->batches()[0].copied_in_by, std::this_thread::get_id());
+}
+
+TEST_F(DynamicBatcherTest, DelayedBatchIsFormedOnTheSchedulerThread) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(10)));
+  Send(1);
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(10));
+  EXPECT_TRUE(fakes_[0]->batches().empty());
+  clock_.Advance(Ms(10));
+  fakes_[0]->AwaitBatches(1);
+  EXPECT_NE(fakes_[0]->batches()[0].copied_in_by, std::this_thread::get_id());
+}
+
+TEST_F(DynamicBatcherTest, FreedSlotFormsTheNextSmallBatchOnItsThread) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)));  // one slot
+  auto a = Send(1);
+  auto b = Send(2);  // the slot is busy: both wait
+  auto c = Send(3);
+  ASSERT_EQ(fakes_[0]->batches().size(), 1u);
+  fakes_[0]->CompleteNextBatch();  // on this thread: answers a, frees the slot
+  const auto batches = fakes_[0]->batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].copied_in_by, std::this_thread::get_id());
+  EXPECT_THAT(Heads(1), ElementsAre(2, 3));
+  EXPECT_TRUE(a->AwaitFinish().ok());
+  fakes_[0]->CompleteNextBatch();
+  for (const auto& r : {b, c}) EXPECT_TRUE(r->AwaitFinish().ok());
+}
+
+TEST_F(DynamicBatcherTest, SlotFreedInsideExecuteLeavesNextBatchToScheduler) {
+  // A batch that completes inside Execute (here: inside CopyOut) frees its
+  // slot there; forming the next batch on that thread would nest one call
+  // per queued request, so the scheduler thread forms it.
+  Start(Options(/*max_batch_size=*/1, /*delay=*/Ms(0)));
+  auto first = Send(1);
+  std::vector<std::shared_ptr<SinkRecord>> queued;
+  for (int i = 2; i <= 5; ++i) queued.push_back(Send(i));
+  fakes_[0]->AutoCompleteFromNow();  // completes the first batch here
+  for (const auto& r : queued) EXPECT_TRUE(r->AwaitFinish().ok());
+  const auto batches = fakes_[0]->batches();
+  ASSERT_EQ(batches.size(), 5u);
+  EXPECT_EQ(batches[1].copied_in_by, std::this_thread::get_id());
+  for (size_t i = 2; i < batches.size(); ++i) {
+    EXPECT_NE(batches[i].copied_in_by, std::this_thread::get_id()) << i;
+  }
+}
+
 TEST_F(DynamicBatcherTest, FullBatchGoesAtOnce) {
   Start(Options(/*max_batch_size=*/4, /*delay=*/Ms(1000)));
   Send(1, /*rows=*/2);

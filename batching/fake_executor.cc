@@ -120,7 +120,8 @@ std::shared_ptr<Event> FakeExecutorInstance::CopyIn(BatchSlot* batch_slot) {
   Slot* slot = static_cast<Slot*>(batch_slot);
   absl::MutexLock lock(&mu_);
   InFlight flight{slot,
-                  RecordedBatch{slot->index_, slot->shapes_, slot->buffers_},
+                  RecordedBatch{slot->index_, slot->shapes_, slot->buffers_,
+                                std::this_thread::get_id()},
                   std::make_shared<Event>(), std::make_shared<Event>(),
                   std::make_shared<Event>()};
   slot->run_ = flight.run;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +30,7 @@ class FakeExecutorInstance : public ExecutorInstance {
     int slot = 0;
     std::vector<Shape> input_shapes;
     std::vector<std::string> inputs;  // Bytes per input.
+    std::thread::id copied_in_by;     // The thread that called CopyIn.
   };
   struct FakeOutput {
     Shape shape;

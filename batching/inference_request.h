@@ -4,8 +4,9 @@
 // Ownership: the frontend builds an InferenceRequest (owning its sink) and
 // hands it to DynamicBatcher::Enqueue, which takes it only on OK. Input bytes
 // are not owned: they must stay valid until the sink's Finish returns. The
-// batcher calls the sink from its own threads (scheduler or executor completion
-// threads), one call at a time per request.
+// batcher calls the sink from its scheduler thread, an executor completion
+// thread, or Enqueue's caller (a batch formed there that failed at once),
+// one call at a time per request.
 #ifndef COALESCE_BATCHING_INFERENCE_REQUEST_H_
 #define COALESCE_BATCHING_INFERENCE_REQUEST_H_
 
