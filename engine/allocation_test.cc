@@ -6,12 +6,8 @@
 // tensors of 32768 elements or more, which run as oneDNN reorders) the count
 // per run is a small constant: oneDNN's primitive execute builds a few small
 // bookkeeping vectors per call, which its API gives no way to avoid. Counts
-// every global operator new; its own binary so the replacement below affects no
-// other test.
-#include <atomic>
-#include <cstdlib>
+// every global operator new (engine/testing/counting_allocator.h).
 #include <memory>
-#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,39 +15,9 @@
 #include "engine/aligned_buffer.h"
 #include "engine/execution_plan.h"
 #include "engine/model.h"
+#include "engine/testing/counting_allocator.h"
 #include "engine/testing/onnx_model_builder.h"
 #include "gtest/gtest.h"
-
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, std::align_val_t align) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t a = static_cast<std::size_t>(align);
-  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t size, std::align_val_t align,
-                   const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t a = static_cast<std::size_t>(align);
-  return std::aligned_alloc(a, (size + a - 1) / a * a);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
 
 namespace coalesce {
 namespace {
@@ -193,10 +159,10 @@ int64_t CountAllocations(const std::string& network, int runs) {
   char* out[] = {output.data()};
   for (int warmup = 0; warmup < 3; ++warmup)
     EXPECT_TRUE((*plan)->Execute(in, out, arena.data()).ok());
-  const int64_t before = g_allocations.load();
+  const int64_t before = testing::HeapAllocations();
   for (int run = 0; run < runs; ++run)
     EXPECT_TRUE((*plan)->Execute(in, out, arena.data()).ok());
-  return g_allocations.load() - before;
+  return testing::HeapAllocations() - before;
 }
 
 TEST(AllocationTest, EngineKernelsAllocateNothingPerRun) {
