@@ -343,12 +343,9 @@ void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
     CompleteBatch(*batch, status);
     return;
   }
-  ExecutorInstance* instance = batch->slot.instance;
-  // A failed step fails the later ones on the slot, so CopyOut's event
-  // carries the batch's status.
-  instance->CopyIn(slot);
-  instance->Run(slot);
-  instance->CopyOut(slot)->OnComplete(
+  // A failed step fails the later ones on the slot, so the event Submit
+  // returns (CopyOut's) carries the batch's status.
+  batch->slot.instance->Submit(slot)->OnComplete(
       [this, batch](const absl::Status& s) { CompleteBatch(*batch, s); });
 }
 

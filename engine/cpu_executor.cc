@@ -109,8 +109,11 @@ class CpuBatchSlot : public BatchSlot {
     if (!status_.ok()) return status_;
     scratch.strings.Clear();
     char* const arena = scratch.arena.data();
-    std::vector<const char*> in(inputs_.size());
-    std::vector<char*> out(outputs_.size());
+    // Members, so that no batch after the first allocates them.
+    std::vector<const char*>& in = input_pointers_;
+    std::vector<char*>& out = output_pointers_;
+    in.assign(inputs_.size(), nullptr);
+    out.assign(outputs_.size(), nullptr);
     for (size_t i = 0; i < in.size(); ++i) {
       in[i] = inputs_[i].data();
       if (plan_->input_dtype(i) != DataType::kBytes) continue;
@@ -170,6 +173,8 @@ class CpuBatchSlot : public BatchSlot {
   std::vector<size_t> input_bytes_, output_bytes_;
   absl::Status status_;
   StepTimings timings_;
+  std::vector<const char*> input_pointers_;  // RunBatch's, reused
+  std::vector<char*> output_pointers_;
 };
 
 class CpuExecutorInstance : public ExecutorInstance {
@@ -190,24 +195,24 @@ class CpuExecutorInstance : public ExecutorInstance {
   BatchSlot* slot(int index) override { return slots_[index].get(); }
 
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override {
-    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch&) {
-      absl::Status status = s.BeginBatch();
-      return std::make_pair(status, &StepTimings::copy_in);
-    });
+    static constexpr Step kSteps[] = {&CopyInStep};
+    return Enqueue(slot, kSteps);
   }
 
   std::shared_ptr<Event> Run(BatchSlot* slot) override {
-    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch& scratch) {
-      absl::Status status = s.RunBatch(scratch);
-      return std::make_pair(status, &StepTimings::run);
-    });
+    static constexpr Step kSteps[] = {&RunStep};
+    return Enqueue(slot, kSteps);
   }
 
   std::shared_ptr<Event> CopyOut(BatchSlot* slot) override {
-    // Outputs were written in place (BYTES ones serialized) by Run.
-    return Enqueue(slot, [](CpuBatchSlot& s, WorkerScratch&) {
-      return std::make_pair(s.status(), &StepTimings::copy_out);
-    });
+    static constexpr Step kSteps[] = {&CopyOutStep};
+    return Enqueue(slot, kSteps);
+  }
+
+  // One task and one event for the whole batch.
+  std::shared_ptr<Event> Submit(BatchSlot* slot) override {
+    static constexpr Step kSteps[] = {&CopyInStep, &RunStep, &CopyOutStep};
+    return Enqueue(slot, kSteps);
   }
 
  private:
@@ -215,9 +220,25 @@ class CpuExecutorInstance : public ExecutorInstance {
       std::pair<absl::Status, std::chrono::nanoseconds StepTimings::*> (*)(
           CpuBatchSlot&, WorkerScratch&);
 
-  // Queues `step` on the worker; it records its duration and completes the
-  // returned event with its status.
-  std::shared_ptr<Event> Enqueue(BatchSlot* slot, Step step) {
+  static std::pair<absl::Status, std::chrono::nanoseconds StepTimings::*>
+  CopyInStep(CpuBatchSlot& s, WorkerScratch&) {
+    return {s.BeginBatch(), &StepTimings::copy_in};
+  }
+  static std::pair<absl::Status, std::chrono::nanoseconds StepTimings::*>
+  RunStep(CpuBatchSlot& s, WorkerScratch& scratch) {
+    return {s.RunBatch(scratch), &StepTimings::run};
+  }
+  // Outputs were written in place (BYTES ones serialized) by Run.
+  static std::pair<absl::Status, std::chrono::nanoseconds StepTimings::*>
+  CopyOutStep(CpuBatchSlot& s, WorkerScratch&) {
+    return {s.status(), &StepTimings::copy_out};
+  }
+
+  // Queues `steps` on the worker as one task: each records its duration, and
+  // the returned event completes with the last one's status (a failed step
+  // makes the later ones fail with its status, as separate tasks would).
+  template <size_t N>
+  std::shared_ptr<Event> Enqueue(BatchSlot* slot, const Step (&steps)[N]) {
     auto event = std::make_shared<Event>();
     CpuBatchSlot* own = FindSlot(slot);
     if (own == nullptr) {
@@ -225,10 +246,14 @@ class CpuExecutorInstance : public ExecutorInstance {
           absl::InvalidArgumentError("slot does not belong to this instance"));
       return event;
     }
-    stream_.Enqueue([this, own, step, event] {
-      const Clock::time_point start = Clock::now();
-      auto [status, field] = step(*own, scratch_);
-      own->mutable_timings().*field = Clock::now() - start;
+    stream_.Enqueue([this, own, &steps, event] {
+      absl::Status status;
+      for (Step step : steps) {
+        const Clock::time_point start = Clock::now();
+        auto [step_status, field] = step(*own, scratch_);
+        own->mutable_timings().*field = Clock::now() - start;
+        status = std::move(step_status);
+      }
       event->Complete(status);
     });
     return event;

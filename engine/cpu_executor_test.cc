@@ -120,6 +120,32 @@ TEST_F(CpuExecutorTest, FailedStepFailsLaterSteps) {
   RunBatch(**exec, slot, 2, 3);  // the slot recovers with a good batch
 }
 
+TEST_F(CpuExecutorTest, SubmitRunsTheWholeBatchAsOneStep) {
+  auto exec = CreateCpuExecutor(model_, {});
+  ASSERT_TRUE(exec.ok());
+  BatchSlot* slot = (*exec)->slot(0);
+  const int64_t batch = 3;
+  ASSERT_TRUE(slot->SetInputShapes({{batch, kIn}}).ok());
+  const auto x = testing::RandomFloats(batch * kIn, 11);
+  std::memcpy(slot->input_data(0), x.data(), x.size() * sizeof(float));
+  ASSERT_TRUE((*exec)->Submit(slot)->Wait().ok());
+  ASSERT_EQ(slot->output_shape(0), (Shape{batch, kOut}));
+  const auto want = Reference(x, batch);
+  const float* y = reinterpret_cast<const float*>(slot->output_data(0));
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-5);
+  EXPECT_GT(slot->timings().run.count(), 0);
+}
+
+TEST_F(CpuExecutorTest, SubmitCarriesTheFirstFailure) {
+  auto exec = CreateCpuExecutor(model_, {});
+  ASSERT_TRUE(exec.ok());
+  BatchSlot* slot = (*exec)->slot(0);
+  ASSERT_FALSE(slot->SetInputShapes({{2, 7}}).ok());
+  EXPECT_EQ((*exec)->Submit(slot)->Wait().code(),
+            absl::StatusCode::kFailedPrecondition);
+  RunBatch(**exec, slot, 2, 3);  // the slot recovers with a good batch
+}
+
 TEST_F(CpuExecutorTest, TwoSlotsFromTwoThreads) {
   auto exec =
       CreateCpuExecutor(model_, {.intra_op_threads = 2, .num_slots = 2});

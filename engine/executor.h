@@ -14,7 +14,8 @@
 //      then write input_data(i) for every input (host side);
 //   2. CopyIn(slot), Run(slot), CopyOut(slot): enqueued in stream order, each
 //      returns an Event completed when that step has finished; a failed step
-//      makes the later steps on that slot fail with the same status;
+//      makes the later steps on that slot fail with the same status
+//      (Submit(slot) enqueues all three and returns CopyOut's event);
 //   3. after CopyOut's event completes OK, read output_shape/output_data and
 //      timings(); then the slot may be reused.
 // The caller must not touch the slot between CopyIn and the completion of
@@ -97,6 +98,17 @@ class ExecutorInstance {
   virtual std::shared_ptr<Event> CopyIn(BatchSlot* slot) = 0;
   virtual std::shared_ptr<Event> Run(BatchSlot* slot) = 0;
   virtual std::shared_ptr<Event> CopyOut(BatchSlot* slot) = 0;
+
+  // CopyIn, Run and CopyOut of one batch, enqueued in that order; returns
+  // CopyOut's event, which carries the batch's status. What the batcher
+  // calls. An executor that can do the three as one unit of work overrides
+  // it: the CPU executor runs them as one task on its worker, with one
+  // event, instead of three of each.
+  virtual std::shared_ptr<Event> Submit(BatchSlot* slot) {
+    CopyIn(slot);
+    Run(slot);
+    return CopyOut(slot);
+  }
 };
 
 }  // namespace coalesce

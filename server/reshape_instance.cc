@@ -96,6 +96,9 @@ class ReshapeInstance : public ExecutorInstance {
   std::shared_ptr<Event> CopyOut(BatchSlot* slot) override {
     return inner_->CopyOut(Inner(slot));
   }
+  std::shared_ptr<Event> Submit(BatchSlot* slot) override {
+    return inner_->Submit(Inner(slot));
+  }
 
  private:
   static BatchSlot* Inner(BatchSlot* slot) {

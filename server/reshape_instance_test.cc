@@ -69,6 +69,18 @@ TEST_F(ReshapeInstanceTest, TheModelSeesTheReshapeAndClientsTheDims) {
   EXPECT_EQ(reinterpret_cast<const float*>(slot->output_data(0))[11], 1.5f);
 }
 
+TEST_F(ReshapeInstanceTest, SubmitGoesToTheInnerInstance) {
+  BatchSlot* slot = instance_->slot(0);
+  ASSERT_TRUE(slot->SetInputShapes({{2, 4}}).ok());
+  std::fill_n(reinterpret_cast<float*>(slot->input_data(0)), 8, 2.5f);
+  absl::Status done = absl::UnknownError("not completed");
+  instance_->Submit(slot)->OnComplete([&](const absl::Status& s) { done = s; });
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(fake_->batches().at(0).input_shapes[0], (Shape{2, 2, 2}));
+  EXPECT_EQ(slot->output_shape(0), (Shape{2, 4}));
+  EXPECT_EQ(reinterpret_cast<const float*>(slot->output_data(0))[7], 2.5f);
+}
+
 TEST(WithReshapeTest, AnEmptyPlanWrapsNothing) {
   auto fake =
       std::make_unique<FakeExecutorInstance>(FakeExecutorInstance::Options{});
