@@ -51,13 +51,14 @@ uint64_t InstanceTimeline::BatchTaken(Clock::TimePoint now) {
     final_until_ = now;
   }
   const uint64_t ticket = next_ticket_++;
-  in_flight_.emplace(ticket, now);
+  in_flight_.emplace_back(ticket, now);
   return ticket;
 }
 
 void InstanceTimeline::BatchReleased(uint64_t ticket, Clock::TimePoint now,
                                      const BatchIntervals& steps) {
-  auto it = in_flight_.find(ticket);
+  auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
+                         [ticket](const auto& f) { return f.first == ticket; });
   if (it == in_flight_.end()) return;
   const Clock::TimePoint taken = it->second;
   in_flight_.erase(it);
@@ -83,7 +84,8 @@ void InstanceTimeline::FinalizeBusy(Clock::TimePoint until) {
   if (until <= final_until_) return;
   // Elementary segments between every step boundary inside the window; each
   // goes to the highest-priority step covering it, else blocked_pipeline.
-  std::vector<Clock::TimePoint> cuts = {final_until_, until};
+  std::vector<Clock::TimePoint>& cuts = cuts_;
+  cuts.assign({final_until_, until});
   for (const Step& s : pending_) {
     for (Clock::TimePoint t : {s.interval.begin, s.interval.end}) {
       if (t > final_until_ && t < until) cuts.push_back(t);

@@ -30,7 +30,7 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
+#include <utility>
 #include <vector>
 
 #include "batching/clock.h"
@@ -106,8 +106,11 @@ class InstanceTimeline {
   Clock::TimePoint final_until_;  // Everything before is in totals_.
   bool queue_empty_ = true;
   uint64_t next_ticket_ = 0;
-  std::map<uint64_t, Clock::TimePoint> in_flight_;  // ticket -> taken at
+  // (ticket, taken at) of each batch in flight, in ticket order: at most
+  // one per slot, so a vector that, once grown, allocates no more.
+  std::vector<std::pair<uint64_t, Clock::TimePoint>> in_flight_;
   std::vector<Step> pending_;  // Steps of released batches not yet final.
+  std::vector<Clock::TimePoint> cuts_;  // FinalizeBusy's, reused
 };
 
 }  // namespace coalesce
