@@ -84,8 +84,11 @@ absl::Status CheckOperators(const onnx::GraphProto& proto,
 class GraphBuilder {
  public:
   GraphBuilder(const onnx::GraphProto& proto, int64_t opset,
-               const OpRegistry& registry)
-      : proto_(proto), opset_(opset), registry_(registry) {}
+               const ExternalData* external, const OpRegistry& registry)
+      : proto_(proto),
+        opset_(opset),
+        external_(external),
+        registry_(registry) {}
 
   absl::StatusOr<Graph> Build() {
     if (absl::Status s = CheckOperators(proto_, registry_); !s.ok()) return s;
@@ -133,6 +136,7 @@ class GraphBuilder {
 
   const onnx::GraphProto& proto_;
   int64_t opset_;
+  const ExternalData* external_;
   const OpRegistry& registry_;
   Graph graph_;
   absl::flat_hash_map<std::string, int> ids_;
@@ -141,7 +145,8 @@ class GraphBuilder {
 
 absl::Status GraphBuilder::AddConstants() {
   for (const onnx::TensorProto& tensor : proto_.initializer()) {
-    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(tensor);
+    absl::StatusOr<std::unique_ptr<ConstantTensor>> c =
+        ImportTensor(tensor, external_);
     if (!c.ok()) return c.status();
     if (absl::Status s = Define(tensor.name(), "an initializer"); !s.ok())
       return s;
@@ -154,7 +159,7 @@ absl::Status GraphBuilder::AddConstants() {
                                         " must have one output");
     }
     absl::StatusOr<std::unique_ptr<ConstantTensor>> c =
-        ImportConstantNode(node);
+        ImportConstantNode(node, external_);
     if (!c.ok()) return c.status();
     if (absl::Status s = Define(node.output(0), NodeLabel(node)); !s.ok())
       return s;
@@ -285,8 +290,9 @@ absl::Status GraphBuilder::AddOutputs() {
 }  // namespace
 
 absl::StatusOr<Graph> BuildGraph(const onnx::GraphProto& proto, int64_t opset,
-                                 const OpRegistry& registry) {
-  return GraphBuilder(proto, opset, registry).Build();
+                                 const OpRegistry& registry,
+                                 const ExternalData* external) {
+  return GraphBuilder(proto, opset, external, registry).Build();
 }
 
 }  // namespace coalesce

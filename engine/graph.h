@@ -23,17 +23,26 @@ class GraphProto;
 
 namespace coalesce {
 
+class ExternalData;
 class OpRegistry;
 
 // An initializer or the value of a Constant node, stored once per Model.
-// `data` holds byte_size bytes: the elements, or for STRING the StringRef
-// handles (engine/string_ref.h), which point into `string_bytes`.
+// bytes() gives byte_size bytes: the elements, or for STRING the StringRef
+// handles (engine/string_ref.h), which point into `string_bytes`. They live
+// in `storage`, or, for a tensor read from external data
+// (engine/external_data.h), in a read-only file mapping `mapping` keeps.
 struct ConstantTensor {
   DataType dtype = DataType::kInvalid;
   Shape shape;
   size_t byte_size = 0;
-  AlignedBuffer data;
+  AlignedBuffer storage;                 // unless mapped
+  const char* mapped = nullptr;          // external data (aligned elements)
+  std::shared_ptr<const void> mapping;   // keeps `mapped` valid
   std::unique_ptr<char[]> string_bytes;  // STRING only
+
+  const char* bytes() const {
+    return mapped != nullptr ? mapped : storage.data();
+  }
 };
 
 struct GraphNode {
@@ -57,9 +66,11 @@ struct Graph {
 
 // Validates `proto` and builds its Graph. InvalidArgument naming the problem:
 // every unsupported operator at once, a node input that nothing defines, a
-// value produced twice, a cycle, a bad attribute or initializer.
+// value produced twice, a cycle, a bad attribute or initializer. External
+// initializers are read through `external` (null: refused).
 absl::StatusOr<Graph> BuildGraph(const onnx::GraphProto& proto, int64_t opset,
-                                 const OpRegistry& registry);
+                                 const OpRegistry& registry,
+                                 const ExternalData* external = nullptr);
 
 }  // namespace coalesce
 

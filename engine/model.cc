@@ -1,11 +1,13 @@
 #include "engine/model.h"
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "engine/external_data.h"
 #include "engine/onnx_import.h"
 #include "engine/op_registry.h"
 #include "onnx/onnx_pb.h"
@@ -22,7 +24,7 @@ absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& proto) {
 }
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
-  return absl::InvalidArgumentError(absl::StrCat(prefix, s.message()));
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
 }
 
 }  // namespace
@@ -35,8 +37,9 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(
         absl::StrCat("cannot open model file '", path, "'"));
   std::stringstream contents;
   contents << file.rdbuf();
+  const ExternalData external(std::filesystem::path(path).parent_path());
   absl::StatusOr<std::shared_ptr<const Model>> model =
-      LoadFromBytes(contents.str(), options);
+      Load(contents.str(), options, &external);
   if (!model.ok())
     return Prefixed(absl::StrCat("'", path, "': "), model.status());
   return model;
@@ -44,6 +47,12 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(
 
 absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
     std::string_view bytes, const ModelOptions& options) {
+  return Load(bytes, options, nullptr);
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::Load(
+    std::string_view bytes, const ModelOptions& options,
+    const ExternalData* external) {
   onnx::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -58,14 +67,14 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBytes(
   // The rewrites keep every graph input and output (names and declared
   // types, FP16/BF16 included), so the signature read below is the one the
   // file declares.
-  if (absl::Status s =
-          OptimizeGraph(options.optimizer, *opset, proto.mutable_graph());
+  if (absl::Status s = OptimizeGraph(options.optimizer, *opset,
+                                     proto.mutable_graph(), external);
       !s.ok())
     return s;
   std::shared_ptr<Model> model(new Model());
   model->opset_version_ = *opset;
   absl::StatusOr<Graph> graph =
-      BuildGraph(proto.graph(), *opset, OpRegistry::Builtin());
+      BuildGraph(proto.graph(), *opset, OpRegistry::Builtin(), external);
   if (!graph.ok()) return graph.status();
   model->graph_ = *std::move(graph);
 

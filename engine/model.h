@@ -19,6 +19,8 @@
 
 namespace coalesce {
 
+class ExternalData;
+
 struct ModelOptions {
   // Load-time graph rewrites (engine/optimizer/graph_optimizer.h); all on by
   // default. OptimizerOptions::None() runs the graph as written, except
@@ -40,9 +42,14 @@ class Model {
   // Parses and validates an ONNX ModelProto. InvalidArgument with the reason
   // for an unparsable or truncated file, a graph cycle, a node input nothing
   // defines, an unsupported data type, or unsupported operators (every one
-  // named as "node '<name>' (op '<OpType>')"). NotFound if the file is missing.
+  // named as "node '<name>' (op '<OpType>')"). NotFound if the file, or an
+  // external data file it names, is missing. External data
+  // (engine/external_data.h) is read from the file's folder and mapped, not
+  // copied; the Model keeps the mappings.
   static absl::StatusOr<std::shared_ptr<const Model>> LoadFromFile(
       const std::string& path, const ModelOptions& options = {});
+  // As LoadFromFile, for a model in memory: external data is refused
+  // (there is no folder to read it from).
   static absl::StatusOr<std::shared_ptr<const Model>> LoadFromBytes(
       std::string_view bytes, const ModelOptions& options = {});
 
@@ -59,6 +66,9 @@ class Model {
 
  private:
   Model() = default;
+  static absl::StatusOr<std::shared_ptr<const Model>> Load(
+      std::string_view bytes, const ModelOptions& options,
+      const ExternalData* external);
 
   ModelSignature signature_;
   int64_t opset_version_ = 0;

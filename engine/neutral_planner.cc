@@ -90,7 +90,7 @@ absl::Status Planner::BindInputs(const std::vector<Shape>& input_shapes) {
   values.resize(graph_.value_names.size());
   for (size_t id = 0; id < values.size(); ++id) {
     if (const ConstantTensor* c = graph_.constants[id].get()) {
-      values[id].info = {c->dtype, c->shape, c->data.data()};
+      values[id].info = {c->dtype, c->shape, c->bytes()};
       values[id].byte_size = c->byte_size;
     }
   }

@@ -1,7 +1,9 @@
 #include "engine/onnx_import.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -44,7 +46,7 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> MakeConstant(DataType dtype,
   tensor->dtype = dtype;
   tensor->shape = std::move(shape);
   tensor->byte_size = *bytes;
-  if (absl::Status s = tensor->data.Reserve(tensor->byte_size); !s.ok())
+  if (absl::Status s = tensor->storage.Reserve(tensor->byte_size); !s.ok())
     return s;
   return tensor;
 }
@@ -59,7 +61,7 @@ absl::Status CopyTyped(const Field& field, ConstantTensor& tensor) {
         absl::StrCat("tensor has ", field.size(), " values, shape ",
                      ShapeToString(tensor.shape), " needs ", count));
   }
-  T* out = reinterpret_cast<T*>(tensor.data.data());
+  T* out = reinterpret_cast<T*>(tensor.storage.data());
   for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(field.Get(i));
   return absl::OkStatus();
 }
@@ -77,7 +79,7 @@ absl::Status CopyStrings(const onnx::TensorProto& proto,
   size_t total = 0;
   for (const std::string& s : proto.string_data()) total += s.size();
   tensor.string_bytes = std::make_unique<char[]>(std::max<size_t>(total, 1));
-  StringRef* out = reinterpret_cast<StringRef*>(tensor.data.data());
+  StringRef* out = reinterpret_cast<StringRef*>(tensor.storage.data());
   char* next = tensor.string_bytes.get();
   for (size_t i = 0; i < count; ++i) {
     const std::string& s = proto.string_data(static_cast<int>(i));
@@ -111,7 +113,8 @@ absl::Status FillTensor(const onnx::TensorProto& proto,
           "raw_data has ", proto.raw_data().size(), " bytes, shape ",
           ShapeToString(tensor.shape), " needs ", tensor.byte_size));
     }
-    std::memcpy(tensor.data.data(), proto.raw_data().data(), tensor.byte_size);
+    std::memcpy(tensor.storage.data(), proto.raw_data().data(),
+                tensor.byte_size);
     return absl::OkStatus();
   }
   switch (tensor.dtype) {
@@ -157,10 +160,10 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportListAttribute(
                      scalar ? Shape{} : Shape{attr.floats_size()});
     if (!t.ok()) return t.status();
     if (scalar)
-      *reinterpret_cast<float*>((*t)->data.data()) = attr.f();
+      *reinterpret_cast<float*>((*t)->storage.data()) = attr.f();
     else
       std::copy(attr.floats().begin(), attr.floats().end(),
-                reinterpret_cast<float*>((*t)->data.data()));
+                reinterpret_cast<float*>((*t)->storage.data()));
     return t;
   }
   if (attr.name() == "value_int" || attr.name() == "value_ints") {
@@ -168,10 +171,10 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportListAttribute(
                      scalar ? Shape{} : Shape{attr.ints_size()});
     if (!t.ok()) return t.status();
     if (scalar)
-      *reinterpret_cast<int64_t*>((*t)->data.data()) = attr.i();
+      *reinterpret_cast<int64_t*>((*t)->storage.data()) = attr.i();
     else
       std::copy(attr.ints().begin(), attr.ints().end(),
-                reinterpret_cast<int64_t*>((*t)->data.data()));
+                reinterpret_cast<int64_t*>((*t)->storage.data()));
     return t;
   }
   // value_string(s): read through a TensorProto of string_data.
@@ -184,6 +187,50 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportListAttribute(
     *strings.mutable_string_data() = attr.strings();
   }
   return ImportTensor(strings);
+}
+
+// A tensor whose bytes live in an external file: viewed in place when
+// its elements are aligned, else copied.
+absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportExternal(
+    const onnx::TensorProto& proto, DataType dtype, Shape shape,
+    const ExternalData* external) {
+  const std::string where = absl::StrCat("tensor '", proto.name(), "': ");
+  if (external == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where,
+                     "external data needs the model's folder (load the model "
+                     "from its file)"));
+  }
+  std::optional<int64_t> count = ElementCount(shape);
+  std::optional<size_t> byte_size =
+      count ? CheckedStorageBytes(*count, dtype) : std::nullopt;
+  if (!byte_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "invalid tensor shape ", ShapeToString(shape),
+                     ": negative, overflowing or larger than 1 TiB"));
+  }
+  absl::StatusOr<ExternalBytes> bytes = external->Read(proto, *byte_size);
+  if (!bytes.ok()) return bytes.status();
+  // Kernels read elements as their C++ type: a view needs the element's
+  // natural alignment (the torch exporter aligns tensors to 16 bytes).
+  const bool aligned =
+      reinterpret_cast<uintptr_t>(bytes->data) % ElementByteSize(dtype) == 0;
+  if (bytes->size > 0 && aligned) {
+    auto tensor = std::make_unique<ConstantTensor>();
+    tensor->dtype = dtype;
+    tensor->shape = std::move(shape);
+    tensor->byte_size = bytes->size;
+    tensor->mapped = bytes->data;
+    tensor->mapping = std::move(bytes->keep_alive);
+    return tensor;
+  }
+  auto tensor = MakeConstant(dtype, std::move(shape));
+  if (!tensor.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, tensor.status().message()));
+  if (bytes->size > 0)
+    std::memcpy((*tensor)->storage.data(), bytes->data, bytes->size);
+  return tensor;
 }
 
 }  // namespace
@@ -210,16 +257,16 @@ int32_t OnnxTypeOf(DataType dtype) {
 }
 
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
-    const onnx::TensorProto& proto) {
+    const onnx::TensorProto& proto, const ExternalData* external) {
   const std::string where = absl::StrCat("tensor '", proto.name(), "': ");
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::InvalidArgumentError(where + "external data is not supported");
-  }
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(proto.data_type());
   if (!dtype.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(where, dtype.status().message()));
   Shape shape(proto.dims().begin(), proto.dims().end());
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    return ImportExternal(proto, *dtype, std::move(shape), external);
+  }
   // Refused before anything is allocated for it: a shape the stored values
   // cannot fill (FillTensor checks the exact count afterwards).
   if (std::optional<int64_t> count = ElementCount(shape);
@@ -239,9 +286,9 @@ absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
 }
 
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportConstantNode(
-    const onnx::NodeProto& node) {
+    const onnx::NodeProto& node, const ExternalData* external) {
   for (const onnx::AttributeProto& attr : node.attribute()) {
-    if (attr.name() == "value") return ImportTensor(attr.t());
+    if (attr.name() == "value") return ImportTensor(attr.t(), external);
     if (attr.name() == "value_float" || attr.name() == "value_floats" ||
         attr.name() == "value_int" || attr.name() == "value_ints" ||
         attr.name() == "value_string" || attr.name() == "value_strings") {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/external_data.h"
 #include "engine/graph.h"
 #include "engine/tensor_spec.h"
 #include "onnx/onnx_pb.h"
@@ -25,16 +26,18 @@ int32_t OnnxTypeOf(DataType dtype);
 // ONNX keeps the type in: float_data, double_data, int64_data; int32_data for
 // INT32, INT16, INT8, UINT16, UINT8, BOOL, and FLOAT16/BFLOAT16 bit patterns;
 // uint64_data for UINT32 and UINT64; string_data for STRING (whose bytes the
-// tensor then owns, ConstantTensor::string_bytes). InvalidArgument for
-// external data, an unsupported type, raw_data on a STRING tensor, or a
-// value or byte count that does not match the shape.
+// tensor then owns, ConstantTensor::string_bytes); or external data, read
+// through `external` (engine/external_data.h): a view of the mapped file
+// when its elements are naturally aligned there, else a copy. InvalidArgument
+// for an unsupported type, raw_data on a STRING tensor, a value or byte count
+// that does not match the shape, or external data without `external`.
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportTensor(
-    const onnx::TensorProto& tensor);
+    const onnx::TensorProto& tensor, const ExternalData* external = nullptr);
 
 // The value of a Constant node (attribute value, value_float(s),
 // value_int(s), value_string(s)).
 absl::StatusOr<std::unique_ptr<ConstantTensor>> ImportConstantNode(
-    const onnx::NodeProto& node);
+    const onnx::NodeProto& node, const ExternalData* external = nullptr);
 
 // A graph input or output; symbolic or missing dims become -1.
 absl::StatusOr<TensorSpec> ImportValueInfo(const onnx::ValueInfoProto& info);

@@ -25,7 +25,7 @@ onnx::TensorProto Proto(int32_t type, std::vector<int64_t> dims) {
 template <typename T>
 std::vector<T> Values(const ConstantTensor& c) {
   std::vector<T> v(c.byte_size / sizeof(T));
-  if (!v.empty()) std::memcpy(v.data(), c.data.data(), c.byte_size);
+  if (!v.empty()) std::memcpy(v.data(), c.bytes(), c.byte_size);
   return v;
 }
 

@@ -86,7 +86,7 @@ class ConstantOfShapeOp : public OpKernel {
             "attribute 'value' must hold one element");
       }
       op->dtype_ = (*value)->dtype;
-      std::memcpy(op->value_, (*value)->data.data(), (*value)->byte_size);
+      std::memcpy(op->value_, (*value)->bytes(), (*value)->byte_size);
     }
     return op;
   }

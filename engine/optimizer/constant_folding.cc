@@ -63,7 +63,7 @@ absl::Status ConstantNodesToInitializers(GraphEditor& editor) {
     if (!c.ok()) return c.status();
     editor.AddInitializer(ToTensorProto(node.output(0),
                                         {(*c)->dtype, (*c)->shape, nullptr},
-                                        (*c)->data.data(), (*c)->byte_size));
+                                        (*c)->bytes(), (*c)->byte_size));
     editor.Remove(&node);
   }
   editor.Commit();
@@ -87,7 +87,7 @@ class Folder {
       }
       const ConstantTensor* c = Constant(in);
       if (c == nullptr) return false;
-      infos.push_back({c->dtype, c->shape, c->data.data()});
+      infos.push_back({c->dtype, c->shape, c->bytes()});
     }
     absl::StatusOr<std::unique_ptr<OpKernel>> kernel =
         (*factory)(OpNode(node, opset_));
@@ -103,7 +103,7 @@ class Folder {
     if (it != cache_.end()) return it->second.get();
     const onnx::TensorProto* t = editor_.Initializer(name);
     if (t == nullptr) return nullptr;
-    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(*t);
+    absl::StatusOr<std::unique_ptr<ConstantTensor>> c = editor_.ReadTensor(*t);
     if (!c.ok()) return nullptr;
     return (cache_[name] = *std::move(c)).get();
   }

@@ -9,7 +9,15 @@
 
 namespace coalesce {
 
-GraphEditor::GraphEditor(onnx::GraphProto* graph) : graph_(graph) { Refresh(); }
+GraphEditor::GraphEditor(onnx::GraphProto* graph, const ExternalData* external)
+    : graph_(graph), external_(external) {
+  Refresh();
+}
+
+absl::StatusOr<std::unique_ptr<ConstantTensor>> GraphEditor::ReadTensor(
+    const onnx::TensorProto& tensor) const {
+  return ImportTensor(tensor, external_);
+}
 
 void GraphEditor::Refresh() {
   producers_.clear();
@@ -75,14 +83,15 @@ namespace {
 
 // The values of initializer `t` when it has `type`, as T.
 template <typename T>
-std::optional<std::vector<T>> ValuesOf(const onnx::TensorProto* t, int type,
+std::optional<std::vector<T>> ValuesOf(const GraphEditor& editor,
+                                       const onnx::TensorProto* t, int type,
                                        Shape* dims) {
   if (t == nullptr || t->data_type() != type) return std::nullopt;
-  absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(*t);
+  absl::StatusOr<std::unique_ptr<ConstantTensor>> c = editor.ReadTensor(*t);
   if (!c.ok()) return std::nullopt;
   std::vector<T> values((*c)->byte_size / sizeof(T));
   if (!values.empty())
-    std::memcpy(values.data(), (*c)->data.data(), (*c)->byte_size);
+    std::memcpy(values.data(), (*c)->bytes(), (*c)->byte_size);
   if (dims != nullptr) *dims = (*c)->shape;
   return values;
 }
@@ -91,12 +100,13 @@ std::optional<std::vector<T>> ValuesOf(const onnx::TensorProto* t, int type,
 
 std::optional<std::vector<float>> GraphEditor::FloatValues(
     const std::string& value, Shape* dims) const {
-  return ValuesOf<float>(Initializer(value), onnx::TensorProto::FLOAT, dims);
+  return ValuesOf<float>(*this, Initializer(value), onnx::TensorProto::FLOAT,
+                         dims);
 }
 
 std::optional<std::vector<int64_t>> GraphEditor::Int64Values(
     const std::string& value) const {
-  return ValuesOf<int64_t>(Initializer(value), onnx::TensorProto::INT64,
+  return ValuesOf<int64_t>(*this, Initializer(value), onnx::TensorProto::INT64,
                            nullptr);
 }
 

@@ -14,14 +14,19 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "engine/graph.h"
 #include "engine/shape.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {
 
+class ExternalData;
+
 class GraphEditor {
  public:
-  explicit GraphEditor(onnx::GraphProto* graph);
+  // `external` reads external initializers (null: they read as unknown).
+  explicit GraphEditor(onnx::GraphProto* graph,
+                       const ExternalData* external = nullptr);
 
   onnx::GraphProto& graph() { return *graph_; }
   void Refresh();
@@ -37,6 +42,11 @@ class GraphEditor {
   bool HasSingleNodeUse(const std::string& value) const;
   // The one node reading `value` when HasSingleNodeUse(value), else null.
   onnx::NodeProto* SoleConsumer(const std::string& value) const;
+
+  // A tensor's value (an initializer or a tensor attribute), external data
+  // included; errors as ImportTensor's.
+  absl::StatusOr<std::unique_ptr<ConstantTensor>> ReadTensor(
+      const onnx::TensorProto& tensor) const;
 
   // Null unless `value` is an initializer.
   const onnx::TensorProto* Initializer(const std::string& value) const;
@@ -71,6 +81,7 @@ class GraphEditor {
                                 size_t bytes);
 
   onnx::GraphProto* graph_;
+  const ExternalData* external_;
   absl::flat_hash_map<std::string, onnx::NodeProto*> producers_;
   absl::flat_hash_map<std::string, int> uses_;
   absl::flat_hash_map<std::string, onnx::NodeProto*> last_consumer_;

@@ -7,7 +7,8 @@
 namespace coalesce {
 
 absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
-                           onnx::GraphProto* graph) {
+                           onnx::GraphProto* graph,
+                           const ExternalData* external) {
   // The passes match patterns on the file as written, before the graph is
   // validated; a node without outputs is the one shape they cannot skip.
   for (const onnx::NodeProto& node : graph->node()) {
@@ -17,7 +18,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
                                                      "') has no outputs"));
     }
   }
-  GraphEditor editor(graph);
+  GraphEditor editor(graph, external);
   // Not an optimization and not optional: without it no compute operator
   // accepts a FLOAT16/BFLOAT16 model.
   if (absl::Status s = ComputeHalfInFloat(editor); !s.ok()) return s;

@@ -51,6 +51,8 @@ class GraphProto;
 
 namespace coalesce {
 
+class ExternalData;
+
 struct OptimizerOptions {
   bool constant_folding = true;
   bool conv_affine_folding = true;
@@ -71,8 +73,11 @@ struct OptimizerOptions {
 // graph inputs and outputs keep their names and declared types. Errors only
 // for a graph the engine would reject anyway (a constant that cannot be
 // read); on error `graph` may be partly rewritten.
+// External initializers are read through `external` (null: a pass that
+// needs one of their values leaves the graph as it is).
 absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
-                           onnx::GraphProto* graph);
+                           onnx::GraphProto* graph,
+                           const ExternalData* external = nullptr);
 
 }  // namespace coalesce
 

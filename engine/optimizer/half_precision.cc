@@ -84,12 +84,13 @@ bool MentionsHalf(const onnx::GraphProto& graph) {
 // Rewrites a FLOAT16/BFLOAT16 tensor as the FLOAT tensor of the same values
 // (every half value is a float, so this is exact). InvalidArgument naming
 // the tensor when it cannot be read.
-absl::Status ToFloatTensor(onnx::TensorProto& tensor) {
-  absl::StatusOr<std::unique_ptr<ConstantTensor>> c = ImportTensor(tensor);
+absl::Status ToFloatTensor(const GraphEditor& editor,
+                           onnx::TensorProto& tensor) {
+  absl::StatusOr<std::unique_ptr<ConstantTensor>> c = editor.ReadTensor(tensor);
   if (!c.ok()) return c.status();
   const bool bf16 = tensor.data_type() == onnx::TensorProto::BFLOAT16;
   const size_t count = (*c)->byte_size / sizeof(uint16_t);
-  const uint16_t* bits = reinterpret_cast<const uint16_t*>((*c)->data.data());
+  const uint16_t* bits = reinterpret_cast<const uint16_t*>((*c)->bytes());
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) {
     values[i] = bf16 ? kernels::Bf16BitsToFloat(bits[i])
@@ -172,7 +173,7 @@ void HalfToFloat::CollectNames() {
 absl::Status HalfToFloat::ConvertConstants() {
   for (onnx::TensorProto& t : *graph_.mutable_initializer()) {
     if (!IsHalf(t.data_type())) continue;
-    if (absl::Status s = ToFloatTensor(t); !s.ok()) return s;
+    if (absl::Status s = ToFloatTensor(editor_, t); !s.ok()) return s;
   }
   // Initializers listed as graph inputs (IR < 4) are constants, not part of
   // the signature: their entries follow the initializers' new type.
@@ -183,11 +184,12 @@ absl::Status HalfToFloat::ConvertConstants() {
   for (onnx::NodeProto& node : *graph_.mutable_node()) {
     for (onnx::AttributeProto& a : *node.mutable_attribute()) {
       if (a.has_t() && IsHalf(a.t().data_type())) {
-        if (absl::Status s = ToFloatTensor(*a.mutable_t()); !s.ok()) return s;
+        if (absl::Status s = ToFloatTensor(editor_, *a.mutable_t()); !s.ok())
+          return s;
       }
       for (onnx::TensorProto& t : *a.mutable_tensors()) {
         if (!IsHalf(t.data_type())) continue;
-        if (absl::Status s = ToFloatTensor(t); !s.ok()) return s;
+        if (absl::Status s = ToFloatTensor(editor_, t); !s.ok()) return s;
       }
     }
   }

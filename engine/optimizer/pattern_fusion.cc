@@ -39,15 +39,10 @@ bool ReducesLastAxis(const GraphEditor& editor, const onnx::NodeProto& node) {
   if (const onnx::AttributeProto* a = FindAttr(node, "axes")) {
     axes.assign(a->ints().begin(), a->ints().end());
   } else if (node.input_size() > 1) {  // opset 18: axes input
-    const onnx::TensorProto* t = editor.Initializer(node.input(1));
-    if (t == nullptr || t->data_type() != onnx::TensorProto::INT64)
-      return false;
-    if (t->int64_data_size() == 1) axes.push_back(t->int64_data(0));
-    if (t->raw_data().size() == sizeof(int64_t)) {
-      int64_t v;
-      std::memcpy(&v, t->raw_data().data(), sizeof v);
-      axes.push_back(v);
-    }
+    std::optional<std::vector<int64_t>> values =
+        editor.Int64Values(node.input(1));
+    if (!values) return false;
+    axes = *std::move(values);
   }
   return axes == std::vector<int64_t>{-1};
 }
