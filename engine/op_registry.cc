@@ -1,5 +1,6 @@
 #include "engine/op_registry.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -38,6 +39,15 @@ const OpFactory* OpRegistry::Find(const std::string& domain,
                                   const std::string& op_type) const {
   auto it = factories_.find(Key(domain, op_type));
   return it == factories_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::OnnxOperators() const {
+  std::vector<std::string> ops;
+  for (const auto& [key, factory] : factories_) {
+    if (key.find(':') == std::string::npos) ops.push_back(key);
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 }  // namespace coalesce

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -41,6 +42,10 @@ class OpRegistry {
   const OpFactory* Find(const std::string& op_type) const {
     return Find("", op_type);
   }
+
+  // The default-domain operators registered, sorted by name (the fused
+  // internal ones are not listed).
+  std::vector<std::string> OnnxOperators() const;
 
  private:
   absl::flat_hash_map<std::string, OpFactory> factories_;

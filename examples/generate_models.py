@@ -195,7 +195,7 @@ def make_tiny_model(width: int = 4, scale: float = 2.0, offset: float = 1.0,
     return make_model(graph)
 
 
-def make_unsupported_op_model(op: str = "Cos", width: int = 4) -> onnx.ModelProto:
+def make_unsupported_op_model(op: str = "Det", width: int = 4) -> onnx.ModelProto:
     """x [batch, width] -> y = op(x), using an op Coalesce does not implement."""
     graph = helper.make_graph(
         [helper.make_node(op, ["x"], ["y"], name="unsupported")], "unsupported_" + op.lower(),

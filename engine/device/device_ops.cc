@@ -662,6 +662,14 @@ absl::StatusOr<ActivationSpec> device_ops::FusedActivation(
   return ActivationByName(*name, *alpha, *beta);
 }
 
+std::vector<std::string> DeviceOnnxOperators() {
+  std::vector<std::string> ops;
+  for (const auto& [key, family] : Registry()) {
+    if (!key.first) ops.push_back(key.second);
+  }
+  return ops;  // std::map keeps them sorted
+}
+
 absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   auto family = FamilyOf(node);
   if (!family.ok()) return family.status();

@@ -15,6 +15,7 @@
 #define COALESCE_ENGINE_DEVICE_DEVICE_OPS_H_
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -72,6 +73,11 @@ struct LoweredNode {
 struct LoweringOptions {
   bool fp16 = false;
 };
+
+// The ONNX default-domain operators the device registry lowers, sorted
+// (some only for some attributes, dtypes or shapes: CheckDeviceNode and
+// LowerDeviceNode decide per node).
+std::vector<std::string> DeviceOnnxOperators();
 
 // OK when the device can run `node` for some shapes.
 absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);

@@ -1,9 +1,12 @@
-// Add, Sub, Mul, Div on FP32, FP64 and 8- to 64-bit signed and unsigned
-// integer tensors with multidirectional broadcasting. Integer semantics
-// (wrapping, division by zero) are in kernels/cpu/elementwise.h. BOOL, FP16,
-// BF16 and STRING are refused when planning.
+// Add, Sub, Mul, Div and Mod (fmod 0: floored, fmod 1: truncated) on FP32,
+// FP64 and 8- to 64-bit signed and unsigned integer tensors with
+// multidirectional broadcasting, and Sign, Abs and Neg on the same types.
+// Integer semantics (wrapping, division by zero) are in
+// kernels/cpu/elementwise.h. BOOL, FP16, BF16 and STRING are refused when
+// planning.
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
@@ -13,24 +16,6 @@
 
 namespace coalesce {
 namespace {
-
-bool IsArithmeticType(DataType t) {
-  switch (t) {
-    case DataType::kFp32:
-    case DataType::kFp64:
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 class BinaryOpKernel : public OpKernel {
  public:
@@ -83,6 +68,53 @@ OpFactory BinaryFactory(kernels::BinaryOp op) {
   };
 }
 
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateMod(const OpNode& node) {
+  absl::StatusOr<int64_t> fmod = node.GetInt("fmod", 0);
+  if (!fmod.ok()) return fmod.status();
+  if (*fmod != 0 && *fmod != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'fmod' must be 0 or 1, got ", *fmod));
+  }
+  return std::make_unique<BinaryOpKernel>(*fmod ? kernels::BinaryOp::kFmod
+                                                : kernels::BinaryOp::kMod);
+}
+
+// Sign, Abs and Neg on every arithmetic type.
+class UnaryArithmeticKernel : public OpKernel {
+ public:
+  explicit UnaryArithmeticKernel(kernels::UnaryArithmeticOp op) : op_(op) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present())
+      return absl::InvalidArgumentError("needs one input");
+    if (!IsArithmeticType(in[0].dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
+          " (FP32, FP64 and 8- to 64-bit integers are supported)"));
+    }
+    out[0] = {in[0].dtype, in[0].shape, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const int64_t n = DimProduct(*in[0].shape, 0, in[0].shape->size());
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        kernels::UnaryArithmetic<T>(op_, in[0].as<T>(), n, out[0].as<T>());
+        return absl::OkStatus();
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
+ private:
+  kernels::UnaryArithmeticOp op_;
+};
+
 }  // namespace
 
 void RegisterBinaryOps(OpRegistry& registry) {
@@ -90,6 +122,17 @@ void RegisterBinaryOps(OpRegistry& registry) {
   registry.Register("Sub", BinaryFactory(kernels::BinaryOp::kSub));
   registry.Register("Mul", BinaryFactory(kernels::BinaryOp::kMul));
   registry.Register("Div", BinaryFactory(kernels::BinaryOp::kDiv));
+  registry.Register("Mod", &CreateMod);
+  using kernels::UnaryArithmeticOp;
+  for (auto [name, op] : {std::pair{"Sign", UnaryArithmeticOp::kSign},
+                          std::pair{"Abs", UnaryArithmeticOp::kAbs},
+                          std::pair{"Neg", UnaryArithmeticOp::kNeg}}) {
+    registry.Register(name,
+                      [op = op](const OpNode& node)
+                          -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+                        return std::make_unique<UnaryArithmeticKernel>(op);
+                      });
+  }
 }
 
 }  // namespace coalesce

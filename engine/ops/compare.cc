@@ -1,10 +1,13 @@
-// Equal, Less, Greater (bool output, broadcasting; every numeric type, FP16
-// and BF16 compared as floats; BOOL and STRING for Equal, strings equal when
-// their bytes are), Not, and Where (broadcasting over all three inputs; any
-// element type for X and Y, STRING included: it selects handles).
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual (bool output,
+// broadcasting; every numeric type, FP16 and BF16 compared as floats; BOOL
+// and STRING for Equal, strings equal when their bytes are), And, Or, Xor
+// (BOOL, broadcasting), Not, Where (broadcasting over all three inputs; any
+// element type for X and Y, STRING included: it selects handles), and IsNaN,
+// IsInf(detect_positive, detect_negative) on FP32, FP64, FP16 and BF16.
 #include "kernels/cpu/compare.h"
 
 #include <memory>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
@@ -12,6 +15,7 @@
 #include "engine/ops/register_ops.h"
 #include "engine/string_ref.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/half.h"
 
 namespace coalesce {
 namespace {
@@ -87,6 +91,103 @@ class CompareOp : public OpKernel {
   kernels::CompareOp op_;
 };
 
+// And, Or, Xor: BOOL inputs, broadcast.
+class LogicalOp : public OpKernel {
+ public:
+  explicit LogicalOp(kernels::CompareOp op) : op_(op) {}
+
+  template <kernels::CompareOp kOp>
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    return std::make_unique<LogicalOp>(kOp);
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    for (int i : {0, 1}) {
+      if (absl::Status s = ExpectInputType(in, i, DataType::kBool); !s.ok())
+        return s;
+    }
+    absl::StatusOr<Shape> shape = Broadcast(in[0].shape, in[1].shape);
+    if (!shape.ok()) return shape.status();
+    out[0] = {DataType::kBool, *std::move(shape), nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    kernels::BroadcastCompare<bool>(op_, in[0].as<bool>(), *in[0].shape,
+                                    in[1].as<bool>(), *in[1].shape,
+                                    *out[0].shape, out[0].as<bool>());
+    return absl::OkStatus();
+  }
+
+ private:
+  kernels::CompareOp op_;
+};
+
+bool IsFloatType(DataType t) {
+  return t == DataType::kFp32 || t == DataType::kFp64 || t == DataType::kFp16 ||
+         t == DataType::kBf16;
+}
+
+// IsNaN and IsInf: a float tensor classified element by element.
+class FloatClassOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> CreateIsNaN(
+      const OpNode& node) {
+    return std::make_unique<FloatClassOp>(/*is_nan=*/true, false, false);
+  }
+  static absl::StatusOr<std::unique_ptr<OpKernel>> CreateIsInf(
+      const OpNode& node) {
+    absl::StatusOr<int64_t> positive = node.GetInt("detect_positive", 1);
+    if (!positive.ok()) return positive.status();
+    absl::StatusOr<int64_t> negative = node.GetInt("detect_negative", 1);
+    if (!negative.ok()) return negative.status();
+    return std::make_unique<FloatClassOp>(/*is_nan=*/false, *positive != 0,
+                                          *negative != 0);
+  }
+
+  FloatClassOp(bool is_nan, bool positive, bool negative)
+      : is_nan_(is_nan), positive_(positive), negative_(negative) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present())
+      return absl::InvalidArgumentError("needs one input");
+    if (!IsFloatType(in[0].dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
+          " (FP32, FP64, FP16 and BF16 are supported)"));
+    }
+    out[0] = {DataType::kBool, in[0].shape, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const int64_t n = DimProduct(*in[0].shape, 0, in[0].shape->size());
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T> ||
+                    std::is_same_v<T, kernels::Float16> ||
+                    std::is_same_v<T, kernels::BFloat16>) {
+        if (is_nan_) {
+          kernels::IsNaN<T>(in[0].as<T>(), n, out[0].as<bool>());
+        } else {
+          kernels::IsInf<T>(in[0].as<T>(), n, positive_, negative_,
+                            out[0].as<bool>());
+        }
+        return absl::OkStatus();
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
+ private:
+  bool is_nan_, positive_, negative_;
+};
+
 class NotOp : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
@@ -146,6 +247,15 @@ void RegisterCompareOps(OpRegistry& registry) {
   registry.Register("Less", &CompareOp::Create<kernels::CompareOp::kLess>);
   registry.Register("Greater",
                     &CompareOp::Create<kernels::CompareOp::kGreater>);
+  registry.Register("LessOrEqual",
+                    &CompareOp::Create<kernels::CompareOp::kLessOrEqual>);
+  registry.Register("GreaterOrEqual",
+                    &CompareOp::Create<kernels::CompareOp::kGreaterOrEqual>);
+  registry.Register("And", &LogicalOp::Create<kernels::CompareOp::kAnd>);
+  registry.Register("Or", &LogicalOp::Create<kernels::CompareOp::kOr>);
+  registry.Register("Xor", &LogicalOp::Create<kernels::CompareOp::kXor>);
+  registry.Register("IsNaN", &FloatClassOp::CreateIsNaN);
+  registry.Register("IsInf", &FloatClassOp::CreateIsInf);
   registry.Register("Not", FactoryOf<NotOp>());
   registry.Register("Where", FactoryOf<WhereOp>());
 }

@@ -57,6 +57,27 @@ absl::Status VisitNumericType(DataType type, Fn&& fn) {
       "type ", std::string(DataTypeName(type)), " is not numeric"));
 }
 
+// True for the types plain arithmetic kernels take (kernels/cpu/
+// elementwise.h): FP32, FP64 and the 8- to 64-bit integers; not BOOL,
+// FP16, BF16 or STRING.
+inline bool IsArithmeticType(DataType type) {
+  switch (type) {
+    case DataType::kFp32:
+    case DataType::kFp64:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The kernels' Cast type of a numeric DataType; nullopt for STRING.
 inline std::optional<kernels::CastType> CastTypeOf(DataType type) {
   using kernels::CastType;

@@ -1,9 +1,10 @@
-// ReduceSum, ReduceMean, ReduceMax on float tensors. The axes come from the
-// `axes` attribute before opset 18 (ReduceSum: 13) and from an optional int64
-// input since, which must then be a constant (it decides the output shape).
-// `keepdims` (default 1) keeps reduced dimensions as 1. With no axes, every
-// dimension is reduced, unless `noop_with_empty_axes` (axes-input opsets only)
-// makes the node an identity.
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp on float tensors.
+// The axes come from the `axes` attribute before opset 18 (ReduceSum: 13) and
+// from an optional int64 input since, which must then be a constant (it decides
+// the output shape). `keepdims` (default 1) keeps reduced dimensions as 1. With
+// no axes, every dimension is reduced, unless `noop_with_empty_axes`
+// (axes-input opsets only) makes the node an identity.
 #include "kernels/cpu/reduce.h"
 
 #include <memory>
@@ -125,6 +126,16 @@ void RegisterReduceOps(OpRegistry& registry) {
   registry.Register("ReduceSum", ReduceFactory(kernels::ReduceOp::kSum, 13));
   registry.Register("ReduceMean", ReduceFactory(kernels::ReduceOp::kMean, 18));
   registry.Register("ReduceMax", ReduceFactory(kernels::ReduceOp::kMax, 18));
+  registry.Register("ReduceMin", ReduceFactory(kernels::ReduceOp::kMin, 18));
+  registry.Register("ReduceProd", ReduceFactory(kernels::ReduceOp::kProd, 18));
+  registry.Register("ReduceL1", ReduceFactory(kernels::ReduceOp::kL1, 18));
+  registry.Register("ReduceL2", ReduceFactory(kernels::ReduceOp::kL2, 18));
+  registry.Register("ReduceSumSquare",
+                    ReduceFactory(kernels::ReduceOp::kSumSquare, 18));
+  registry.Register("ReduceLogSum",
+                    ReduceFactory(kernels::ReduceOp::kLogSum, 18));
+  registry.Register("ReduceLogSumExp",
+                    ReduceFactory(kernels::ReduceOp::kLogSumExp, 18));
 }
 
 }  // namespace coalesce

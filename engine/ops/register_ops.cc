@@ -16,6 +16,8 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterCompareOps(registry);
   RegisterExpandOps(registry);
   RegisterGatherOp(registry);
+  RegisterIndexingOps(registry);
+  RegisterQuantizeOps(registry);
   RegisterPadOp(registry);
   RegisterShapeOps(registry);
   RegisterSliceOps(registry);

@@ -32,6 +32,10 @@ void RegisterCompareOps(
     OpRegistry& registry);  // Equal, Less, Greater, Not, Where
 void RegisterExpandOps(OpRegistry& registry);  // Expand, Tile
 void RegisterGatherOp(OpRegistry& registry);
+// GatherElements, GatherND, ScatterND, Trilu, CumSum
+void RegisterIndexingOps(OpRegistry& registry);
+void RegisterQuantizeOps(
+    OpRegistry& registry);  // QuantizeLinear, DequantizeLinear
 void RegisterPadOp(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);    // Shape, ConstantOfShape, Range
 void RegisterSliceOps(OpRegistry& registry);    // Slice, Split

@@ -1,7 +1,10 @@
-// Float elementwise math, output shape = input: Sqrt, Exp, Log, Neg, Abs,
-// Reciprocal, Erf, Softplus, Softsign, LeakyRelu(alpha), Elu(alpha),
-// Selu(alpha, gamma), HardSigmoid(alpha, beta), Gelu(approximate; opset >= 20)
-// and Clip (min/max attributes before opset 11, optional scalar inputs since).
+// Float elementwise math, output shape = input (Abs and Neg, which take
+// every arithmetic type, are binary.cc's): Sqrt, Exp, Log, Reciprocal, Erf,
+// Softplus, Softsign, LeakyRelu(alpha), Elu(alpha), Selu(alpha, gamma),
+// HardSigmoid(alpha, beta), Gelu(approximate; opset >= 20), Floor, Ceil, Round
+// (ties to even), Sin, Cos, HardSwish, Mish, Celu(alpha),
+// ThresholdedRelu(alpha) and Clip (min/max attributes before opset 11,
+// optional scalar inputs since).
 #include "kernels/cpu/unary_math.h"
 
 #include <limits>
@@ -175,8 +178,6 @@ void RegisterUnaryMathOps(OpRegistry& registry) {
   registry.Register("Sqrt", UnaryFactory(UnaryOp::kSqrt));
   registry.Register("Exp", UnaryFactory(UnaryOp::kExp));
   registry.Register("Log", UnaryFactory(UnaryOp::kLog));
-  registry.Register("Neg", UnaryFactory(UnaryOp::kNeg));
-  registry.Register("Abs", UnaryFactory(UnaryOp::kAbs));
   registry.Register("Reciprocal", UnaryFactory(UnaryOp::kReciprocal));
   registry.Register("Erf", UnaryFactory(UnaryOp::kErf));
   registry.Register("Softplus", UnaryFactory(UnaryOp::kSoftplus));
@@ -198,6 +199,19 @@ void RegisterUnaryMathOps(OpRegistry& registry) {
                                                  .alpha_default = 0.2f,
                                                  .beta = "beta",
                                                  .beta_default = 0.5f}));
+  registry.Register("Floor", UnaryFactory(UnaryOp::kFloor));
+  registry.Register("Ceil", UnaryFactory(UnaryOp::kCeil));
+  registry.Register("Round", UnaryFactory(UnaryOp::kRound));
+  registry.Register("Sin", UnaryFactory(UnaryOp::kSin));
+  registry.Register("Cos", UnaryFactory(UnaryOp::kCos));
+  registry.Register("HardSwish", UnaryFactory(UnaryOp::kHardSwish));
+  registry.Register("Mish", UnaryFactory(UnaryOp::kMish));
+  registry.Register(
+      "Celu",
+      UnaryFactory(UnaryOp::kCelu, {.alpha = "alpha", .alpha_default = 1.0f}));
+  registry.Register("ThresholdedRelu",
+                    UnaryFactory(UnaryOp::kThresholdedRelu,
+                                 {.alpha = "alpha", .alpha_default = 1.0f}));
   registry.Register("Gelu", &CreateGelu);
   registry.RegisterInternal("Gelu", &CreateGelu);
   registry.Register("Clip", FactoryOf<ClipOp>());

@@ -1,10 +1,14 @@
 // Sum, Max, Min, Mean over one or more float inputs with multidirectional
 // broadcasting (opset >= 8; earlier opsets require equal shapes, which
-// broadcasting accepts too).
+// broadcasting accepts too). Max and Min also take one or two FP64 or
+// integer inputs (exporters take the max of int64 shape values).
 #include <memory>
+#include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
+#include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
 #include "kernels/cpu/broadcast_math.h"
 #include "kernels/cpu/elementwise.h"
@@ -21,10 +25,20 @@ class VariadicOp : public OpKernel {
   absl::Status Infer(absl::Span<const TensorInfo> in,
                      absl::Span<TensorInfo> out) const override {
     if (in.empty()) return absl::InvalidArgumentError("needs at least 1 input");
+    const DataType type = in[0].dtype;
+    if (type != DataType::kFp32) {
+      const bool extremum = kind_ == Variadic::kMax || kind_ == Variadic::kMin;
+      if (!extremum || !IsArithmeticType(type) || in.size() > 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input 0 has type ", std::string(DataTypeName(type)),
+            extremum ? "; FP32 takes any number of inputs, FP64 and integers "
+                       "at most two"
+                     : "; expected FP32"));
+      }
+    }
     Shape shape;
     for (size_t i = 0; i < in.size(); ++i) {
-      if (absl::Status s = ExpectInputType(in, i, DataType::kFp32); !s.ok())
-        return s;
+      if (absl::Status s = ExpectInputType(in, i, type); !s.ok()) return s;
       auto next = kernels::BroadcastShapes(shape, in[i].shape);
       if (!next) {
         return absl::InvalidArgumentError(
@@ -33,7 +47,7 @@ class VariadicOp : public OpKernel {
       }
       shape = *std::move(next);
     }
-    out[0].dtype = DataType::kFp32;
+    out[0].dtype = type;
     out[0].shape = std::move(shape);
     return absl::OkStatus();
   }
@@ -44,6 +58,7 @@ class VariadicOp : public OpKernel {
   // them instead, in the vectorized arithmetic kernel.
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
+    if (in[0].dtype != DataType::kFp32) return RunExtremum(in, out[0]);
     const Shape& out_shape = *out[0].shape;
     float* y = out[0].as<float>();
     if (kind_ != Variadic::kMax && kind_ != Variadic::kMin && in.size() >= 2 &&
@@ -78,6 +93,26 @@ class VariadicOp : public OpKernel {
   }
 
  private:
+  // Max or Min of one or two FP64 or integer inputs.
+  absl::Status RunExtremum(absl::Span<const ConstTensorView> in,
+                           const TensorView& out) const {
+    const kernels::BinaryOp op = kind_ == Variadic::kMax
+                                     ? kernels::BinaryOp::kMax
+                                     : kernels::BinaryOp::kMin;
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        // One input: the maximum of it and itself is a copy.
+        const ConstTensorView& b = in.size() > 1 ? in[1] : in[0];
+        kernels::BroadcastBinary<T>(op, in[0].as<T>(), *in[0].shape, b.as<T>(),
+                                    *b.shape, out.as<T>());
+        return absl::OkStatus();
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
   Variadic kind_;
 };
 

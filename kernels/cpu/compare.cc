@@ -1,6 +1,7 @@
 #include "kernels/cpu/compare.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/half.h"
@@ -47,6 +48,16 @@ bool Compare(CompareOp op, T a, T b) {
       return a < b;
     case CompareOp::kGreater:
       return a > b;
+    case CompareOp::kLessOrEqual:
+      return a <= b;
+    case CompareOp::kGreaterOrEqual:
+      return a >= b;
+    case CompareOp::kAnd:
+      return a && b;
+    case CompareOp::kOr:
+      return a || b;
+    case CompareOp::kXor:
+      return static_cast<bool>(a) != static_cast<bool>(b);
   }
   return false;
 }
@@ -119,5 +130,28 @@ void BroadcastWhere(const bool* cond, const std::vector<int64_t>& cond_dims,
     dst += element_bytes;
   });
 }
+
+template <typename T>
+void IsNaN(const T* in, int64_t count, bool* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = std::isnan(ValueOf(in[i]));
+}
+
+template <typename T>
+void IsInf(const T* in, int64_t count, bool detect_positive,
+           bool detect_negative, bool* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    const auto v = ValueOf(in[i]);
+    out[i] = std::isinf(v) && (v > 0 ? detect_positive : detect_negative);
+  }
+}
+
+#define COALESCE_INSTANTIATE(T)                     \
+  template void IsNaN<T>(const T*, int64_t, bool*); \
+  template void IsInf<T>(const T*, int64_t, bool, bool, bool*);
+COALESCE_INSTANTIATE(float)
+COALESCE_INSTANTIATE(double)
+COALESCE_INSTANTIATE(Float16)
+COALESCE_INSTANTIATE(BFloat16)
+#undef COALESCE_INSTANTIATE
 
 }  // namespace coalesce::kernels

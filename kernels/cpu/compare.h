@@ -1,6 +1,7 @@
 // Comparison and selection with multidirectional (NumPy-style) broadcasting:
-// Equal, Less, Greater (bool output), Not, and Where. Bools are one byte, 0 or
-// 1. Stateless and thread-safe.
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor (bool
+// output), Not, Where, and the float classifications IsNaN and IsInf. Bools
+// are one byte, 0 or 1. Stateless and thread-safe.
 #ifndef COALESCE_KERNELS_CPU_COMPARE_H_
 #define COALESCE_KERNELS_CPU_COMPARE_H_
 
@@ -10,7 +11,17 @@
 
 namespace coalesce::kernels {
 
-enum class CompareOp { kEqual, kLess, kGreater };
+// kAnd, kOr and kXor are the logical operators, for T = bool.
+enum class CompareOp {
+  kEqual,
+  kLess,
+  kGreater,
+  kLessOrEqual,
+  kGreaterOrEqual,
+  kAnd,
+  kOr,
+  kXor
+};
 
 // out[i] = a[i'] op b[i''] over out_dims, the broadcast of a_dims and b_dims.
 // Defined for T = float, double, Float16, BFloat16 (kernels/cpu/half.h;
@@ -43,6 +54,16 @@ void BroadcastWhere(const bool* cond, const std::vector<int64_t>& cond_dims,
                     const void* y, const std::vector<int64_t>& y_dims,
                     const std::vector<int64_t>& out_dims, size_t element_bytes,
                     void* out);
+
+// out[i] = isnan(in[i]); for T = float, double, Float16, BFloat16.
+template <typename T>
+void IsNaN(const T* in, int64_t count, bool* out);
+
+// out[i] = in[i] is +inf (when detect_positive) or -inf (when
+// detect_negative); for T = float, double, Float16, BFloat16.
+template <typename T>
+void IsInf(const T* in, int64_t count, bool detect_positive,
+           bool detect_negative, bool* out);
 
 }  // namespace coalesce::kernels
 

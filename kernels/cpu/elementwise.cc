@@ -1,6 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 
@@ -53,6 +54,42 @@ struct DivFn {
     }
     return T(x / y);
   }
+};
+
+// The truncated remainder (sign of the dividend).
+template <typename T>
+struct FmodFn {
+  T operator()(T x, T y) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (y == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (y == -1) return 0;
+      }
+      return T(x % y);
+    } else {
+      return std::fmod(x, y);
+    }
+  }
+};
+// The floored remainder (sign of the divisor).
+template <typename T>
+struct ModFn {
+  T operator()(T x, T y) const {
+    const T r = FmodFn<T>()(x, y);
+    if constexpr (std::is_signed_v<T> || std::is_floating_point_v<T>) {
+      if (r != 0 && ((r < 0) != (y < 0))) return T(r + y);
+    }
+    return r;
+  }
+};
+
+template <typename T>
+struct MaxFn {
+  T operator()(T x, T y) const { return x < y ? y : x; }
+};
+template <typename T>
+struct MinFn {
+  T operator()(T x, T y) const { return y < x ? y : x; }
 };
 
 // One contiguous inner run; stride 0 means that operand is a repeated scalar.
@@ -186,13 +223,40 @@ void BroadcastBinary(BinaryOp op, const T* a,
       return RunLayout<T, MulFn<T>>(layout, a, b, out);
     case BinaryOp::kDiv:
       return RunLayout<T, DivFn<T>>(layout, a, b, out);
+    case BinaryOp::kMod:
+      return RunLayout<T, ModFn<T>>(layout, a, b, out);
+    case BinaryOp::kFmod:
+      return RunLayout<T, FmodFn<T>>(layout, a, b, out);
+    case BinaryOp::kMax:
+      return RunLayout<T, MaxFn<T>>(layout, a, b, out);
+    case BinaryOp::kMin:
+      return RunLayout<T, MinFn<T>>(layout, a, b, out);
+  }
+}
+
+template <typename T>
+void UnaryArithmetic(UnaryArithmeticOp op, const T* in, int64_t count, T* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    const T x = in[i];
+    switch (op) {
+      case UnaryArithmeticOp::kSign:
+        out[i] = x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x;  // NaN stays
+        break;
+      case UnaryArithmeticOp::kAbs:
+        out[i] = x < 0 ? SubFn<T>()(T(0), x) : x;
+        break;
+      case UnaryArithmeticOp::kNeg:
+        out[i] = SubFn<T>()(T(0), x);
+        break;
+    }
   }
 }
 
 #define COALESCE_INSTANTIATE(T)                                           \
   template void BroadcastBinary<T>(BinaryOp, const T*,                    \
                                    const std::vector<int64_t>&, const T*, \
-                                   const std::vector<int64_t>&, T*);
+                                   const std::vector<int64_t>&, T*);      \
+  template void UnaryArithmetic<T>(UnaryArithmeticOp, const T*, int64_t, T*);
 COALESCE_INSTANTIATE(float)
 COALESCE_INSTANTIATE(double)
 COALESCE_INSTANTIATE(int64_t)

@@ -1,5 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -44,6 +46,14 @@ float Apply(BinaryOp op, float x, float y) {
       return x * y;
     case BinaryOp::kDiv:
       return x / y;
+    case BinaryOp::kMod:
+      return x - std::floor(x / y) * y;
+    case BinaryOp::kFmod:
+      return std::fmod(x, y);
+    case BinaryOp::kMax:
+      return std::max(x, y);
+    case BinaryOp::kMin:
+      return std::min(x, y);
   }
   return 0;
 }
@@ -125,6 +135,57 @@ std::vector<T> Apply(BinaryOp op, const std::vector<T>& a,
   const std::vector<int64_t> dims = {static_cast<int64_t>(a.size())};
   BroadcastBinary<T>(op, a.data(), dims, b.data(), dims, out.data());
   return out;
+}
+
+TEST(ElementwiseTest, ModIsFlooredAndFmodTruncated) {
+  // Python's % (sign of the divisor) and C's % (sign of the dividend); a
+  // zero divisor and MIN % -1 give 0 instead of trapping.
+  const std::vector<int64_t> a = {
+      7, -7, 7, -7, 5, std::numeric_limits<int64_t>::min(), 0};
+  const std::vector<int64_t> b = {3, 3, -3, -3, 0, -1, 4};
+  std::vector<int64_t> out(a.size());
+  BroadcastBinary<int64_t>(BinaryOp::kMod, a.data(), {7}, b.data(), {7},
+                           out.data());
+  EXPECT_EQ(out, (std::vector<int64_t>{1, 2, -2, -1, 0, 0, 0}));
+  BroadcastBinary<int64_t>(BinaryOp::kFmod, a.data(), {7}, b.data(), {7},
+                           out.data());
+  EXPECT_EQ(out, (std::vector<int64_t>{1, -1, 1, -1, 0, 0, 0}));
+  const std::vector<uint8_t> ua = {200, 7}, ub = {7, 0};
+  std::vector<uint8_t> uout(2);
+  BroadcastBinary<uint8_t>(BinaryOp::kMod, ua.data(), {2}, ub.data(), {2},
+                           uout.data());
+  EXPECT_EQ(uout, (std::vector<uint8_t>{4, 0}));
+  const std::vector<double> fa = {5.5, -5.5}, fb = {-2.0, 2.0};
+  std::vector<double> fout(2);
+  BroadcastBinary<double>(BinaryOp::kMod, fa.data(), {2}, fb.data(), {2},
+                          fout.data());
+  EXPECT_EQ(fout, (std::vector<double>{-0.5, 0.5}));
+  BroadcastBinary<double>(BinaryOp::kFmod, fa.data(), {2}, fb.data(), {2},
+                          fout.data());
+  EXPECT_EQ(fout, (std::vector<double>{1.5, -1.5}));
+}
+
+TEST(ElementwiseTest, SignOfIntegersAndFloats) {
+  const std::vector<int32_t> a = {-5, 0, 9};
+  std::vector<int32_t> out(3);
+  UnaryArithmetic(UnaryArithmeticOp::kSign, a.data(), 3, out.data());
+  EXPECT_EQ(out, (std::vector<int32_t>{-1, 0, 1}));
+  const std::vector<double> f = {-0.5, 0.0, 2.0, std::nan("")};
+  std::vector<double> fout(4);
+  UnaryArithmetic(UnaryArithmeticOp::kSign, f.data(), 4, fout.data());
+  EXPECT_EQ(fout[0], -1.0);
+  EXPECT_EQ(fout[1], 0.0);
+  EXPECT_EQ(fout[2], 1.0);
+  EXPECT_TRUE(std::isnan(fout[3]));
+}
+
+TEST(ElementwiseTest, IntegerAbsAndNegWrap) {
+  const std::vector<int8_t> a = {-5, 0, 9, -128};
+  std::vector<int8_t> out(4);
+  UnaryArithmetic(UnaryArithmeticOp::kAbs, a.data(), 4, out.data());
+  EXPECT_EQ(out, (std::vector<int8_t>{5, 0, 9, -128}));
+  UnaryArithmetic(UnaryArithmeticOp::kNeg, a.data(), 4, out.data());
+  EXPECT_EQ(out, (std::vector<int8_t>{5, 0, -9, -128}));
 }
 
 TEST(ElementwiseTest, EightBitIntegersWrap) {

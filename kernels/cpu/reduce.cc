@@ -31,37 +31,79 @@ Collapsed Collapse(const std::vector<int64_t>& dims,
   return c;
 }
 
-float Identity(ReduceOp op) {
-  return op == ReduceOp::kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+double Identity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return -std::numeric_limits<double>::infinity();
+    case ReduceOp::kMin:
+      return std::numeric_limits<double>::infinity();
+    case ReduceOp::kProd:
+      return 1.0;
+    default:
+      return 0.0;
+  }
 }
 
-float Combine(ReduceOp op, float acc, float x) {
-  if (op != ReduceOp::kMax) return acc + x;
-  return (std::isnan(x) || x > acc) ? x : acc;
+// What each element contributes before combining.
+double Mapped(ReduceOp op, float x) {
+  switch (op) {
+    case ReduceOp::kL1:
+      return std::fabs(x);
+    case ReduceOp::kL2:
+    case ReduceOp::kSumSquare:
+      return double{x} * x;
+    case ReduceOp::kLogSumExp:
+      return std::exp(double{x});
+    default:
+      return x;
+  }
 }
 
-// [rows, cols] reduced over cols: each row is summed in double.
+double Combine(ReduceOp op, double acc, double v) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return (std::isnan(v) || v > acc) ? v : acc;
+    case ReduceOp::kMin:
+      return (std::isnan(v) || v < acc) ? v : acc;
+    case ReduceOp::kProd:
+      return acc * v;
+    default:
+      return acc + v;
+  }
+}
+
+// The result from the combined value of `count` elements.
+float Finish(ReduceOp op, double acc, int64_t count) {
+  switch (op) {
+    case ReduceOp::kMean:
+      return static_cast<float>(acc / static_cast<double>(count));
+    case ReduceOp::kL2:
+      return static_cast<float>(std::sqrt(acc));
+    case ReduceOp::kLogSum:
+    case ReduceOp::kLogSumExp:
+      return static_cast<float>(std::log(acc));
+    default:
+      return static_cast<float>(acc);
+  }
+}
+
+// [rows, cols] reduced over cols.
 void ReduceRows(ReduceOp op, const float* in, int64_t rows, int64_t cols,
                 float* out) {
 #pragma omp parallel for if (rows * cols >= kParallelElements && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * cols;
-    if (op == ReduceOp::kMax) {
-      float acc = Identity(op);
-      for (int64_t c = 0; c < cols; ++c) acc = Combine(op, acc, row[c]);
-      out[r] = acc;
-    } else {
-      double acc = 0.0;
-      for (int64_t c = 0; c < cols; ++c) acc += row[c];
-      out[r] = static_cast<float>(acc);
-    }
+    double acc = Identity(op);
+    for (int64_t c = 0; c < cols; ++c)
+      acc = Combine(op, acc, Mapped(op, row[c]));
+    out[r] = Finish(op, acc, cols);
   }
 }
 
 // The general case: walk the input once, accumulating into the output
 // element selected by the kept coordinates.
 void ReduceGeneral(ReduceOp op, const float* in, const Collapsed& c, float* out,
-                   int64_t out_count) {
+                   int64_t out_count, int64_t reduced_count) {
   const size_t rank = c.dims.size();
   std::vector<int64_t> out_strides(rank, 0);
   int64_t stride = 1;
@@ -70,13 +112,13 @@ void ReduceGeneral(ReduceOp op, const float* in, const Collapsed& c, float* out,
     out_strides[i] = stride;
     stride *= c.dims[i];
   }
-  std::fill(out, out + out_count, Identity(op));
+  std::vector<double> acc(out_count, Identity(op));
   int64_t total = 1;
   for (int64_t d : c.dims) total *= d;
   std::vector<int64_t> idx(rank, 0);
   int64_t out_off = 0;
   for (int64_t i = 0; i < total; ++i) {
-    out[out_off] = Combine(op, out[out_off], in[i]);
+    acc[out_off] = Combine(op, acc[out_off], Mapped(op, in[i]));
     for (size_t d = rank; d-- > 0;) {  // advance the odometer
       out_off += out_strides[d];
       if (++idx[d] < c.dims[d]) break;
@@ -84,6 +126,8 @@ void ReduceGeneral(ReduceOp op, const float* in, const Collapsed& c, float* out,
       idx[d] = 0;
     }
   }
+  for (int64_t i = 0; i < out_count; ++i)
+    out[i] = Finish(op, acc[i], reduced_count);
 }
 
 }  // namespace
@@ -96,24 +140,17 @@ void Reduce(ReduceOp op, const float* in, const std::vector<int64_t>& dims,
   if (out_count == 0) return;
   const Collapsed c = Collapse(dims, reduce);
   if (reduced_count == 0) {
-    const float value = op == ReduceOp::kMean
-                            ? std::numeric_limits<float>::quiet_NaN()
-                            : Identity(op);
-    std::fill(out, out + out_count, value);
-    return;
-  }
-  if (c.dims.empty() || (c.dims.size() == 1 && !c.reduce[0])) {
-    std::copy(in, in + out_count, out);  // nothing to reduce
+    std::fill(out, out + out_count, Finish(op, Identity(op), 0));
+  } else if (c.dims.empty() || (c.dims.size() == 1 && !c.reduce[0])) {
+    // Nothing to reduce: each output is its one element.
+    for (int64_t i = 0; i < out_count; ++i)
+      out[i] = Finish(op, Combine(op, Identity(op), Mapped(op, in[i])), 1);
   } else if (c.dims.size() == 1) {
     ReduceRows(op, in, 1, c.dims[0], out);
   } else if (c.dims.size() == 2 && !c.reduce[0]) {
     ReduceRows(op, in, c.dims[0], c.dims[1], out);
   } else {
-    ReduceGeneral(op, in, c, out, out_count);
-  }
-  if (op == ReduceOp::kMean) {
-    const float scale = 1.0f / static_cast<float>(reduced_count);
-    for (int64_t i = 0; i < out_count; ++i) out[i] *= scale;
+    ReduceGeneral(op, in, c, out, out_count, reduced_count);
   }
 }
 

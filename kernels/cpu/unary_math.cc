@@ -74,6 +74,30 @@ void Unary(UnaryOp op, const UnaryParams& p, const float* in, int64_t n,
       });
     case UnaryOp::kGeluTanh:
       return Map(in, n, out, GeluTanh);
+    case UnaryOp::kFloor:
+      return Map(in, n, out, [](float x) { return std::floor(x); });
+    case UnaryOp::kCeil:
+      return Map(in, n, out, [](float x) { return std::ceil(x); });
+    case UnaryOp::kRound:  // the default rounding mode: ties to even
+      return Map(in, n, out, [](float x) { return std::nearbyint(x); });
+    case UnaryOp::kSin:
+      return Map(in, n, out, [](float x) { return std::sin(x); });
+    case UnaryOp::kCos:
+      return Map(in, n, out, [](float x) { return std::cos(x); });
+    case UnaryOp::kHardSwish:
+      return Map(in, n, out, [](float x) {
+        return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+      });
+    case UnaryOp::kMish:
+      return Map(in, n, out,
+                 [](float x) { return x * std::tanh(Softplus(x)); });
+    case UnaryOp::kCelu:
+      return Map(in, n, out, [a = p.alpha](float x) {
+        return std::max(0.0f, x) + std::min(0.0f, a * std::expm1(x / a));
+      });
+    case UnaryOp::kThresholdedRelu:
+      return Map(in, n, out,
+                 [a = p.alpha](float x) { return x > a ? x : 0.0f; });
   }
 }
 

@@ -24,6 +24,15 @@ enum class UnaryOp {
   kHardSigmoid,  // max(0, min(1, alpha * x + beta))
   kGelu,         // 0.5 * x * (1 + erf(x / sqrt(2)))
   kGeluTanh,     // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  kFloor,
+  kCeil,
+  kRound,  // to nearest, ties to even
+  kSin,
+  kCos,
+  kHardSwish,        // x * max(0, min(1, x / 6 + 0.5))
+  kMish,             // x * tanh(softplus(x))
+  kCelu,             // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  kThresholdedRelu,  // x > alpha ? x : 0
 };
 
 // The attributes some operators take; others ignore them.

@@ -69,7 +69,9 @@ def _write_inputs(feeds: dict, directory: Path) -> list:
     args = []
     for k, (name, value) in enumerate(feeds.items()):
         path = directory / f"input_{k}.pb"
-        path.write_bytes(numpy_helper.from_array(np.ascontiguousarray(value), name).SerializeToString())
+        # np.require keeps rank 0 (np.ascontiguousarray makes scalars 1-D).
+        array = np.require(value, requirements="C")
+        path.write_bytes(numpy_helper.from_array(array, name).SerializeToString())
         args += ["--input", f"{name}={path}"]
     return args
 

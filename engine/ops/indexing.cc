@@ -1,0 +1,320 @@
+// GatherElements (axis), GatherND (batch_dims) and ScatterND (reduction
+// "none"; the others are refused at load): int64 or int32 indices, negative
+// counted from the end, any element type. Trilu (upper, optional k input;
+// any element type) and CumSum (axis input, exclusive, reverse; FP32, FP64,
+// INT32, INT64, UINT32, UINT64).
+#include "kernels/cpu/indexing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "engine/op_registry.h"
+#include "engine/ops/numeric_types.h"
+#include "engine/ops/register_ops.h"
+#include "engine/string_ref.h"
+
+namespace coalesce {
+namespace {
+
+class GatherElementsOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
+    if (!axis.ok()) return axis.status();
+    return std::make_unique<GatherElementsOp>(*axis);
+  }
+  explicit GatherElementsOp(int64_t axis) : axis_(axis) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 2 || !in[0].present() || !in[1].present())
+      return absl::InvalidArgumentError("needs data and indices");
+    if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
+      return absl::InvalidArgumentError("indices must be int64 or int32");
+    const Shape& data = in[0].shape;
+    const Shape& indices = in[1].shape;
+    if (data.empty() || indices.size() != data.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "indices ", ShapeToString(indices), " must have the rank of data ",
+          ShapeToString(data), " (at least 1)"));
+    }
+    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, data.size());
+    if (!axis.ok()) return axis.status();
+    for (size_t d = 0; d < data.size(); ++d) {
+      if (static_cast<int64_t>(d) != *axis && indices[d] > data[d]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "indices ", ShapeToString(indices), " are larger than data ",
+            ShapeToString(data), " along axis ", d));
+      }
+    }
+    out[0] = {in[0].dtype, indices, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const int64_t axis = *NormalizeAxis(axis_, in[0].shape->size());
+    const size_t bytes = StorageByteSize(in[0].dtype);
+    return in[1].dtype == DataType::kInt64
+               ? kernels::GatherElements(in[0].data, *in[0].shape, bytes,
+                                         in[1].as<int64_t>(), *in[1].shape,
+                                         axis, out[0].data)
+               : kernels::GatherElements(in[0].data, *in[0].shape, bytes,
+                                         in[1].as<int32_t>(), *in[1].shape,
+                                         axis, out[0].data);
+  }
+
+ private:
+  int64_t axis_;
+};
+
+absl::Status ExpectIndices(const TensorInfo& info) {
+  if (!info.present() ||
+      (info.dtype != DataType::kInt64 && info.dtype != DataType::kInt32)) {
+    return absl::InvalidArgumentError("indices must be int64 or int32");
+  }
+  if (info.shape.empty()) {
+    return absl::InvalidArgumentError("indices must have rank 1 or more");
+  }
+  return absl::OkStatus();
+}
+
+Shape Dims(const Shape& shape, size_t begin, size_t end) {
+  return Shape(shape.begin() + begin, shape.begin() + end);
+}
+
+class GatherNDOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<int64_t> batch_dims = node.GetInt("batch_dims", 0);
+    if (!batch_dims.ok()) return batch_dims.status();
+    if (*batch_dims < 0) {
+      return absl::InvalidArgumentError("batch_dims must not be negative");
+    }
+    return std::make_unique<GatherNDOp>(*batch_dims);
+  }
+  explicit GatherNDOp(int64_t batch_dims) : b_(batch_dims) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 2 || !in[0].present())
+      return absl::InvalidArgumentError("needs data and indices");
+    if (absl::Status s = ExpectIndices(in[1]); !s.ok()) return s;
+    const Shape& data = in[0].shape;
+    const Shape& indices = in[1].shape;
+    const int64_t r = data.size(), q = indices.size(), k = indices.back();
+    if (b_ >= std::min(r, q) || k < 1 || k > r - b_ ||
+        Dims(data, 0, b_) != Dims(indices, 0, b_)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("indices ", ShapeToString(indices), " do not fit data ",
+                       ShapeToString(data), " with batch_dims ", b_));
+    }
+    Shape shape = Dims(indices, 0, q - 1);
+    shape.insert(shape.end(), data.begin() + b_ + k, data.end());
+    out[0] = {in[0].dtype, std::move(shape), nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& data = *in[0].shape;
+    const Shape& indices = *in[1].shape;
+    const int64_t k = indices.back();
+    const int64_t batch = DimProduct(data, 0, b_);
+    const int64_t tuples = DimProduct(indices, b_, indices.size() - 1);
+    const Shape inner = Dims(data, b_, data.size());
+    const size_t bytes = StorageByteSize(in[0].dtype);
+    return in[1].dtype == DataType::kInt64
+               ? kernels::GatherND(in[0].data, batch, inner, bytes,
+                                   in[1].as<int64_t>(), tuples, k, out[0].data)
+               : kernels::GatherND(in[0].data, batch, inner, bytes,
+                                   in[1].as<int32_t>(), tuples, k, out[0].data);
+  }
+
+ private:
+  int64_t b_;
+};
+
+class ScatterNDOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<std::string> reduction = node.GetString("reduction", "none");
+    if (!reduction.ok()) return reduction.status();
+    if (*reduction != "none") {
+      return absl::UnimplementedError(absl::StrCat(
+          "ScatterND with reduction '", *reduction, "' is not supported"));
+    }
+    return std::make_unique<ScatterNDOp>();
+  }
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 3 || !in[0].present() || !in[2].present())
+      return absl::InvalidArgumentError("needs data, indices and updates");
+    if (absl::Status s = ExpectIndices(in[1]); !s.ok()) return s;
+    if (absl::Status s = ExpectInputType(in, 2, in[0].dtype); !s.ok()) return s;
+    const Shape& data = in[0].shape;
+    const Shape& indices = in[1].shape;
+    const int64_t k = indices.back();
+    Shape updates = Dims(indices, 0, indices.size() - 1);
+    if (k >= 1 && k <= static_cast<int64_t>(data.size()))
+      updates.insert(updates.end(), data.begin() + k, data.end());
+    if (k < 1 || k > static_cast<int64_t>(data.size()) ||
+        in[2].shape != updates) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "updates ", ShapeToString(in[2].shape), " and indices ",
+          ShapeToString(indices), " do not fit data ", ShapeToString(data)));
+    }
+    out[0] = {in[0].dtype, data, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& data = *in[0].shape;
+    const Shape& indices = *in[1].shape;
+    const size_t bytes = StorageByteSize(in[0].dtype);
+    const int64_t count = DimProduct(data, 0, data.size());
+    if (count > 0) std::memcpy(out[0].data, in[0].data, count * bytes);
+    const int64_t k = indices.back();
+    const int64_t tuples = DimProduct(indices, 0, indices.size() - 1);
+    return in[1].dtype == DataType::kInt64
+               ? kernels::ScatterND(data, bytes, in[1].as<int64_t>(), tuples, k,
+                                    in[2].data, out[0].data)
+               : kernels::ScatterND(data, bytes, in[1].as<int32_t>(), tuples, k,
+                                    in[2].data, out[0].data);
+  }
+};
+
+class TriluOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<int64_t> upper = node.GetInt("upper", 1);
+    if (!upper.ok()) return upper.status();
+    return std::make_unique<TriluOp>(*upper != 0);
+  }
+  explicit TriluOp(bool upper) : upper_(upper) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.empty() || !in[0].present() || in[0].shape.size() < 2) {
+      return absl::InvalidArgumentError("input 0 must have rank 2 or more");
+    }
+    if (in.size() > 1 && in[1].present()) {
+      const int64_t count = DimProduct(in[1].shape, 0, in[1].shape.size());
+      if (in[1].dtype != DataType::kInt64 || count != 1) {
+        return absl::InvalidArgumentError("k must be an int64 scalar");
+      }
+    }
+    out[0] = {in[0].dtype, in[0].shape, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& s = *in[0].shape;
+    const int64_t k =
+        in.size() > 1 && in[1].present() ? in[1].as<int64_t>()[0] : 0;
+    const int64_t rows = s[s.size() - 2], cols = s.back();
+    kernels::Trilu(in[0].data, DimProduct(s, 0, s.size() - 2), rows, cols,
+                   StorageByteSize(in[0].dtype), k, upper_, out[0].data);
+    return absl::OkStatus();
+  }
+
+ private:
+  bool upper_;
+};
+
+bool IsCumSumType(DataType t) {
+  return t == DataType::kFp32 || t == DataType::kFp64 ||
+         t == DataType::kInt32 || t == DataType::kInt64 ||
+         t == DataType::kUint32 || t == DataType::kUint64;
+}
+
+class CumSumOp : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    absl::StatusOr<int64_t> exclusive = node.GetInt("exclusive", 0);
+    if (!exclusive.ok()) return exclusive.status();
+    absl::StatusOr<int64_t> reverse = node.GetInt("reverse", 0);
+    if (!reverse.ok()) return reverse.status();
+    return std::make_unique<CumSumOp>(*exclusive != 0, *reverse != 0);
+  }
+  CumSumOp(bool exclusive, bool reverse)
+      : exclusive_(exclusive), reverse_(reverse) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> in,
+                     absl::Span<TensorInfo> out) const override {
+    if (in.size() < 2 || !in[0].present() || !in[1].present())
+      return absl::InvalidArgumentError("needs an input and an axis");
+    if (!IsCumSumType(in[0].dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
+          " (FP32, FP64, INT32, INT64, UINT32 and UINT64 are supported)"));
+    }
+    if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
+      return absl::InvalidArgumentError("axis must be int64 or int32");
+    if (DimProduct(in[1].shape, 0, in[1].shape.size()) != 1)
+      return absl::InvalidArgumentError("axis must hold one value");
+    if (in[1].constant_data != nullptr) {
+      if (absl::Status s =
+              Axis(in[1], in[1].constant_data, in[0].shape).status();
+          !s.ok())
+        return s;
+    }
+    out[0] = {in[0].dtype, in[0].shape, nullptr};
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& s = *in[0].shape;
+    absl::StatusOr<int64_t> axis =
+        Axis({in[1].dtype, *in[1].shape, nullptr}, in[1].data, s);
+    if (!axis.ok()) return axis.status();
+    const int64_t outer = DimProduct(s, 0, *axis);
+    const int64_t inner = DimProduct(s, *axis + 1, s.size());
+    const int64_t dim = s.empty() ? 1 : s[*axis];
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                    std::is_same_v<T, uint32_t> ||
+                    std::is_same_v<T, uint64_t>) {
+        kernels::CumSum<T>(in[0].as<T>(), outer, dim, inner, exclusive_,
+                           reverse_, out[0].as<T>());
+        return absl::OkStatus();
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
+ private:
+  static absl::StatusOr<int64_t> Axis(const TensorInfo& info, const char* data,
+                                      const Shape& shape) {
+    const int64_t value = info.dtype == DataType::kInt64
+                              ? reinterpret_cast<const int64_t*>(data)[0]
+                              : reinterpret_cast<const int32_t*>(data)[0];
+    // A scalar input has one position along its (absent) axis 0.
+    return NormalizeAxis(value, std::max<size_t>(shape.size(), 1));
+  }
+
+  bool exclusive_, reverse_;
+};
+
+}  // namespace
+
+void RegisterIndexingOps(OpRegistry& registry) {
+  registry.Register("GatherElements", FactoryOf<GatherElementsOp>());
+  registry.Register("GatherND", FactoryOf<GatherNDOp>());
+  registry.Register("ScatterND", FactoryOf<ScatterNDOp>());
+  registry.Register("Trilu", FactoryOf<TriluOp>());
+  registry.Register("CumSum", FactoryOf<CumSumOp>());
+}
+
+}  // namespace coalesce
