@@ -1,0 +1,102 @@
+"""The corpus of real exports in tests/models/real/ (written by
+export_real.py): its manifest, its committed onnxruntime outputs, the
+known_refusals.txt list, and the comparison every suite that runs it uses
+(docs/conformance.md, "Real exports").
+
+Tolerance, per output: FP32 models within rtol 1e-4 and atol 1e-5 x
+max|expected|; QDQ models within one quantization step of the output (the
+scale of the DequantizeLinear nearest above it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+import runners
+
+CORPUS = Path(__file__).resolve().parent / "real"
+FP32_RTOL, FP32_ATOL_SCALE = 1e-4, 1e-5
+TARGETS = ("cpu", "device")  # known_refusals.txt's target names
+
+
+def manifest() -> dict:
+    """Model folder -> its manifest entry ({} when the corpus is missing)."""
+    path = CORPUS / "manifest.json"
+    return json.loads(path.read_text())["models"] if path.is_file() else {}
+
+
+def known_refusals() -> dict:
+    """(folder, target) -> reason, from known_refusals.txt: one refusal a
+    line, `<folder> <cpu|device> <reason>`; '#' starts a comment."""
+    refusals = {}
+    path = CORPUS / "known_refusals.txt"
+    if not path.is_file():
+        return refusals
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        folder, target, reason = line.split(None, 2)
+        assert target in TARGETS, f"known_refusals.txt:{number}: target {target!r}"
+        assert (CORPUS / folder / "model.onnx").is_file(), f"known_refusals.txt:{number}: {folder}"
+        refusals[(folder, target)] = reason
+    return refusals
+
+
+def read_tensor(path: Path) -> tuple:
+    proto = onnx.TensorProto()
+    proto.ParseFromString(path.read_bytes())
+    return proto.name, numpy_helper.to_array(proto)
+
+
+def data_sets(folder: Path) -> list:
+    """[(name, feeds, expected)] for each test_data_set_N of a model."""
+    sets = []
+    for d in sorted(folder.glob("test_data_set_*")):
+        feeds = dict(read_tensor(p) for p in sorted(d.glob("input_*.pb")))
+        expected = dict(read_tensor(p) for p in sorted(d.glob("output_*.pb")))
+        sets.append((d.name, feeds, expected))
+    return sets
+
+
+def quantization_step(model_path: Path, output: str) -> float:
+    """The scale of the DequantizeLinear nearest above `output` (through
+    the ops between, following their first input): one step of the output's
+    quantization."""
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    producers = {o: n for n in graph.node for o in n.output}
+    scales = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            scales[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    value = output
+    while value in producers:
+        node = producers[value]
+        if node.op_type == "DequantizeLinear":
+            return float(np.max(scales[node.input[1]]))
+        value = node.input[0]
+    raise AssertionError(f"no DequantizeLinear above output {output!r}")
+
+
+def problems(folder: Path, kind: str, actual: dict, expected: dict) -> list:
+    """What differs between the engine's outputs and the reference's."""
+    if kind == "fp32":
+        return runners.compare_outputs(actual, expected, FP32_RTOL, FP32_ATOL_SCALE)
+    found = [] if set(actual) == set(expected) else [
+        f"outputs {sorted(actual)}, expected {sorted(expected)}"]
+    for name in sorted(set(actual) & set(expected)):
+        a, e = actual[name], expected[name]
+        if a.shape != e.shape or a.dtype != e.dtype:
+            found.append(f"output '{name}': {a.dtype} {list(a.shape)}, expected {e.dtype} "
+                         f"{list(e.shape)}")
+            continue
+        step = quantization_step(folder / "model.onnx", name)
+        diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+        if not (diff <= step * 1.0001).all():
+            found.append(f"output '{name}': max |diff| {diff.max()} over one step {step}")
+    return found
