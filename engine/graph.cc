@@ -23,41 +23,6 @@ bool IsConstantNode(const onnx::NodeProto& node) {
   return node.op_type() == "Constant" && IsDefaultDomain(node.domain());
 }
 
-// The attributes a device kernel may read (tensors and graphs are skipped:
-// no operator that reaches a plan reads them).
-NodeAttributes AttributesOf(const onnx::NodeProto& proto) {
-  NodeAttributes attributes;
-  for (const onnx::AttributeProto& a : proto.attribute()) {
-    NodeAttribute v;
-    switch (a.type()) {
-      case onnx::AttributeProto::INT:
-        v.kind = NodeAttribute::Kind::kInt;
-        v.i = a.i();
-        break;
-      case onnx::AttributeProto::FLOAT:
-        v.kind = NodeAttribute::Kind::kFloat;
-        v.f = a.f();
-        break;
-      case onnx::AttributeProto::STRING:
-        v.kind = NodeAttribute::Kind::kString;
-        v.s = a.s();
-        break;
-      case onnx::AttributeProto::INTS:
-        v.kind = NodeAttribute::Kind::kInts;
-        v.ints.assign(a.ints().begin(), a.ints().end());
-        break;
-      case onnx::AttributeProto::FLOATS:
-        v.kind = NodeAttribute::Kind::kFloats;
-        v.floats.assign(a.floats().begin(), a.floats().end());
-        break;
-      default:
-        continue;
-    }
-    attributes.Set(a.name(), std::move(v));
-  }
-  return attributes;
-}
-
 std::string NodeLabel(const onnx::NodeProto& node) {
   return absl::StrCat("node '", node.name(), "' (op '", node.op_type(), "')");
 }
@@ -257,7 +222,15 @@ absl::Status GraphBuilder::AddNode(const onnx::NodeProto& proto) {
   node.name = proto.name();
   node.op_type = proto.op_type();
   node.domain = IsDefaultDomain(proto.domain()) ? "" : proto.domain();
-  node.attributes = AttributesOf(proto);
+  absl::StatusOr<OpNode> op_node = OpNode::Resolve(proto, opset_);
+  if (!op_node.ok()) {
+    return absl::Status(
+        op_node.status().code(),
+        absl::StrCat(NodeLabel(proto), ": ", op_node.status().message()));
+  }
+  node.attributes = op_node->attributes();
+  node.schema = op_node->schema();
+  node.resolved = op_node->resolved();
   for (const std::string& in : proto.input()) {
     node.inputs.push_back(in.empty() ? -1 : ValueId(in));
   }
@@ -266,7 +239,7 @@ absl::Status GraphBuilder::AddNode(const onnx::NodeProto& proto) {
     if (!out.empty()) defined_.insert(out);
   }
   absl::StatusOr<std::unique_ptr<OpKernel>> kernel =
-      (*registry_.Find(proto.domain(), proto.op_type()))(OpNode(proto, opset_));
+      (*registry_.Find(proto.domain(), proto.op_type()))(*op_node);
   if (!kernel.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(NodeLabel(proto), ": ", kernel.status().message()));

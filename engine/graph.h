@@ -50,7 +50,11 @@ struct GraphNode {
   std::string op_type;
   std::string domain;         // "" for ONNX's default domain
   NodeAttributes attributes;  // for device executors (engine/neutral_plan.h)
-  std::vector<int> inputs;    // value ids; -1 for an omitted optional input
+  // The operator's schema and the attributes it resolved (null when the
+  // operator has none yet: engine/schema/op_schema.h).
+  const OpSchema* schema = nullptr;
+  std::shared_ptr<const OpAttributes> resolved;
+  std::vector<int> inputs;  // value ids; -1 for an omitted optional input
   std::vector<int> outputs;
   std::unique_ptr<const OpKernel> kernel;
 };

@@ -28,6 +28,8 @@
 
 namespace coalesce {
 
+class OpAttributes;
+
 // What is known about a tensor at plan time: its type, its concrete shape
 // and, when known, its value: initializers, constants, and outputs the planner
 // computed (constant_data is then non-null).
@@ -91,6 +93,9 @@ struct PlanNode {
   const std::string* op_type = nullptr;
   const std::string* domain = nullptr;  // "" for ONNX's default domain
   const NodeAttributes* attributes = nullptr;
+  // The attributes the operator's schema resolved (engine/schema/op_schema.h:
+  // read them with ResolvedAs); null when the operator has no schema yet.
+  const OpAttributes* resolved = nullptr;
   std::vector<int> inputs;  // value ids; -1 for an omitted optional input
   std::vector<int> outputs;
   bool folded = false;  // computed by the planner; executors skip it

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/aligned_buffer.h"
 #include "engine/op_kernel.h"
+#include "engine/schema/op_schema.h"
 #include "engine/string_ref.h"
 #include "engine/string_store.h"
 
@@ -36,8 +37,8 @@ absl::StatusOr<size_t> CheckedByteSize(const TensorInfo& info,
 }
 
 PlanNode PlanNodeOf(const GraphNode& node) {
-  return {&node.name,  &node.op_type, &node.domain, &node.attributes,
-          node.inputs, node.outputs,  false};
+  return {&node.name,          &node.op_type, &node.domain, &node.attributes,
+          node.resolved.get(), node.inputs,   node.outputs, false};
 }
 
 class Planner {
@@ -149,8 +150,12 @@ absl::Status Planner::InferNode(const GraphNode& node) {
   for (int id : node.inputs)
     inputs.push_back(id < 0 ? TensorInfo{} : values[id].info);
   absl::InlinedVector<TensorInfo, 2> outputs(node.outputs.size());
-  if (absl::Status s = node.kernel->Infer(inputs, absl::MakeSpan(outputs));
-      !s.ok()) {
+  // The schema infers where it can; the others' CPU kernels still do.
+  const absl::Status inferred =
+      node.schema != nullptr && node.schema->infers()
+          ? node.schema->Infer(*node.resolved, inputs, absl::MakeSpan(outputs))
+          : node.kernel->Infer(inputs, absl::MakeSpan(outputs));
+  if (absl::Status s = inferred; !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "node '", node.name, "' (op '", node.op_type, "') with inputs ",
         DescribeInputs(node), ": ", s.message()));

@@ -1,5 +1,8 @@
 #include "engine/op_kernel.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "engine/prepared_kernel.h"
 #include "onnx/onnx_pb.h"
@@ -20,7 +23,61 @@ absl::Status WrongType(const std::string& name, const char* want) {
       absl::StrCat("attribute '", name, "' must be of type ", want));
 }
 
+// The attributes a plan carries (tensors and graphs are skipped: no
+// operator that reaches a plan reads them).
+NodeAttributes ReadNodeAttributes(const onnx::NodeProto& proto) {
+  NodeAttributes attributes;
+  for (const onnx::AttributeProto& a : proto.attribute()) {
+    NodeAttribute v;
+    switch (a.type()) {
+      case onnx::AttributeProto::INT:
+        v.kind = NodeAttribute::Kind::kInt;
+        v.i = a.i();
+        break;
+      case onnx::AttributeProto::FLOAT:
+        v.kind = NodeAttribute::Kind::kFloat;
+        v.f = a.f();
+        break;
+      case onnx::AttributeProto::STRING:
+        v.kind = NodeAttribute::Kind::kString;
+        v.s = a.s();
+        break;
+      case onnx::AttributeProto::INTS:
+        v.kind = NodeAttribute::Kind::kInts;
+        v.ints.assign(a.ints().begin(), a.ints().end());
+        break;
+      case onnx::AttributeProto::FLOATS:
+        v.kind = NodeAttribute::Kind::kFloats;
+        v.floats.assign(a.floats().begin(), a.floats().end());
+        break;
+      default:
+        continue;
+    }
+    attributes.Set(a.name(), std::move(v));
+  }
+  return attributes;
+}
+
 }  // namespace
+
+absl::StatusOr<OpNode> OpNode::Resolve(const onnx::NodeProto& proto,
+                                       int64_t opset) {
+  OpNode node(proto, opset);
+  node.attributes_ = ReadNodeAttributes(proto);
+  node.schema_ =
+      SchemaRegistry::Builtin().Find(proto.domain(), proto.op_type());
+  if (node.schema_ == nullptr) return node;
+  std::vector<bool> outputs_used;
+  for (const std::string& out : proto.output())
+    outputs_used.push_back(!out.empty());
+  const SchemaNode schema_node{node.attributes_, opset, proto.input_size(),
+                               std::move(outputs_used)};
+  absl::StatusOr<std::shared_ptr<const OpAttributes>> resolved =
+      node.schema_->Resolve(schema_node);
+  if (!resolved.ok()) return resolved.status();
+  node.resolved_ = *std::move(resolved);
+  return node;
+}
 
 int OpNode::num_inputs() const { return proto_.input_size(); }
 int OpNode::num_outputs() const { return proto_.output_size(); }
@@ -70,30 +127,6 @@ absl::StatusOr<std::unique_ptr<PreparedKernel>> OpKernel::Prepare(
   return nullptr;
 }
 
-absl::Status ExpectInputType(absl::Span<const TensorInfo> inputs, int i,
-                             DataType type) {
-  if (i >= static_cast<int>(inputs.size()) || !inputs[i].present()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input ", i, " is required"));
-  }
-  if (inputs[i].dtype != type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input ", i, " has type ", std::string(DataTypeName(inputs[i].dtype)),
-        ", expected ", std::string(DataTypeName(type))));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
-                                      bool inclusive) {
-  const int64_t limit = inclusive ? rank + 1 : rank;
-  if (axis < -rank || axis >= limit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 void SplitViews(absl::Span<const ConstTensorView> in,
                 std::vector<TensorInfo>* infos,
                 std::vector<const char*>* data) {
@@ -101,43 +134,6 @@ void SplitViews(absl::Span<const ConstTensorView> in,
     infos->push_back({t.dtype, t.present() ? *t.shape : Shape{}, nullptr});
     data->push_back(t.data);
   }
-}
-
-absl::StatusOr<std::vector<int64_t>> ReadInts(const TensorInfo& info,
-                                              const char* data,
-                                              const char* what) {
-  if (!info.present())
-    return absl::InvalidArgumentError(absl::StrCat(what, " is required"));
-  if (info.dtype != DataType::kInt64 && info.dtype != DataType::kInt32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be int64 or int32, not ",
-                     std::string(DataTypeName(info.dtype))));
-  }
-  if (info.shape.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be a scalar or 1-D"));
-  }
-  if (data == nullptr) data = info.constant_data;
-  if (data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what,
-        " must be known when planning (an initializer, a Constant, or "
-        "computed from shapes)"));
-  }
-  const int64_t n = info.shape.empty() ? 1 : info.shape[0];
-  std::vector<int64_t> values(n);
-  for (int64_t i = 0; i < n; ++i) {
-    values[i] = info.dtype == DataType::kInt64
-                    ? reinterpret_cast<const int64_t*>(data)[i]
-                    : reinterpret_cast<const int32_t*>(data)[i];
-  }
-  return values;
-}
-
-int64_t DimProduct(const Shape& shape, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end && i < shape.size(); ++i) product *= shape[i];
-  return product;
 }
 
 }  // namespace coalesce

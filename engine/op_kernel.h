@@ -20,6 +20,8 @@
 #include "absl/types/span.h"
 #include "engine/data_type.h"
 #include "engine/neutral_plan.h"
+#include "engine/schema/infer_util.h"
+#include "engine/schema/op_schema.h"
 #include "engine/shape.h"
 
 namespace onnx {
@@ -90,15 +92,31 @@ class OpKernel {
       absl::Span<const TensorInfo> outputs) const;
 };
 
-// The node an OpKernel is built for, with attribute accessors that check
-// attribute types.
+// The node an OpKernel is built for: its proto, with attribute accessors
+// that check attribute types, its attributes as a plan carries them, and,
+// when its operator has a schema (engine/schema/op_schema.h), the resolved
+// attributes, which the kernel reads instead of parsing the proto.
 class OpNode {
  public:
-  OpNode(const onnx::NodeProto& proto, int64_t opset)
-      : proto_(proto), opset_(opset) {}
+  // Reads the node's attributes and resolves them through its operator's
+  // schema, if it has one. Errors as OpSchema::Resolve's.
+  static absl::StatusOr<OpNode> Resolve(const onnx::NodeProto& proto,
+                                        int64_t opset);
 
   const onnx::NodeProto& proto() const { return proto_; }
   int64_t opset() const { return opset_; }
+  const NodeAttributes& attributes() const { return attributes_; }
+  // Null when the operator has no schema.
+  const OpSchema* schema() const { return schema_; }
+  const std::shared_ptr<const OpAttributes>& resolved() const {
+    return resolved_;
+  }
+  // The resolved attributes as the family's struct; null when the node has
+  // none of that type.
+  template <typename Attrs>
+  const Attrs* resolved_as() const {
+    return ResolvedAs<Attrs>(resolved_.get());
+  }
   int num_inputs() const;
   int num_outputs() const;
 
@@ -113,30 +131,39 @@ class OpNode {
                                         const std::string& default_value) const;
 
  private:
+  OpNode(const onnx::NodeProto& proto, int64_t opset)
+      : proto_(proto), opset_(opset) {}
+
   const onnx::NodeProto& proto_;
   int64_t opset_;
+  NodeAttributes attributes_;
+  const OpSchema* schema_ = nullptr;
+  std::shared_ptr<const OpAttributes> resolved_;
 };
 
-// Common checks for Infer implementations.
-// InvalidArgument unless inputs[i] is present and of dtype `type`.
-absl::Status ExpectInputType(absl::Span<const TensorInfo> inputs, int i,
-                             DataType type);
-// Maps `axis` in [-rank, rank) (or [-rank, rank] when `inclusive`) to
-// [0, rank) (or [0, rank]); negative axes count from the end.
-absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank,
-                                      bool inclusive = false);
-// The values of an int64 or int32 input of rank 0 or 1 (`what` names it in
-// errors). From `data` when given (Run), else from info.constant_data (Infer);
-// InvalidArgument when neither is available or the type is wrong.
-absl::StatusOr<std::vector<int64_t>> ReadInts(const TensorInfo& info,
-                                              const char* data,
-                                              const char* what);
+// The base of CPU kernels whose operator's schema infers types and shapes:
+// Infer is the schema's, so the CPU and the planner cannot disagree.
+class SchemaKernel : public OpKernel {
+ public:
+  // REQUIRES: node.schema() is non-null and infers().
+  explicit SchemaKernel(const OpNode& node)
+      : schema_(*node.schema()), resolved_(node.resolved()) {}
+
+  absl::Status Infer(absl::Span<const TensorInfo> inputs,
+                     absl::Span<TensorInfo> outputs) const override {
+    return schema_.Infer(*resolved_, inputs, outputs);
+  }
+
+ private:
+  const OpSchema& schema_;
+  std::shared_ptr<const OpAttributes> resolved_;
+};
+
+// Common checks for Infer implementations: engine/schema/infer_util.h.
 // The run-time views of `in` as TensorInfos (absent inputs stay absent) and
 // data pointers, for helpers that serve both Infer and Run (with ReadInts).
 void SplitViews(absl::Span<const ConstTensorView> in,
                 std::vector<TensorInfo>* infos, std::vector<const char*>* data);
-// Product of shape[begin, end).
-int64_t DimProduct(const Shape& shape, size_t begin, size_t end);
 
 }  // namespace coalesce
 

@@ -10,14 +10,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/device/device_ops_internal.h"
+#include "engine/schema/gemm_schema.h"
+#include "engine/schema/infer_util.h"
+#include "engine/schema/normalization_schema.h"
+#include "engine/schema/softmax_schema.h"
 
 namespace coalesce {
 namespace {
 
 using device_ops::AddHalfOperand;
 using device_ops::Count;
+using device_ops::DeviceFusedActivation;
 using device_ops::F;
-using device_ops::FusedActivation;
 using device_ops::HalfOperand;
 using device_ops::NodeView;
 using device_ops::Product;
@@ -233,18 +237,14 @@ bool IsBiasRow(const Shape& shape, int64_t n) {
 
 absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
-  auto alpha = v.attrs().GetFloat("alpha", 1.0f);
-  auto beta = v.attrs().GetFloat("beta", 1.0f);
-  auto trans_a = v.attrs().GetInt("transA", 0);
-  auto trans_b = v.attrs().GetInt("transB", 0);
-  auto act = FusedActivation(v.attrs());
-  for (const absl::Status& s : {alpha.status(), beta.status(), trans_a.status(),
-                                trans_b.status(), act.status()})
-    if (!s.ok()) return s;
+  absl::StatusOr<const GemmAttrs*> attrs = v.resolved<GemmAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const GemmAttrs& gemm = **attrs;
+  const ActivationSpec act = DeviceFusedActivation(gemm.activation);
   GemmArgs args;
-  args.trans_a = *trans_a != 0;
-  args.trans_b = *trans_b != 0;
-  args.alpha = *alpha;
+  args.trans_a = gemm.trans_a;
+  args.trans_b = gemm.trans_b;
+  args.alpha = gemm.alpha;
   const Shape& a = v.in_shape(0);
   args.m = args.trans_a ? a[1] : a[0];
   args.k = args.trans_a ? a[0] : a[1];
@@ -253,8 +253,8 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   const int iy = v.out_id(0);
   int bias = -1, c = -1;
   Shape c_shape;
-  if (v.has_input(2) && *beta != 0.0f) {
-    if (*beta != 1.0f) {
+  if (v.has_input(2) && gemm.beta != 0.0f) {
+    if (gemm.beta != 1.0f) {
       return absl::UnimplementedError(
           "Gemm with beta other than 0 or 1 is not supported on the GPU");
     }
@@ -264,10 +264,10 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   // Activations the GEMM fuses only when nothing is added after it.
   const bool fuse = c < 0;
   LoweredNode lowered;
-  args.activation = fuse ? *act : ActivationSpec{};
+  args.activation = fuse ? act : ActivationSpec{};
   AddGemm(v, args, bias, lowered);
   AddEpilogue(lowered, iy, v.out_shape(0), c, c_shape,
-              fuse ? ActivationSpec{} : *act);
+              fuse ? ActivationSpec{} : act);
   return lowered;
 }
 
@@ -313,8 +313,8 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
   auto layout = LayoutMatMul(v.in_shape(0), v.in_shape(1));
   if (!layout.ok()) return layout.status();
-  auto act = FusedActivation(v.attrs());
-  if (!act.ok()) return act.status();
+  absl::StatusOr<const MatMulAttrs*> attrs = v.resolved<MatMulAttrs>();
+  if (!attrs.ok()) return attrs.status();
   if (layout->k == 0) return absl::UnimplementedError("inner dimension 0");
   GemmArgs args;
   args.m = layout->m;
@@ -324,7 +324,7 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
   args.stride_a = layout->stride_a;
   args.stride_b = layout->stride_b;
   args.stride_c = layout->m * layout->n;
-  args.activation = *act;
+  args.activation = DeviceFusedActivation((*attrs)->activation);
   const int bias = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
   AddGemm(v, args, bias, lowered);
@@ -336,17 +336,15 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
 absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
   const Shape& shape = v.in_shape(0);
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  auto axis_attr = v.attrs().GetInt("axis", v.opset() < 13 ? 1 : -1);
-  if (!axis_attr.ok()) return axis_attr.status();
-  int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-  if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis ", *axis_attr, " is out of range"));
-  }
+  absl::StatusOr<const SoftmaxAttrs*> attrs = v.resolved<SoftmaxAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  absl::StatusOr<int64_t> normalized =
+      NormalizeAxis((*attrs)->axis, static_cast<int64_t>(shape.size()));
+  if (!normalized.ok()) return normalized.status();
+  const int64_t axis = *normalized;
   // From opset 13 Softmax normalizes one axis: rows are then contiguous
   // only when every later axis has size 1.
-  if (v.opset() >= 13 && Product(shape, axis + 1, shape.size()) != 1) {
+  if (!(*attrs)->legacy && Product(shape, axis + 1, shape.size()) != 1) {
     return absl::UnimplementedError(
         absl::StrCat("Softmax over axis ", axis, " of ", ShapeToString(shape),
                      " (not the last) is not supported on the GPU"));
@@ -367,23 +365,15 @@ absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
 
 absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
-  for (size_t o = 1; o < v.node().outputs.size(); ++o) {
-    if (v.node().outputs[o] >= 0) {
-      return absl::UnimplementedError(
-          "the Mean and InvStdDev outputs are not supported on the GPU");
-    }
-  }
+  // The schema refused Mean and InvStdDev at load.
+  absl::StatusOr<const LayerNormAttrs*> attrs = v.resolved<LayerNormAttrs>();
+  if (!attrs.ok()) return attrs.status();
   const Shape& shape = v.in_shape(0);
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  auto axis_attr = v.attrs().GetInt("axis", -1);
-  auto epsilon = v.attrs().GetFloat("epsilon", 1e-5f);
-  if (!axis_attr.ok()) return axis_attr.status();
-  if (!epsilon.ok()) return epsilon.status();
-  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-  if (axis < 0 || axis >= rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis ", *axis_attr, " is out of range"));
-  }
+  absl::StatusOr<int64_t> normalized =
+      NormalizeAxis((*attrs)->axis, static_cast<int64_t>(shape.size()));
+  if (!normalized.ok()) return normalized.status();
+  const int64_t axis = *normalized;
+  const float epsilon = (*attrs)->epsilon;
   const int64_t rows = Product(shape, 0, axis);
   const int64_t cols = Product(shape, axis, shape.size());
   for (int i : {1, 2}) {
@@ -399,7 +389,7 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
   lowered.reads = {x, scale};
   if (bias >= 0) lowered.reads.push_back(bias);
   if (rows * cols == 0) return lowered;
-  lowered.steps.push_back([=, eps = *epsilon](const StepContext& c) {
+  lowered.steps.push_back([=, eps = epsilon](const StepContext& c) {
     return c.kernels.LayerNorm(c.stream, F(c, x), F(c, scale),
                                bias >= 0 ? F(c, bias) : nullptr, F(c, y), rows,
                                cols, eps);
@@ -652,14 +642,24 @@ absl::StatusOr<Family> FamilyOf(const PlanNode& node) {
 
 }  // namespace
 
-absl::StatusOr<ActivationSpec> device_ops::FusedActivation(
-    const NodeAttributes& attrs) {
-  auto name = attrs.GetString("activation", "");
-  auto alpha = attrs.GetFloat("activation_alpha", 0.0f);
-  auto beta = attrs.GetFloat("activation_beta", 0.0f);
-  for (const absl::Status& s : {name.status(), alpha.status(), beta.status()})
-    if (!s.ok()) return s;
-  return ActivationByName(*name, *alpha, *beta);
+ActivationSpec device_ops::DeviceFusedActivation(
+    const FusedActivationAttr& attr) {
+  using Kind = FusedActivationAttr::Kind;
+  switch (attr.kind) {
+    case Kind::kNone:
+      return ActivationSpec{};
+    case Kind::kRelu:
+      return ActivationSpec{DeviceActivation::kRelu};
+    case Kind::kLeakyRelu:
+      return ActivationSpec{DeviceActivation::kLeakyRelu, attr.alpha};
+    case Kind::kClip:
+      return ActivationSpec{DeviceActivation::kClip, attr.alpha, attr.beta};
+    case Kind::kSigmoid:
+      return ActivationSpec{DeviceActivation::kSigmoid};
+    case Kind::kTanh:
+      return ActivationSpec{DeviceActivation::kTanh};
+  }
+  return ActivationSpec{};
 }
 
 std::vector<std::string> DeviceOnnxOperators() {
@@ -680,17 +680,9 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
         "a channels-last node (the CPU engine's layout; load the model with "
         "ModelOptions::ForDevice)");
   }
-  switch (*family) {
-    case Family::kActivation:
-      return CheckActivation(node, opset);
-    case Family::kConv:
-      return FusedActivation(*node.attributes).status();
-    case Family::kGemm:
-    case Family::kMatMul:
-      return FusedActivation(*node.attributes).status();
-    default:
-      return absl::OkStatus();
-  }
+  // Every fused activation the schemas resolve has a device form.
+  if (*family == Family::kActivation) return CheckActivation(node, opset);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,

@@ -1,6 +1,7 @@
 // The CNN family of the device registry (device_ops.h): 2-D Conv and
-// FusedConv, max/average/global pooling, LRN and BatchNormalization at
-// inference (as a per-channel affine map with constants computed here).
+// FusedConv (attributes and geometry from engine/schema/conv_schema.h),
+// max/average/global pooling, LRN and BatchNormalization at inference (as a
+// per-channel affine map with constants computed here).
 #include <cmath>
 #include <string>
 #include <utility>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
+#include "engine/schema/conv_schema.h"
 
 namespace coalesce::device_ops {
 namespace {
@@ -74,21 +76,17 @@ absl::Status Require2D(const NodeView& v) {
 absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
   if (absl::Status s = Require2D(v); !s.ok()) return s;
+  absl::StatusOr<const ConvAttrs*> attrs = v.resolved<ConvAttrs>();
+  if (!attrs.ok()) return attrs.status();
   const Shape& x = v.in_shape(0);
   const Shape& w = v.in_shape(1);
   const Shape& y = v.out_shape(0);
-  const std::vector<int64_t> kernel = {w[2], w[3]};
-  auto strides = PerAxis(v.attrs(), "strides", 2, 1);
-  auto dilations = PerAxis(v.attrs(), "dilations", 2, 1);
-  auto group = v.attrs().GetInt("group", 1);
-  auto act = FusedActivation(v.attrs());
-  for (const absl::Status& s :
-       {strides.status(), dilations.status(), group.status(), act.status()})
-    if (!s.ok()) return s;
-  auto pads = ResolvePads(v.attrs(), x, y, kernel, *strides, *dilations);
-  if (!pads.ok()) return pads.status();
-  for (const AxisPads& p : *pads) {
-    if (p.begin != p.end) {
+  // The same geometry the CPU's Conv infers with (engine/schema/).
+  absl::StatusOr<SpatialGeometry> g =
+      ResolveConvGeometry((*attrs)->window, {x[2], x[3]}, {w[2], w[3]});
+  if (!g.ok()) return g.status();
+  for (size_t i = 0; i < 2; ++i) {
+    if (g->pads_begin[i] != g->pads_end[i]) {
       return absl::UnimplementedError(
           "asymmetric padding; the GPU's convolutions pad both ends alike");
     }
@@ -99,18 +97,18 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   args.in_h = x[2];
   args.in_w = x[3];
   args.m = w[0];
-  args.kernel_h = kernel[0];
-  args.kernel_w = kernel[1];
+  args.kernel_h = g->kernel[0];
+  args.kernel_w = g->kernel[1];
   args.out_h = y[2];
   args.out_w = y[3];
-  args.stride_h = (*strides)[0];
-  args.stride_w = (*strides)[1];
-  args.pad_top = (*pads)[0].begin;
-  args.pad_left = (*pads)[1].begin;
-  args.dilation_h = (*dilations)[0];
-  args.dilation_w = (*dilations)[1];
-  args.groups = *group;
-  args.activation = *act;
+  args.stride_h = g->strides[0];
+  args.stride_w = g->strides[1];
+  args.pad_top = g->pads_begin[0];
+  args.pad_left = g->pads_begin[1];
+  args.dilation_h = g->dilations[0];
+  args.dilation_w = g->dilations[1];
+  args.groups = (*attrs)->window.group;
+  args.activation = DeviceFusedActivation((*attrs)->activation);
   const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
   const int ib = v.has_input(2) ? v.in_id(2) : -1;
   const int iz = v.has_input(3) ? v.in_id(3) : -1;

@@ -14,6 +14,8 @@
 #include "engine/device/device_kernels.h"
 #include "engine/device/device_ops.h"
 #include "engine/neutral_plan.h"
+#include "engine/schema/activation_schema.h"
+#include "engine/schema/op_schema.h"
 
 namespace coalesce {
 namespace device_ops {
@@ -27,6 +29,17 @@ class NodeView {
 
   const PlanNode& node() const { return node_; }
   const NodeAttributes& attrs() const { return *node_.attributes; }
+  // The attributes the operator's schema resolved (engine/schema/), as the
+  // family's struct; Internal when the node has none of that type.
+  template <typename Attrs>
+  absl::StatusOr<const Attrs*> resolved() const {
+    const Attrs* attrs = ResolvedAs<Attrs>(node_.resolved);
+    if (attrs == nullptr) {
+      return absl::InternalError(
+          absl::StrCat(NodeLabel(node_), " has no resolved attributes"));
+    }
+    return attrs;
+  }
   int64_t opset() const { return plan_.opset; }
   const LoweringOptions& options() const { return options_; }
   int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
@@ -112,9 +125,9 @@ HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered);
 // before it returns to float32).
 int AddHalfScratch(int64_t count, LoweredNode& lowered);
 
-// The optimizer's fused activation attributes (FusedConv, FusedGemm,
-// FusedMatMul: "activation", "activation_alpha", "activation_beta").
-absl::StatusOr<ActivationSpec> FusedActivation(const NodeAttributes& attrs);
+// The optimizer's fused activation (FusedConv, FusedGemm, FusedMatMul) as
+// the device runs it.
+ActivationSpec DeviceFusedActivation(const FusedActivationAttr& attr);
 
 // The CNN family (device_ops_cnn.cc): Conv, FusedConv, MaxPool,
 // AveragePool, GlobalAveragePool, GlobalMaxPool, LRN, BatchNormalization.

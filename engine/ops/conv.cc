@@ -25,10 +25,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
-#include "engine/ops/conv_attributes.h"
 #include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
 #include "engine/prepared_kernel.h"
+#include "engine/schema/conv_schema.h"
 #include "kernels/cpu/broadcast_math.h"
 #include "kernels/cpu/elementwise.h"
 #include "onnx/onnx_pb.h"
@@ -48,16 +48,6 @@ int64_t ChannelsOf(const Shape& x, bool channels_last) {
 std::vector<int64_t> SpatialOf(const Shape& x, bool channels_last) {
   return channels_last ? std::vector<int64_t>(x.begin() + 1, x.end() - 1)
                        : Tail(x);
-}
-
-absl::StatusOr<bool> ParseChannelsLast(const OpNode& node) {
-  absl::StatusOr<int64_t> value = node.GetInt("channels_last", 0);
-  if (!value.ok()) return value.status();
-  if (*value != 0 && *value != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("channels_last must be 0 or 1, got ", *value));
-  }
-  return *value == 1;
 }
 
 // How a FusedConv adds its residual Z, decided per plan from the shapes.
@@ -146,24 +136,14 @@ class PreparedConv : public PreparedKernel {
 
 class ConvOp : public PreparedOnlyKernel {
  public:
+  // Attributes: engine/schema/conv_schema.h.
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    const std::string& type = node.proto().op_type();
-    const int max_inputs = type == "FusedConv" ? 4 : 3;  // X W [B] [Z]
-    if (node.num_inputs() > max_inputs) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(type, " takes at most ", max_inputs, " inputs, got ",
-                       node.num_inputs()));
-    }
+    const ConvAttrs* attrs = node.resolved_as<ConvAttrs>();
+    if (attrs == nullptr) return absl::InternalError("Conv has no schema");
     auto op = std::make_unique<ConvOp>();
-    absl::StatusOr<ConvAttributes> attrs = ParseConvAttributes(node);
-    if (!attrs.ok()) return attrs.status();
-    absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
-    if (!act.ok()) return act.status();
-    absl::StatusOr<bool> channels_last = ParseChannelsLast(node);
-    if (!channels_last.ok()) return channels_last.status();
-    op->attrs_ = *std::move(attrs);
-    op->activation_ = *act;
-    op->channels_last_ = *channels_last;
+    op->attrs_ = attrs->window;
+    op->activation_ = ToKernelActivation(attrs->activation);
+    op->channels_last_ = attrs->channels_last;
     return op;
   }
 

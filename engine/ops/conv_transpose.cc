@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/op_registry.h"
-#include "engine/ops/conv_attributes.h"
 #include "engine/ops/register_ops.h"
-#include "engine/ops/window_limits.h"
 #include "engine/prepared_kernel.h"
+#include "engine/schema/conv_schema.h"
+#include "engine/schema/window_limits.h"
 #include "kernels/cpu/col2im.h"
 #include "kernels/cpu/gemm.h"
 
@@ -85,7 +85,8 @@ class ConvTransposeOp : public PreparedOnlyKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
     auto op = std::make_unique<ConvTransposeOp>();
-    absl::StatusOr<ConvAttributes> attrs = ParseConvAttributes(node);
+    absl::StatusOr<ConvAttributes> attrs =
+        ResolveConvAttributes(node.attributes());
     absl::StatusOr<std::vector<int64_t>> output_padding =
         node.GetInts("output_padding");
     absl::StatusOr<std::vector<int64_t>> output_shape =

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
-#include "engine/ops/window_limits.h"
+#include "engine/schema/window_limits.h"
 #include "engine/string_ref.h"
 #include "onnx/onnx_pb.h"
 

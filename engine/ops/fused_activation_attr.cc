@@ -1,36 +1,40 @@
 #include "engine/ops/fused_activation_attr.h"
 
-#include <string>
-
-#include "absl/strings/str_cat.h"
-
 namespace coalesce {
+
+kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr) {
+  using Kind = kernels::FusedActivation::Kind;
+  using From = FusedActivationAttr::Kind;
+  Kind kind = Kind::kNone;
+  switch (attr.kind) {
+    case From::kNone:
+      kind = Kind::kNone;
+      break;
+    case From::kRelu:
+      kind = Kind::kRelu;
+      break;
+    case From::kLeakyRelu:
+      kind = Kind::kLeakyRelu;
+      break;
+    case From::kClip:
+      kind = Kind::kClip;
+      break;
+    case From::kSigmoid:
+      kind = Kind::kSigmoid;
+      break;
+    case From::kTanh:
+      kind = Kind::kTanh;
+      break;
+  }
+  return kernels::FusedActivation{kind, attr.alpha, attr.beta};
+}
 
 absl::StatusOr<kernels::FusedActivation> ParseFusedActivation(
     const OpNode& node) {
-  using Kind = kernels::FusedActivation::Kind;
-  absl::StatusOr<std::string> name = node.GetString("activation", "");
-  absl::StatusOr<float> alpha = node.GetFloat("activation_alpha", 0.0f);
-  absl::StatusOr<float> beta = node.GetFloat("activation_beta", 0.0f);
-  for (const absl::Status& s : {name.status(), alpha.status(), beta.status()})
-    if (!s.ok()) return s;
-  kernels::FusedActivation act{Kind::kNone, *alpha, *beta};
-  if (name->empty()) return act;
-  if (*name == "Relu") {
-    act.kind = Kind::kRelu;
-  } else if (*name == "LeakyRelu") {
-    act.kind = Kind::kLeakyRelu;
-  } else if (*name == "Clip") {
-    act.kind = Kind::kClip;
-  } else if (*name == "Sigmoid") {
-    act.kind = Kind::kSigmoid;
-  } else if (*name == "Tanh") {
-    act.kind = Kind::kTanh;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown fused activation '", *name, "'"));
-  }
-  return act;
+  absl::StatusOr<FusedActivationAttr> attr =
+      ResolveFusedActivation(node.attributes());
+  if (!attr.ok()) return attr.status();
+  return ToKernelActivation(*attr);
 }
 
 }  // namespace coalesce

@@ -1,16 +1,19 @@
-// The activation attributes the graph optimizer puts on the fused operators
-// it creates (FusedConv, FusedGemm, FusedMatMul in the internal domain):
-// "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh; absent for none),
-// "activation_alpha" and "activation_beta" (LeakyRelu's slope, Clip's bounds).
+// The fused activation (engine/schema/activation_schema.h) in the CPU
+// kernels' form (kernels/cpu/fused_activation.h).
 #ifndef COALESCE_ENGINE_OPS_FUSED_ACTIVATION_ATTR_H_
 #define COALESCE_ENGINE_OPS_FUSED_ACTIVATION_ATTR_H_
 
 #include "absl/status/statusor.h"
 #include "engine/op_kernel.h"
+#include "engine/schema/activation_schema.h"
 #include "kernels/cpu/fused_activation.h"
 
 namespace coalesce {
 
+kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr);
+
+// For operators without a schema yet (a channels-last BatchNormalization):
+// resolves the node's activation attributes.
 absl::StatusOr<kernels::FusedActivation> ParseFusedActivation(
     const OpNode& node);
 

@@ -11,6 +11,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/fused_activation_attr.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/gemm_schema.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/fused_activation.h"
 #include "kernels/cpu/gemm.h"
@@ -68,10 +69,10 @@ int64_t BatchOffset(int64_t index, const Shape& dims, const Shape& out_batch) {
 class MatMulOp : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
+    const MatMulAttrs* attrs = node.resolved_as<MatMulAttrs>();
+    if (attrs == nullptr) return absl::InternalError("MatMul has no schema");
     auto op = std::make_unique<MatMulOp>();
-    absl::StatusOr<kernels::FusedActivation> act = ParseFusedActivation(node);
-    if (!act.ok()) return act.status();
-    op->activation_ = *act;
+    op->activation_ = ToKernelActivation(attrs->activation);
     return op;
   }
 

@@ -27,7 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
-#include "engine/ops/window_limits.h"
+#include "engine/schema/window_limits.h"
 #include "onnx/onnx_pb.h"
 
 namespace coalesce {

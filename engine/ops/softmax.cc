@@ -1,48 +1,37 @@
-// Softmax and LogSoftmax. Opset < 13: the input is coerced to 2-D at `axis`
-// (default 1) and each row is normalized. Opset >= 13: normalized along `axis`
-// (default -1).
+// Softmax and LogSoftmax on the CPU (engine/schema/softmax_schema.h says
+// what they compute).
 #include "kernels/cpu/softmax.h"
 
 #include <memory>
 
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/softmax_schema.h"
 
 namespace coalesce {
 namespace {
 
 using SoftmaxFn = void (*)(const float*, int64_t, int64_t, int64_t, float*);
 
-class SoftmaxOp : public OpKernel {
+// Attributes and inference: engine/schema/softmax_schema.h.
+class SoftmaxOp : public SchemaKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node,
                                                           SoftmaxFn fn) {
-    const bool legacy = node.opset() < 13;
-    absl::StatusOr<int64_t> axis = node.GetInt("axis", legacy ? 1 : -1);
-    if (!axis.ok()) return axis.status();
-    return std::make_unique<SoftmaxOp>(*axis, legacy, fn);
+    const SoftmaxAttrs* attrs = node.resolved_as<SoftmaxAttrs>();
+    if (attrs == nullptr) return absl::InternalError("Softmax has no schema");
+    return std::make_unique<SoftmaxOp>(node, *attrs, fn);
   }
 
-  SoftmaxOp(int64_t axis, bool legacy, SoftmaxFn fn)
-      : axis_(axis), legacy_(legacy), fn_(fn) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (absl::Status s = ExpectInputType(in, 0, DataType::kFp32); !s.ok())
-      return s;
-    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, in[0].shape.size());
-    if (!axis.ok()) return axis.status();
-    out[0].dtype = DataType::kFp32;
-    out[0].shape = in[0].shape;
-    return absl::OkStatus();
-  }
+  SoftmaxOp(const OpNode& node, const SoftmaxAttrs& attrs, SoftmaxFn fn)
+      : SchemaKernel(node), attrs_(attrs), fn_(fn) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
-    const int64_t axis = *NormalizeAxis(axis_, s.size());
+    const int64_t axis = *NormalizeAxis(attrs_.axis, s.size());
     const int64_t outer = DimProduct(s, 0, axis);
-    if (legacy_) {
+    if (attrs_.legacy) {
       fn_(in[0].as<float>(), outer, DimProduct(s, axis, s.size()), 1,
           out[0].as<float>());
     } else {
@@ -53,8 +42,7 @@ class SoftmaxOp : public OpKernel {
   }
 
  private:
-  int64_t axis_;
-  bool legacy_;
+  const SoftmaxAttrs attrs_;
   SoftmaxFn fn_;
 };
 

@@ -89,8 +89,9 @@ class Folder {
       if (c == nullptr) return false;
       infos.push_back({c->dtype, c->shape, c->bytes()});
     }
-    absl::StatusOr<std::unique_ptr<OpKernel>> kernel =
-        (*factory)(OpNode(node, opset_));
+    absl::StatusOr<OpNode> op_node = OpNode::Resolve(node, opset_);
+    if (!op_node.ok()) return false;
+    absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)(*op_node);
     if (!kernel.ok()) return false;
     std::vector<TensorInfo> outs(node.output_size());
     if (!(*kernel)->Infer(infos, absl::MakeSpan(outs)).ok()) return false;

@@ -25,6 +25,14 @@ ENGINE_API = {
     "engine/tensor_spec.h",
 }
 
+
+
+def in_engine_api(inc: str) -> bool:
+    """The engine API headers, and the device-neutral operator schemas
+    (engine/schema/), which the device lowering reads."""
+    return inc in ENGINE_API or inc.startswith("engine/schema/")
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 CUDA = re.compile(r"^(cuda|cublas|cudnn|nvml|cuda_runtime)")
 GRPC = re.compile(r"^(grpc|grpcpp)/")
@@ -48,22 +56,22 @@ def allowed(src: str, inc: str) -> bool:
     """May project file `src` include project header `inc`?"""
     if is_host_device_math(inc) and src.startswith(("kernels/cpu/", "engine/device/")):
         return True
-    if src in ENGINE_API or src.replace(".cc", ".h") in ENGINE_API:
-        return inc in ENGINE_API
+    if in_engine_api(src) or in_engine_api(src.replace(".cc", ".h")):
+        return in_engine_api(inc)
     if src.startswith("kernels/cpu/"):
         return inc.startswith("kernels/cpu/")
     if src.startswith("kernels/cuda/"):
         return inc.startswith("kernels/cuda/")
     if src.startswith("engine/device/"):
-        return inc in ENGINE_API or inc.startswith("engine/device/")
+        return in_engine_api(inc) or inc.startswith("engine/device/")
     if src.startswith("engine/cuda/"):
-        return (inc in ENGINE_API or inc.startswith(("engine/device/", "engine/cuda/",
+        return (in_engine_api(inc) or inc.startswith(("engine/device/", "engine/cuda/",
                                                      "kernels/cuda/")))
     if src.startswith("engine/"):
         return (inc.startswith(("engine/", "kernels/cpu/"))
                 and not inc.startswith(("engine/device/", "engine/cuda/")))
     if src.startswith("batching/"):
-        return inc.startswith("batching/") or inc in ENGINE_API
+        return inc.startswith("batching/") or in_engine_api(inc)
     if src.startswith("proto/"):
         return inc.startswith("proto/")
     if src.startswith("server/"):

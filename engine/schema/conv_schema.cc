@@ -1,9 +1,15 @@
-#include "engine/ops/conv_attributes.h"
+#include "engine/schema/conv_schema.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/ops/window_limits.h"
-#include "onnx/onnx_pb.h"
+#include "engine/schema/op_schema.h"
+#include "engine/schema/schema_families.h"
+#include "engine/schema/window_limits.h"
 
 namespace coalesce {
 namespace {
@@ -40,7 +46,8 @@ absl::StatusOr<std::vector<int64_t>> PerAxis(const std::vector<int64_t>& values,
 
 }  // namespace
 
-absl::StatusOr<ConvAttributes> ParseConvAttributes(const OpNode& node) {
+absl::StatusOr<ConvAttributes> ResolveConvAttributes(
+    const NodeAttributes& node) {
   ConvAttributes attrs;
   absl::StatusOr<std::string> auto_pad = node.GetString("auto_pad", "");
   if (!auto_pad.ok()) return auto_pad.status();
@@ -128,6 +135,51 @@ absl::StatusOr<SpatialGeometry> ResolveConvGeometry(
     }
   }
   return g;
+}
+
+namespace {
+
+absl::StatusOr<ConvAttrs> ResolveConv(const SchemaNode& node, int max_inputs,
+                                      const char* op) {
+  if (node.num_inputs > max_inputs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, " takes at most ", max_inputs, " inputs, got ", node.num_inputs));
+  }
+  ConvAttrs attrs;
+  absl::StatusOr<ConvAttributes> window =
+      ResolveConvAttributes(node.attributes);
+  if (!window.ok()) return window.status();
+  attrs.window = *std::move(window);
+  absl::StatusOr<FusedActivationAttr> act =
+      ResolveFusedActivation(node.attributes);
+  if (!act.ok()) return act.status();
+  attrs.activation = *act;
+  absl::StatusOr<int64_t> channels_last =
+      node.attributes.GetInt("channels_last", 0);
+  if (!channels_last.ok()) return channels_last.status();
+  if (*channels_last != 0 && *channels_last != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("channels_last must be 0 or 1, got ", *channels_last));
+  }
+  attrs.channels_last = *channels_last == 1;
+  return attrs;
+}
+
+}  // namespace
+
+void RegisterConvSchemas(SchemaRegistry& registry) {
+  // X W [B]; FusedConv also [Z].
+  registry.Register("Conv", std::make_shared<FunctionSchema<ConvAttrs>>(
+                                [](const SchemaNode& node) {
+                                  return ResolveConv(node, 3, "Conv");
+                                },
+                                nullptr));
+  registry.RegisterInternal("FusedConv",
+                            std::make_shared<FunctionSchema<ConvAttrs>>(
+                                [](const SchemaNode& node) {
+                                  return ResolveConv(node, 4, "FusedConv");
+                                },
+                                nullptr));
 }
 
 }  // namespace coalesce

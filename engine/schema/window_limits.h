@@ -4,8 +4,8 @@
 // of a corrupt or hostile model ((kernel - 1) * dilation + pads + input,
 // channels * group, H * blocksize) far from int64 overflow, since tensor
 // dims are at most 2^40 (kMaxTensorBytes).
-#ifndef COALESCE_ENGINE_OPS_WINDOW_LIMITS_H_
-#define COALESCE_ENGINE_OPS_WINDOW_LIMITS_H_
+#ifndef COALESCE_ENGINE_SCHEMA_WINDOW_LIMITS_H_
+#define COALESCE_ENGINE_SCHEMA_WINDOW_LIMITS_H_
 
 #include <cstdint>
 
@@ -15,4 +15,4 @@ inline constexpr int64_t kMaxWindowAttribute = int64_t{1} << 20;
 
 }  // namespace coalesce
 
-#endif  // COALESCE_ENGINE_OPS_WINDOW_LIMITS_H_
+#endif  // COALESCE_ENGINE_SCHEMA_WINDOW_LIMITS_H_

@@ -1,0 +1,27 @@
+// The activation the graph optimizer fuses into FusedConv, FusedGemm and
+// FusedMatMul (and a channels-last BatchNormalization): its attributes
+// "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh; absent for none),
+// "activation_alpha" (LeakyRelu's slope, Clip's min) and "activation_beta"
+// (Clip's max), resolved once for the CPU kernels and the device lowering.
+#ifndef COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
+#define COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
+
+#include "absl/status/statusor.h"
+#include "engine/neutral_plan.h"
+
+namespace coalesce {
+
+struct FusedActivationAttr {
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// InvalidArgument for an unknown activation or a mistyped attribute.
+absl::StatusOr<FusedActivationAttr> ResolveFusedActivation(
+    const NodeAttributes& attributes);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_

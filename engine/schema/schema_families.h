@@ -1,0 +1,20 @@
+// The operator families of engine/schema/, each registering its schemas
+// (op_schema.h). Adding a family: its file, a line here, and a line in
+// RegisterBuiltinSchemas (schema_families.cc).
+#ifndef COALESCE_ENGINE_SCHEMA_SCHEMA_FAMILIES_H_
+#define COALESCE_ENGINE_SCHEMA_SCHEMA_FAMILIES_H_
+
+namespace coalesce {
+
+class SchemaRegistry;
+
+void RegisterConvSchemas(SchemaRegistry& registry);  // Conv, FusedConv
+void RegisterGemmSchemas(SchemaRegistry& registry);  // Gemm, MatMul, fused
+void RegisterNormalizationSchemas(SchemaRegistry& registry);  // LayerNorm
+void RegisterSoftmaxSchemas(SchemaRegistry& registry);        // (Log)Softmax
+
+void RegisterBuiltinSchemas(SchemaRegistry& registry);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_SCHEMA_SCHEMA_FAMILIES_H_
