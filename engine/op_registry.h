@@ -58,6 +58,20 @@ OpFactory FactoryOf() {
   return [](const OpNode& node) { return Kernel::Create(node); };
 }
 
+// Factory for a kernel of an operator with a schema: constructible from
+// (const OpNode&, const Attrs&), Attrs being the family's resolved struct.
+template <typename Kernel, typename Attrs>
+OpFactory SchemaFactoryOf() {
+  return [](const OpNode& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+    const Attrs* attrs = node.resolved_as<Attrs>();
+    if (attrs == nullptr) {
+      return absl::InternalError(
+          "the operator's schema resolved no attributes of its family");
+    }
+    return std::make_unique<Kernel>(node, *attrs);
+  };
+}
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_OP_REGISTRY_H_

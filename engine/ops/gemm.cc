@@ -17,12 +17,6 @@ namespace {
 // Attributes and inference: engine/schema/gemm_schema.h.
 class GemmOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    const GemmAttrs* attrs = node.resolved_as<GemmAttrs>();
-    if (attrs == nullptr) return absl::InternalError("Gemm has no schema");
-    return std::make_unique<GemmOp>(node, *attrs);
-  }
-
   GemmOp(const OpNode& node, const GemmAttrs& attrs)
       : SchemaKernel(node),
         alpha_(attrs.alpha),
@@ -68,8 +62,8 @@ class GemmOp : public SchemaKernel {
 }  // namespace
 
 void RegisterGemmOp(OpRegistry& registry) {
-  registry.Register("Gemm", FactoryOf<GemmOp>());
-  registry.RegisterInternal("FusedGemm", FactoryOf<GemmOp>());
+  registry.Register("Gemm", SchemaFactoryOf<GemmOp, GemmAttrs>());
+  registry.RegisterInternal("FusedGemm", SchemaFactoryOf<GemmOp, GemmAttrs>());
 }
 
 }  // namespace coalesce

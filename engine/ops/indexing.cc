@@ -2,7 +2,8 @@
 // "none"; the others are refused at load): int64 or int32 indices, negative
 // counted from the end, any element type. Trilu (upper, optional k input;
 // any element type) and CumSum (axis input, exclusive, reverse; FP32, FP64,
-// INT32, INT64, UINT32, UINT64).
+// INT32, INT64, UINT32, UINT64). TopK, OneHot and ScatterElements: their
+// schemas (engine/schema/indexing_schema.h) say what they compute.
 #include "kernels/cpu/indexing.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/indexing_schema.h"
 #include "engine/string_ref.h"
 
 namespace coalesce {
@@ -307,9 +309,170 @@ class CumSumOp : public OpKernel {
   bool exclusive_, reverse_;
 };
 
+class TopKOp : public SchemaKernel {
+ public:
+  TopKOp(const OpNode& node, const TopKAttrs& attrs)
+      : SchemaKernel(node), attrs_(attrs) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& x = *in[0].shape;
+    const int64_t axis = *NormalizeAxis(attrs_.axis, x.size());
+    const int64_t k = (*out[0].shape)[axis];
+    const int64_t outer = DimProduct(x, 0, axis);
+    const int64_t inner = DimProduct(x, axis + 1, x.size());
+    int64_t* indices = out.size() > 1 && out[1].data != nullptr
+                           ? out[1].as<int64_t>()
+                           : nullptr;  // not listed
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+        kernels::TopK<T>(in[0].as<T>(), outer, x[axis], inner, k,
+                         attrs_.largest, out[0].as<T>(), indices);
+        return absl::OkStatus();
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
+ private:
+  const TopKAttrs attrs_;
+};
+
+// Reads indices of any numeric type as int64 (float ones truncated).
+absl::StatusOr<int64_t> IndexAt(const ConstTensorView& t, int64_t i) {
+  int64_t value = 0;
+  absl::Status s = VisitNumericType(t.dtype, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T>) {
+      value = static_cast<int64_t>(t.as<T>()[i]);
+      return absl::OkStatus();
+    } else {
+      return absl::InvalidArgumentError("indices must be a plain number type");
+    }
+  });
+  if (!s.ok()) return s;
+  return value;
+}
+
+class OneHotOp : public SchemaKernel {
+ public:
+  OneHotOp(const OpNode& node, const OneHotAttrs& attrs)
+      : SchemaKernel(node), attrs_(attrs) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& y = *out[0].shape;
+    const int64_t axis = *NormalizeAxis(attrs_.axis, y.size());
+    const int64_t depth = y[axis];
+    const int64_t outer = DimProduct(y, 0, axis);
+    const int64_t inner = DimProduct(y, axis + 1, y.size());
+    const size_t bytes = StorageByteSize(out[0].dtype);
+    const char* off = in[2].data;
+    const char* on = in[2].data + bytes;
+    char* dst = out[0].data;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t d = 0; d < depth; ++d) {
+        for (int64_t j = 0; j < inner; ++j) {
+          absl::StatusOr<int64_t> index = IndexAt(in[0], o * inner + j);
+          if (!index.ok()) return index.status();
+          const int64_t hot = *index < 0 ? *index + depth : *index;
+          std::memcpy(dst, hot == d ? on : off, bytes);
+          dst += bytes;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const OneHotAttrs attrs_;
+};
+
+// Combines an update into the destination: a copy or a reduction in T.
+template <typename T>
+auto ReductionOf(ScatterReduction reduction) {
+  return [reduction](char* dst, const char* src) {
+    T a, b;
+    std::memcpy(&a, dst, sizeof(T));
+    std::memcpy(&b, src, sizeof(T));
+    switch (reduction) {
+      case ScatterReduction::kNone:
+        a = b;
+        break;
+      case ScatterReduction::kAdd:
+        a = a + b;
+        break;
+      case ScatterReduction::kMul:
+        a = a * b;
+        break;
+      case ScatterReduction::kMax:
+        a = std::max(a, b);
+        break;
+      case ScatterReduction::kMin:
+        a = std::min(a, b);
+        break;
+    }
+    std::memcpy(dst, &a, sizeof(T));
+  };
+}
+
+class ScatterElementsOp : public SchemaKernel {
+ public:
+  ScatterElementsOp(const OpNode& node, const ScatterElementsAttrs& attrs)
+      : SchemaKernel(node), attrs_(attrs) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& data = *in[0].shape;
+    const size_t bytes = StorageByteSize(in[0].dtype);
+    const int64_t count = DimProduct(data, 0, data.size());
+    if (count > 0) std::memcpy(out[0].data, in[0].data, count * bytes);
+    const int64_t axis = *NormalizeAxis(attrs_.axis, data.size());
+    if (attrs_.reduction == ScatterReduction::kNone) {
+      auto copy = [bytes](char* dst, const char* src) {
+        std::memcpy(dst, src, bytes);
+      };
+      return Scatter(in, out[0], axis, bytes, copy);
+    }
+    return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+        return Scatter(in, out[0], axis, bytes,
+                       ReductionOf<T>(attrs_.reduction));
+      } else {
+        return absl::InternalError("type refused by Infer");
+      }
+    });
+  }
+
+ private:
+  template <typename Combine>
+  static absl::Status Scatter(absl::Span<const ConstTensorView> in,
+                              const TensorView& out, int64_t axis, size_t bytes,
+                              Combine combine) {
+    return in[1].dtype == DataType::kInt64
+               ? kernels::ScatterElements(*in[0].shape, bytes,
+                                          in[1].as<int64_t>(), *in[1].shape,
+                                          axis, in[2].data, out.data, combine)
+               : kernels::ScatterElements(*in[0].shape, bytes,
+                                          in[1].as<int32_t>(), *in[1].shape,
+                                          axis, in[2].data, out.data, combine);
+  }
+
+  const ScatterElementsAttrs attrs_;
+};
+
 }  // namespace
 
 void RegisterIndexingOps(OpRegistry& registry) {
+  registry.Register("TopK", SchemaFactoryOf<TopKOp, TopKAttrs>());
+  registry.Register("OneHot", SchemaFactoryOf<OneHotOp, OneHotAttrs>());
+  registry.Register("ScatterElements",
+                    SchemaFactoryOf<ScatterElementsOp, ScatterElementsAttrs>());
   registry.Register("GatherElements", FactoryOf<GatherElementsOp>());
   registry.Register("GatherND", FactoryOf<GatherNDOp>());
   registry.Register("ScatterND", FactoryOf<ScatterNDOp>());

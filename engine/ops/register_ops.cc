@@ -17,6 +17,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterExpandOps(registry);
   RegisterGatherOp(registry);
   RegisterIndexingOps(registry);
+  RegisterEinsumOp(registry);
   RegisterQuantizeOps(registry);
   RegisterPadOp(registry);
   RegisterShapeOps(registry);

@@ -23,7 +23,8 @@ void RegisterPowPReluOps(OpRegistry& registry);  // Pow, PRelu
 void RegisterVariadicOps(OpRegistry& registry);  // Sum, Max, Min, Mean
 void RegisterReduceOps(
     OpRegistry& registry);  // ReduceSum, ReduceMean, ReduceMax
-void RegisterNormalizationOps(OpRegistry& registry);  // LayerNormalization
+// LayerNormalization, InstanceNormalization, GroupNormalization
+void RegisterNormalizationOps(OpRegistry& registry);
 void RegisterDropoutOp(OpRegistry& registry);
 
 void RegisterArgMaxOp(OpRegistry& registry);
@@ -32,8 +33,10 @@ void RegisterCompareOps(
     OpRegistry& registry);  // Equal, Less, Greater, Not, Where
 void RegisterExpandOps(OpRegistry& registry);  // Expand, Tile
 void RegisterGatherOp(OpRegistry& registry);
-// GatherElements, GatherND, ScatterND, Trilu, CumSum
+// GatherElements, GatherND, ScatterND, ScatterElements, Trilu, CumSum, TopK,
+// OneHot
 void RegisterIndexingOps(OpRegistry& registry);
+void RegisterEinsumOp(OpRegistry& registry);
 void RegisterQuantizeOps(
     OpRegistry& registry);  // QuantizeLinear, DequantizeLinear
 void RegisterPadOp(OpRegistry& registry);

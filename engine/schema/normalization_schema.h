@@ -1,8 +1,14 @@
-// LayerNormalization (opset 17): normalizes X over dimensions [axis, rank)
-// (axis default -1; epsilon default 1e-5), then applies Scale and the
-// optional bias B, which must have the normalized shape (leading 1s allowed)
-// or one element. FP32. Only output 0 (Y): a node that names Mean or
-// InvStdDev is refused when the model loads.
+// The normalization family, FP32:
+//   LayerNormalization (opset 17): normalizes X over dimensions [axis, rank)
+//   (axis default -1; epsilon default 1e-5), then applies Scale and the
+//   optional bias B, which must have the normalized shape (leading 1s
+//   allowed) or one element. Only output 0 (Y): a node that names Mean or
+//   InvStdDev is refused when the model loads.
+//   InstanceNormalization: X [N, C, spatial...] normalized per image and
+//   channel, then scale [C] and B [C].
+//   GroupNormalization: the C channels in `num_groups` groups normalized
+//   per image and group; scale and bias per group at opsets 18 to 20 (as
+//   that version of the spec wrote it) and per channel from opset 21.
 #ifndef COALESCE_ENGINE_SCHEMA_NORMALIZATION_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_NORMALIZATION_SCHEMA_H_
 
@@ -13,6 +19,13 @@ namespace coalesce {
 struct LayerNormAttrs {
   int64_t axis = -1;  // as written; normalized against X's rank
   float epsilon = 1e-5f;
+};
+
+// InstanceNormalization is the case groups = C (num_groups 0 here).
+struct GroupNormAttrs {
+  int64_t num_groups = 0;  // 0: one group per channel (InstanceNormalization)
+  float epsilon = 1e-5f;
+  bool affine_per_group = false;  // GroupNormalization before opset 21
 };
 
 }  // namespace coalesce

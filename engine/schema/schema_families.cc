@@ -5,6 +5,7 @@ namespace coalesce {
 void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterConvSchemas(registry);
   RegisterGemmSchemas(registry);
+  RegisterIndexingSchemas(registry);
   RegisterNormalizationSchemas(registry);
   RegisterSoftmaxSchemas(registry);
 }

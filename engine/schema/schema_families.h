@@ -10,8 +10,11 @@ class SchemaRegistry;
 
 void RegisterConvSchemas(SchemaRegistry& registry);  // Conv, FusedConv
 void RegisterGemmSchemas(SchemaRegistry& registry);  // Gemm, MatMul, fused
-void RegisterNormalizationSchemas(SchemaRegistry& registry);  // LayerNorm
-void RegisterSoftmaxSchemas(SchemaRegistry& registry);        // (Log)Softmax
+// TopK, OneHot, ScatterElements, Einsum
+void RegisterIndexingSchemas(SchemaRegistry& registry);
+// LayerNormalization, InstanceNormalization, GroupNormalization
+void RegisterNormalizationSchemas(SchemaRegistry& registry);
+void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);
 

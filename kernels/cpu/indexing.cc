@@ -1,6 +1,7 @@
 #include "kernels/cpu/indexing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -137,6 +138,45 @@ absl::Status ScatterND(const std::vector<int64_t>& data_dims,
 COALESCE_INSTANTIATE(int64_t)
 COALESCE_INSTANTIATE(int32_t)
 #undef COALESCE_INSTANTIATE
+
+template <typename T>
+void TopK(const T* in, int64_t outer, int64_t dim, int64_t inner, int64_t k,
+          bool largest, T* values, int64_t* indices) {
+  std::vector<int64_t> order(dim);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      const T* x = in + o * dim * inner + j;
+      for (int64_t i = 0; i < dim; ++i) order[i] = i;
+      // NaN ranks above every number (as torch.topk), ties by position.
+      auto before = [&](int64_t a, int64_t b) {
+        const T va = x[a * inner], vb = x[b * inner];
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(va) || std::isnan(vb)) {
+            if (std::isnan(va) && std::isnan(vb)) return a < b;
+            return largest ? std::isnan(va) : std::isnan(vb);
+          }
+        }
+        if (va != vb) return largest ? va > vb : va < vb;
+        return a < b;
+      };
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t at = (o * k + r) * inner + j;
+        values[at] = x[order[r] * inner];
+        if (indices != nullptr) indices[at] = order[r];
+      }
+    }
+  }
+}
+
+template void TopK<float>(const float*, int64_t, int64_t, int64_t, int64_t,
+                          bool, float*, int64_t*);
+template void TopK<double>(const double*, int64_t, int64_t, int64_t, int64_t,
+                           bool, double*, int64_t*);
+template void TopK<int32_t>(const int32_t*, int64_t, int64_t, int64_t, int64_t,
+                            bool, int32_t*, int64_t*);
+template void TopK<int64_t>(const int64_t*, int64_t, int64_t, int64_t, int64_t,
+                            bool, int64_t*, int64_t*);
 
 void Trilu(const void* src, int64_t batch, int64_t rows, int64_t cols,
            size_t element_bytes, int64_t k, bool upper, void* out) {

@@ -1,6 +1,6 @@
 // Index-driven copies and running sums for any element type (sizes in
-// bytes) or any arithmetic type: GatherElements, GatherND, ScatterND, Trilu,
-// CumSum. Stateless and thread-safe.
+// bytes) or any arithmetic type: GatherElements, GatherND, ScatterND,
+// ScatterElements, Trilu, CumSum, TopK, OneHot. Stateless and thread-safe.
 #ifndef COALESCE_KERNELS_CPU_INDEXING_H_
 #define COALESCE_KERNELS_CPU_INDEXING_H_
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace coalesce::kernels {
 
@@ -59,6 +60,54 @@ void Trilu(const void* src, int64_t batch, int64_t rows, int64_t cols,
 template <typename T>
 void CumSum(const T* in, int64_t outer, int64_t dim, int64_t inner,
             bool exclusive, bool reverse, T* out);
+
+// ONNX ScatterElements: `out` (already a copy of data, shape `dims`) gets
+// updates[i] combined into the element whose `axis` coordinate is
+// indices[i] (negative: + dims[axis]) and whose other coordinates are i's,
+// in order. `combine(dst, src)` writes the combination into dst (a copy, or
+// a reduction). InvalidArgument for an index out of range.
+template <typename Index, typename Combine>
+absl::Status ScatterElements(const std::vector<int64_t>& dims,
+                             size_t element_bytes, const Index* indices,
+                             const std::vector<int64_t>& index_dims,
+                             int64_t axis, const void* updates, void* out,
+                             Combine combine) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  int64_t total = 1;
+  for (int64_t d : index_dims) total *= d;
+  const char* from = static_cast<const char*>(updates);
+  char* to = static_cast<char*>(out);
+  std::vector<int64_t> at(rank, 0);
+  int64_t base = 0;  // offset of `at` with its axis coordinate at 0
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t index = static_cast<int64_t>(indices[i]);
+    if (index < -dims[axis] || index >= dims[axis]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", index, " is out of range for axis ", axis,
+                       " of size ", dims[axis]));
+    }
+    if (index < 0) index += dims[axis];
+    combine(to + (base + index * strides[axis]) * element_bytes,
+            from + i * element_bytes);
+    for (size_t d = rank; d-- > 0;) {
+      if (static_cast<int64_t>(d) != axis) base += strides[d];
+      if (++at[d] < index_dims[d]) break;
+      if (static_cast<int64_t>(d) != axis) base -= strides[d] * at[d];
+      at[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The k largest (or smallest) elements along the middle axis of
+// [outer, dim, inner], by value then lower index, sorted; values and their
+// int64 positions (not written when `indices` is null). Defined for
+// T = float, double, int32_t, int64_t.
+template <typename T>
+void TopK(const T* in, int64_t outer, int64_t dim, int64_t inner, int64_t k,
+          bool largest, T* values, int64_t* indices);
 
 }  // namespace coalesce::kernels
 

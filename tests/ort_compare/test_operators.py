@@ -30,7 +30,8 @@ DEVICE_REFUSES = {
     "Floor", "Ceil", "Round", "Sin", "Cos", "HardSwish", "Mish", "Celu", "ThresholdedRelu",
     "GatherElements", "Trilu", "CumSum", "QuantizeLinear", "DequantizeLinear", "GatherND",
     "ScatterND", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-    "ReduceLogSum", "ReduceLogSumExp", "Max", "Min",
+    "ReduceLogSum", "ReduceLogSumExp", "Max", "Min", "InstanceNormalization",
+    "GroupNormalization", "TopK", "OneHot", "ScatterElements", "Einsum",
 }
 
 RNG = np.random.default_rng(0)
@@ -59,6 +60,7 @@ class Case:
     # Inputs that are initializers (known while planning, as axes must be),
     # placed after `inputs` in the node's input list.
     constants: dict = dataclasses.field(default_factory=dict)
+    outputs: tuple = ("y",)  # the first has dtype `output`; others int64
 
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, 0.5, -0.5, 2.5, np.nan, np.inf, -np.inf, 3.7, -3.7],
@@ -160,6 +162,39 @@ CASES = [
          constants={"axes": np.array([0], dtype=np.int64)}, opset=18),
     Case("reduce_log_sum_exp", "ReduceLogSumExp", {"x": _floats(4, 6)}, np.float32,
          constants={"axes": np.array([1], dtype=np.int64)}, opset=18),
+    Case("instance_norm", "InstanceNormalization",
+         {"x": _floats(2, 3, 4, 5), "scale": _floats(3), "bias": _floats(3)}, np.float32,
+         {"epsilon": 1e-3}),
+    # Opsets 18 to 20 scale per group (as that version of the spec says).
+    Case("group_norm_18_per_group", "GroupNormalization",
+         {"x": _floats(2, 6, 4, 4), "scale": _floats(3), "bias": _floats(3)}, np.float32,
+         {"num_groups": 3}, opset=18),
+    Case("group_norm_21", "GroupNormalization",
+         {"x": _floats(2, 6, 4, 4), "scale": _floats(6), "bias": _floats(6)}, np.float32,
+         {"num_groups": 3}, opset=21),
+    Case("topk_largest", "TopK", {"x": _floats(3, 10)}, np.float32, {"axis": 1},
+         constants={"k": np.array([4], dtype=np.int64)}, outputs=("values", "indices")),
+    Case("topk_smallest_ties", "TopK", {"x": np.round(_floats(2, 8, 3))}, np.float32,
+         {"axis": 1, "largest": 0}, constants={"k": np.array([3], dtype=np.int64)},
+         outputs=("values", "indices")),
+    Case("topk_int64", "TopK", {"x": _ints(4, 6)}, np.int64,
+         constants={"k": np.array([2], dtype=np.int64)}, outputs=("values", "indices")),
+    Case("onehot", "OneHot", {"indices": _ints(2, 3, low=-5, high=7)}, np.float32,
+         {"axis": 1}, opset=11,
+         constants={"depth": np.array(5, dtype=np.int64),
+                    "values": np.array([0.0, 3.0], dtype=np.float32)}),
+    Case("scatter_elements", "ScatterElements",
+         {"data": _floats(4, 5), "indices": np.array([[1, 0, 3], [-1, 2, 0]], dtype=np.int64),
+          "updates": _floats(2, 3)}, np.float32, {"axis": 1}, opset=13),
+    Case("scatter_elements_add", "ScatterElements",
+         {"data": _ints(4, 3), "indices": np.array([[1, 1, 0], [1, 3, 2]], dtype=np.int64),
+          "updates": _ints(2, 3)}, np.int64, {"axis": 0, "reduction": "add"}, opset=16),
+    Case("einsum_attention", "Einsum", {"q": _floats(2, 3, 5, 4), "k": _floats(2, 3, 6, 4)},
+         np.float32, {"equation": "bhqd,bhkd->bhqk"}),
+    Case("einsum_ellipsis_broadcast", "Einsum", {"a": _floats(2, 1, 3, 4), "b": _floats(1, 5, 4, 2)},
+         np.float32, {"equation": "...ij,...jk->...ik"}),
+    Case("einsum_implicit_trace", "Einsum", {"a": _floats(4, 4), "b": _floats(4, 3)}, np.float32,
+         {"equation": "ii,ij"}),
     Case("dequantize_int32_bias", "DequantizeLinear",
          {"x": _ints(8, low=-100000, high=100000, dtype=np.int32),
           "scale": np.array(0.001, np.float32)}, np.float32),
@@ -170,39 +205,47 @@ def _model(case: Case) -> onnx.ModelProto:
     inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype),
                                             list(v.shape))
               for name, v in case.inputs.items()]
-    node = helper.make_node(case.op, [*case.inputs, *case.constants], ["y"],
+    node = helper.make_node(case.op, [*case.inputs, *case.constants], list(case.outputs),
                             name=f"{case.id}_node", **case.attrs)
-    out = helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(case.output)),
-                                        None)
+    outs = [helper.make_tensor_value_info(
+        name, helper.np_dtype_to_tensor_dtype(np.dtype(case.output if i == 0 else np.int64)), None)
+        for i, name in enumerate(case.outputs)]
     initializers = [numpy_helper.from_array(v, name) for name, v in case.constants.items()]
-    graph = helper.make_graph([node], case.id, inputs, [out], initializer=initializers)
+    graph = helper.make_graph([node], case.id, inputs, outs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
     model.ir_version = 8
     return model
 
 
 def _exact_problems(actual: dict, expected: dict) -> list:
-    got, want = actual.get("y"), expected["y"]
-    if got is None:
-        return [f"no output 'y' (got {sorted(actual)})"]
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return [f"{got.dtype} {list(got.shape)}, expected {want.dtype} {list(want.shape)}"]
-    if np.issubdtype(want.dtype, np.floating):
-        # NaN matches NaN and an infinity the same infinity; finite values
-        # within runners.py's tolerance, scaled by the largest finite one.
-        finite = np.isfinite(want)
-        scale = float(np.max(np.abs(want[finite]), initial=0.0))
-        close = np.abs(got.astype(np.float64) - want) <= (
-            runners.ATOL_SCALE * scale + runners.RTOL * np.abs(want.astype(np.float64)))
-        same = np.where(finite, close, (got == want) | (np.isnan(got) & np.isnan(want)))
-        # -0 and 0 are told apart where the reference makes them differ.
-        same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want) | (want != 0)
-        bad = np.argwhere(~same)
-    else:
-        bad = np.argwhere(got != want)
-    return [] if bad.size == 0 else [
-        f"{len(bad)} of {want.size} differ; first at {tuple(bad[0])}: got {got[tuple(bad[0])]!r}, "
-        f"expected {want[tuple(bad[0])]!r}"]
+    problems = []
+    for name, want in expected.items():
+        got = actual.get(name)
+        if got is None:
+            problems.append(f"no output {name!r} (got {sorted(actual)})")
+            continue
+        if got.dtype != want.dtype or got.shape != want.shape:
+            problems.append(f"{name}: {got.dtype} {list(got.shape)}, expected {want.dtype} "
+                            f"{list(want.shape)}")
+            continue
+        if np.issubdtype(want.dtype, np.floating):
+            # NaN matches NaN and an infinity the same infinity; finite values
+            # within runners.py's tolerance, scaled by the largest finite one.
+            finite = np.isfinite(want)
+            scale = float(np.max(np.abs(want[finite]), initial=0.0))
+            close = np.abs(got.astype(np.float64) - want) <= (
+                runners.ATOL_SCALE * scale + runners.RTOL * np.abs(want.astype(np.float64)))
+            same = np.where(finite, close, (got == want) | (np.isnan(got) & np.isnan(want)))
+            # -0 and 0 are told apart where the reference makes them differ.
+            same &= (np.signbit(got) == np.signbit(want)) | np.isnan(want) | (want != 0)
+            bad = np.argwhere(~same)
+        else:
+            bad = np.argwhere(got != want)
+        if bad.size:
+            at = tuple(bad[0])
+            problems.append(f"{name}: {len(bad)} of {want.size} differ; first at {at}: "
+                            f"got {got[at]!r}, expected {want[at]!r}")
+    return problems
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -1,0 +1,77 @@
+// Einsum on the CPU (engine/schema/indexing_schema.h says what it computes):
+// the equation bound to the operands' shapes per plan, then one contraction
+// loop (kernels/cpu/einsum.h). Correct for every equation; a GEMM-shaped
+// equation still runs as a loop nest, not as a matrix product.
+#include "kernels/cpu/einsum.h"
+
+#include <memory>
+#include <vector>
+
+#include "engine/op_registry.h"
+#include "engine/ops/register_ops.h"
+#include "engine/schema/indexing_schema.h"
+
+namespace coalesce {
+namespace {
+
+// Strides per letter of a tensor whose dimensions carry `letters` (0 for a
+// broadcast dimension of size 1 where the letter is larger).
+std::vector<int64_t> LetterStrides(const std::string& letters,
+                                   const Shape& shape, const EinsumPlan& plan,
+                                   const std::string& order) {
+  std::vector<int64_t> strides(order.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = letters.size(); d-- > 0;) {
+    const int64_t size = plan.size[static_cast<unsigned char>(letters[d])];
+    if (shape[d] == size || size == 1) {
+      strides[order.find(letters[d])] += stride;
+    }
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+class EinsumOp : public SchemaKernel {
+ public:
+  EinsumOp(const OpNode& node, const EinsumAttrs& attrs)
+      : SchemaKernel(node), attrs_(attrs) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    std::vector<Shape> shapes;
+    std::vector<const float*> operands;
+    for (const ConstTensorView& t : in) {
+      shapes.push_back(*t.shape);
+      operands.push_back(t.as<float>());
+    }
+    absl::StatusOr<EinsumPlan> plan = PlanEinsum(attrs_.equation, shapes);
+    if (!plan.ok()) return plan.status();
+    // Output letters first, then the summed ones.
+    std::string order = plan->output;
+    for (const std::string& letters : plan->inputs)
+      for (char c : letters)
+        if (order.find(c) == std::string::npos) order.push_back(c);
+    kernels::Contraction c;
+    for (char letter : order)
+      c.sizes.push_back(plan->size[static_cast<unsigned char>(letter)]);
+    for (size_t k = 0; k < in.size(); ++k)
+      c.strides.push_back(
+          LetterStrides(plan->inputs[k], shapes[k], *plan, order));
+    c.out_strides =
+        LetterStrides(plan->output, plan->output_shape, *plan, order);
+    c.out_count = DimProduct(plan->output_shape, 0, plan->output_shape.size());
+    kernels::Contract(c, operands, out[0].as<float>());
+    return absl::OkStatus();
+  }
+
+ private:
+  const EinsumAttrs attrs_;
+};
+
+}  // namespace
+
+void RegisterEinsumOp(OpRegistry& registry) {
+  registry.Register("Einsum", SchemaFactoryOf<EinsumOp, EinsumAttrs>());
+}
+
+}  // namespace coalesce
