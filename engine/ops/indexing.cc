@@ -7,7 +7,9 @@
 #include "kernels/cpu/indexing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -346,7 +348,14 @@ absl::StatusOr<int64_t> IndexAt(const ConstTensorView& t, int64_t i) {
   int64_t value = 0;
   absl::Status s = VisitNumericType(t.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_floating_point_v<T>) {
+      // NaN, infinities and values beyond int64 are out of every depth.
+      const T v = t.as<T>()[i];
+      value = std::isfinite(v) && std::fabs(v) < 0x1p62
+                  ? static_cast<int64_t>(v)
+                  : std::numeric_limits<int64_t>::max();
+      return absl::OkStatus();
+    } else if constexpr (std::is_arithmetic_v<T>) {
       value = static_cast<int64_t>(t.as<T>()[i]);
       return absl::OkStatus();
     } else {

@@ -247,9 +247,16 @@ absl::StatusOr<int64_t> OneHotDepth(const TensorInfo& depth) {
     case DataType::kInt32:
       return *reinterpret_cast<const int32_t*>(data);
     case DataType::kFp32:
-      return static_cast<int64_t>(*reinterpret_cast<const float*>(data));
-    case DataType::kFp64:
-      return static_cast<int64_t>(*reinterpret_cast<const double*>(data));
+    case DataType::kFp64: {
+      const double v = depth.dtype == DataType::kFp32
+                           ? *reinterpret_cast<const float*>(data)
+                           : *reinterpret_cast<const double*>(data);
+      if (!(v >= 1 && v < 0x1p40)) {  // NaN fails too
+        return absl::InvalidArgumentError(
+            absl::StrCat("depth ", v, " is not a positive count"));
+      }
+      return static_cast<int64_t>(v);
+    }
     default:
       return absl::InvalidArgumentError(
           "depth must be INT64, INT32, FP32 or FP64");
