@@ -589,7 +589,8 @@ enum class Family {
   kConv,
   kPool,
   kLrn,
-  kBatchNorm
+  kBatchNorm,
+  kReduce
 };
 
 // Keyed by (internal domain?, op type): the ONNX operators, and the fused
@@ -624,6 +625,8 @@ const std::map<RegistryKey, Family>& Registry() {
       (*r)[{false, op}] = Family::kPool;
     (*r)[{false, "LRN"}] = Family::kLrn;
     (*r)[{false, "BatchNormalization"}] = Family::kBatchNorm;
+    (*r)[{false, "ReduceMean"}] = Family::kReduce;
+    (*r)[{false, "ReduceMax"}] = Family::kReduce;
     (*r)[{true, "FusedGemm"}] = Family::kGemm;
     (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
     (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern
@@ -735,6 +738,8 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return device_ops::LowerLrn(v);
     case Family::kBatchNorm:
       return device_ops::LowerBatchNorm(v);
+    case Family::kReduce:
+      return device_ops::LowerReduce(v);
   }
   return absl::InternalError("unknown operator family");
 }

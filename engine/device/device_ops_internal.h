@@ -136,6 +136,9 @@ absl::StatusOr<LoweredNode> LowerPool(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v);
 
+// ReduceMean and ReduceMax over trailing axes (device_ops_reduce.cc).
+absl::StatusOr<LoweredNode> LowerReduce(const NodeView& v);
+
 }  // namespace device_ops
 }  // namespace coalesce
 

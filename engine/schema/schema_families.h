@@ -14,6 +14,7 @@ void RegisterGemmSchemas(SchemaRegistry& registry);  // Gemm, MatMul, fused
 void RegisterIndexingSchemas(SchemaRegistry& registry);
 // LayerNormalization, InstanceNormalization, GroupNormalization
 void RegisterNormalizationSchemas(SchemaRegistry& registry);
+void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX
 void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);
