@@ -6,11 +6,15 @@ known_refusals.txt list, and the comparison every suite that runs it uses
 Tolerance, per output: FP32 models within rtol 1e-4 and atol 1e-5 x
 max|expected|; QDQ models within one quantization step of the output (the
 scale of the DequantizeLinear nearest above it).
+
+As a script, runs the whole corpus on one device and prints a line a model:
+    python3 tests/models/real_corpus.py --device simulated   # or cpu, gpu
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +23,9 @@ from onnx import numpy_helper
 
 import runners
 
-CORPUS = Path(__file__).resolve().parent / "real"
+# $COALESCE_REAL_CORPUS, default tests/models/real beside this file (a GPU
+# bundle's gpu-check points it at the repository's copy).
+CORPUS = Path(os.environ.get("COALESCE_REAL_CORPUS", Path(__file__).resolve().parent / "real"))
 FP32_RTOL, FP32_ATOL_SCALE = 1e-4, 1e-5
 TARGETS = ("cpu", "device")  # known_refusals.txt's target names
 
@@ -100,3 +106,50 @@ def problems(folder: Path, kind: str, actual: dict, expected: dict) -> list:
         if not (diff <= step * 1.0001).all():
             found.append(f"output '{name}': max |diff| {diff.max()} over one step {step}")
     return found
+
+
+def check(onnx_run: Path, device: str, workdir: Path, target: str) -> int:
+    """Runs every corpus model on `device` ("cpu", "simulated" or "gpu") and
+    prints one line each: PASS, REFUSED (listed in known_refusals.txt for
+    `target`, with that reason) or FAIL. Returns the number of failures."""
+    refusals = known_refusals()
+    failures = 0
+    for model in sorted(manifest()):
+        folder = CORPUS / model
+        reason = refusals.get((model, target))
+        kind = manifest()[model]["kind"]
+        verdict = "PASS"
+        for name, feeds, expected in data_sets(folder):
+            try:
+                run = runners.run_coalesce(folder / "model.onnx", feeds, workdir / model / name,
+                                           binary=onnx_run, device=device, threads=2)
+            except runners.CoalesceRunError as err:
+                listed = reason is not None and reason in err.stderr
+                verdict = "REFUSED (listed)" if listed else f"FAIL: {err.stderr.strip()[:300]}"
+                break
+            found = problems(folder, kind, run.outputs, expected)
+            if found:
+                verdict = f"FAIL ({name}): {found[0][:300]}"
+                break
+        if verdict == "PASS" and reason is not None:
+            verdict = f"PASS (listed as refused: {reason})"
+        failures += verdict.startswith("FAIL")
+        print(f"{model:45s} {verdict}", flush=True)
+    print(f"real exports on {device}: {failures} failed of {len(manifest())}")
+    return failures
+
+
+def main() -> int:
+    import argparse
+    import tempfile
+    parser = argparse.ArgumentParser(description="The corpus of real exports on one device.")
+    parser.add_argument("--onnx-run", type=Path, default=runners.onnx_run_binary())
+    parser.add_argument("--device", default="simulated", choices=("cpu", "simulated", "gpu"))
+    args = parser.parse_args()
+    target = "cpu" if args.device == "cpu" else "device"
+    with tempfile.TemporaryDirectory() as tmp:
+        return 1 if check(args.onnx_run, args.device, Path(tmp), target) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
