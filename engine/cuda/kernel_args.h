@@ -45,6 +45,24 @@ inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
       return K::kSqrt;
     case DeviceActivation::kExp:
       return K::kExp;
+    case DeviceActivation::kHardSigmoid:
+      return K::kHardSigmoid;
+    case DeviceActivation::kHardSwish:
+      return K::kHardSwish;
+    case DeviceActivation::kReciprocal:
+      return K::kReciprocal;
+    case DeviceActivation::kNeg:
+      return K::kNeg;
+    case DeviceActivation::kAbs:
+      return K::kAbs;
+    case DeviceActivation::kSin:
+      return K::kSin;
+    case DeviceActivation::kCos:
+      return K::kCos;
+    case DeviceActivation::kFloor:
+      return K::kFloor;
+    case DeviceActivation::kCeil:
+      return K::kCeil;
   }
   return K::kIdentity;
 }

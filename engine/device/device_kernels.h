@@ -38,6 +38,15 @@ enum class DeviceActivation {
   kPow,  // x^alpha
   kSqrt,
   kExp,
+  kHardSigmoid,  // max(0, min(1, alpha x + beta))
+  kHardSwish,    // x max(0, min(1, x / 6 + 1/2))
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kSin,
+  kCos,
+  kFloor,
+  kCeil,
 };
 
 struct ActivationSpec {

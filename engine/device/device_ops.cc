@@ -39,6 +39,14 @@ absl::StatusOr<ActivationSpec> ActivationByName(const std::string& name,
       {"Erf", DeviceActivation::kErf},
       {"Sqrt", DeviceActivation::kSqrt},
       {"Exp", DeviceActivation::kExp},
+      {"HardSwish", DeviceActivation::kHardSwish},
+      {"Reciprocal", DeviceActivation::kReciprocal},
+      {"Neg", DeviceActivation::kNeg},
+      {"Abs", DeviceActivation::kAbs},
+      {"Sin", DeviceActivation::kSin},
+      {"Cos", DeviceActivation::kCos},
+      {"Floor", DeviceActivation::kFloor},
+      {"Ceil", DeviceActivation::kCeil},
   };
   if (name.empty()) return ActivationSpec{};
   auto it = kinds->find(name);
@@ -78,6 +86,13 @@ absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
       return ActivationSpec{DeviceActivation::kClip, *min, *max};
     }
     return ActivationSpec{DeviceActivation::kClip};  // bounds: LowerActivation
+  }
+  if (op == "HardSigmoid") {
+    auto alpha = v.attrs().GetFloat("alpha", 0.2f);
+    auto beta = v.attrs().GetFloat("beta", 0.5f);
+    if (!alpha.ok()) return alpha.status();
+    if (!beta.ok()) return beta.status();
+    return ActivationSpec{DeviceActivation::kHardSigmoid, *alpha, *beta};
   }
   if (op == "Pow") {  // the exponent: LowerActivation
     return ActivationSpec{DeviceActivation::kPow};
@@ -600,8 +615,10 @@ using RegistryKey = std::pair<bool, std::string>;
 const std::map<RegistryKey, Family>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::map<RegistryKey, Family>;
-    for (const char* op : {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip",
-                           "Gelu", "Erf", "Sqrt", "Exp", "Pow"})
+    for (const char* op :
+         {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "Gelu", "Erf", "Sqrt",
+          "Exp", "Pow", "HardSigmoid", "HardSwish", "Reciprocal", "Neg", "Abs",
+          "Sin", "Cos", "Floor", "Ceil"})
       (*r)[{false, op}] = Family::kActivation;
     for (const char* op : {"Add", "Sub", "Mul", "Div"})
       (*r)[{false, op}] = Family::kBinary;

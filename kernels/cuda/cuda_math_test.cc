@@ -2,6 +2,7 @@
 // indexing against double-precision references, and the Softmax partial
 // row combination against a direct computation, in several split orders;
 // float16 conversions against a decoding in double, over every half.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -50,6 +51,24 @@ double Reference(Activation act, double x) {
     case Activation::kGeluTanh:
       return 0.5 * x *
              (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kHardSigmoid:
+      return std::clamp(kAlpha * x + kBeta, 0.0, 1.0);
+    case Activation::kHardSwish:
+      return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
+    case Activation::kReciprocal:
+      return 1 / x;
+    case Activation::kNeg:
+      return -x;
+    case Activation::kAbs:
+      return std::fabs(x);
+    case Activation::kSin:
+      return std::sin(x);
+    case Activation::kCos:
+      return std::cos(x);
+    case Activation::kFloor:
+      return std::floor(x);
+    case Activation::kCeil:
+      return std::ceil(x);
   }
   return NAN;
 }
@@ -59,13 +78,24 @@ TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
        {Activation::kIdentity, Activation::kRelu, Activation::kSigmoid,
         Activation::kTanh, Activation::kGeluErf, Activation::kGeluTanh,
         Activation::kLeakyRelu, Activation::kClip, Activation::kErf,
-        Activation::kExp}) {
+        Activation::kExp, Activation::kHardSigmoid, Activation::kHardSwish,
+        Activation::kNeg, Activation::kAbs, Activation::kSin, Activation::kCos,
+        Activation::kFloor, Activation::kCeil}) {
     for (int k = -1024; k <= 1024; ++k) {
       const float x = k / 64.0f;  // [-16, 16]
       const double want = Reference(act, x);
       EXPECT_NEAR(ApplyActivation(act, x, kAlpha, kBeta), want,
                   2e-6 * std::max(1.0, std::fabs(want)))
           << "activation " << static_cast<int>(act) << " at " << x;
+    }
+  }
+}
+
+TEST(CudaMathTest, ReciprocalMatchesDoublePrecision) {
+  for (int k = 1; k <= 1024; ++k) {
+    for (float x : {k / 64.0f, -k / 64.0f}) {
+      EXPECT_NEAR(ApplyActivation(Activation::kReciprocal, x), 1.0 / x,
+                  2e-6 * std::max(1.0, std::fabs(1.0 / x)));
     }
   }
 }

@@ -25,6 +25,15 @@ enum class Activation {
   kPow,  // x^alpha (Pow by a constant scalar exponent)
   kSqrt,
   kExp,
+  kHardSigmoid,  // max(0, min(1, alpha x + beta))
+  kHardSwish,    // x max(0, min(1, x / 6 + 1/2))
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kSin,
+  kCos,
+  kFloor,
+  kCeil,
 };
 
 // ONNX semantics: Gelu (approximate="none") is 0.5 x (1 + erf(x / sqrt 2)),
@@ -58,6 +67,28 @@ COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
       const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
       return 0.5f * x * (1.0f + tanhf(inner));
     }
+    case Activation::kHardSigmoid: {
+      const float y = alpha * x + beta;
+      return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+    }
+    case Activation::kHardSwish: {
+      const float y = x / 6.0f + 0.5f;
+      return x * (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
+    }
+    case Activation::kReciprocal:
+      return 1.0f / x;
+    case Activation::kNeg:
+      return -x;
+    case Activation::kAbs:
+      return fabsf(x);
+    case Activation::kSin:
+      return sinf(x);
+    case Activation::kCos:
+      return cosf(x);
+    case Activation::kFloor:
+      return floorf(x);
+    case Activation::kCeil:
+      return ceilf(x);
     case Activation::kIdentity:
       break;
   }

@@ -27,7 +27,7 @@ import runners
 # a model that computes them at run time is refused as a GPU instance.
 DEVICE_REFUSES = {
     "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "IsNaN", "IsInf", "Mod", "Sign",
-    "Floor", "Ceil", "Round", "Sin", "Cos", "HardSwish", "Mish", "Celu", "ThresholdedRelu",
+    "Round", "Mish", "Celu", "ThresholdedRelu",
     "GatherElements", "Trilu", "CumSum", "QuantizeLinear", "DequantizeLinear", "GatherND",
     "ScatterND", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
     "ReduceLogSum", "ReduceLogSumExp", "Max", "Min", "InstanceNormalization",
