@@ -1,7 +1,8 @@
 // The CNN family of the device registry (device_ops.h): 2-D Conv and
 // FusedConv (attributes and geometry from engine/schema/conv_schema.h),
-// max/average/global pooling, LRN and BatchNormalization at inference (as a
-// per-channel affine map with constants computed here).
+// max/average/global pooling (windows from engine/schema/pool_schema.h),
+// LRN and BatchNormalization at inference (as a per-channel affine map with
+// constants computed here).
 #include <cmath>
 #include <string>
 #include <utility>
@@ -10,57 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
 #include "engine/schema/conv_schema.h"
+#include "engine/schema/pool_schema.h"
 
 namespace coalesce::device_ops {
 namespace {
-
-// Pads of one spatial axis: ONNX's explicit pads, or auto_pad resolved
-// from the input, output, stride and window span as ONNX defines SAME_*.
-struct AxisPads {
-  int64_t begin = 0, end = 0;
-};
-
-absl::StatusOr<std::vector<AxisPads>> ResolvePads(
-    const NodeAttributes& attrs, const Shape& in, const Shape& out,
-    const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-    const std::vector<int64_t>& dilations) {
-  auto auto_pad = attrs.GetString("auto_pad", "NOTSET");
-  auto pads = attrs.GetInts("pads");
-  if (!auto_pad.ok()) return auto_pad.status();
-  if (!pads.ok()) return pads.status();
-  const size_t rank = kernel.size();
-  std::vector<AxisPads> result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
-      const int64_t span = (kernel[i] - 1) * dilations[i] + 1;
-      const int64_t total = std::max<int64_t>(
-          0, (out[2 + i] - 1) * strides[i] + span - in[2 + i]);
-      const int64_t small = total / 2;
-      result[i] = *auto_pad == "SAME_UPPER" ? AxisPads{small, total - small}
-                                            : AxisPads{total - small, small};
-    } else if (*auto_pad == "NOTSET" && !pads->empty()) {
-      if (pads->size() != 2 * rank) {
-        return absl::InvalidArgumentError("pads has the wrong length");
-      }
-      result[i] = {(*pads)[i], (*pads)[i + rank]};
-    }
-  }
-  return result;
-}
-
-// An attribute of one value per spatial axis, or `fallback` when absent.
-absl::StatusOr<std::vector<int64_t>> PerAxis(const NodeAttributes& attrs,
-                                             const std::string& name,
-                                             size_t rank, int64_t fallback) {
-  auto values = attrs.GetInts(name);
-  if (!values.ok()) return values.status();
-  if (values->empty()) return std::vector<int64_t>(rank, fallback);
-  if (values->size() != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " needs ", rank, " values"));
-  }
-  return *values;
-}
 
 absl::Status Require2D(const NodeView& v) {
   if (v.in_shape(0).size() != 4) {
@@ -175,30 +129,23 @@ absl::StatusOr<LoweredNode> LowerPool(const NodeView& v) {
     args.kernel_h = x[2];
     args.kernel_w = x[3];
   } else {
-    auto kernel = v.attrs().GetInts("kernel_shape");
-    if (!kernel.ok()) return kernel.status();
-    if (kernel->size() != 2) {
-      return absl::InvalidArgumentError("kernel_shape needs 2 values");
-    }
-    auto strides = PerAxis(v.attrs(), "strides", 2, 1);
-    auto dilations = PerAxis(v.attrs(), "dilations", 2, 1);
-    auto include_pad = v.attrs().GetInt("count_include_pad", 0);
-    for (const absl::Status& s :
-         {strides.status(), dilations.status(), include_pad.status()})
-      if (!s.ok()) return s;
-    auto pads = ResolvePads(v.attrs(), x, y, *kernel, *strides, *dilations);
-    if (!pads.ok()) return pads.status();
-    args.kernel_h = (*kernel)[0];
-    args.kernel_w = (*kernel)[1];
-    args.stride_h = (*strides)[0];
-    args.stride_w = (*strides)[1];
-    args.dilation_h = (*dilations)[0];
-    args.dilation_w = (*dilations)[1];
-    args.pad_top = (*pads)[0].begin;
-    args.pad_bottom = (*pads)[0].end;
-    args.pad_left = (*pads)[1].begin;
-    args.pad_right = (*pads)[1].end;
-    args.count_include_pad = !args.max && *include_pad != 0;
+    // The same windows the CPU's pools use (engine/schema/pool_schema.h).
+    absl::StatusOr<const PoolAttrs*> attrs = v.resolved<PoolAttrs>();
+    if (!attrs.ok()) return attrs.status();
+    const PoolAttrs& a = **attrs;
+    absl::StatusOr<PoolWindows> w = ResolvePoolWindows(a, {x[2], x[3]});
+    if (!w.ok()) return w.status();
+    args.kernel_h = a.kernel[0];
+    args.kernel_w = a.kernel[1];
+    args.stride_h = a.strides[0];
+    args.stride_w = a.strides[1];
+    args.dilation_h = a.dilations[0];
+    args.dilation_w = a.dilations[1];
+    args.pad_top = w->pads_begin[0];
+    args.pad_bottom = w->pads_end[0];
+    args.pad_left = w->pads_begin[1];
+    args.pad_right = w->pads_end[1];
+    args.count_include_pad = a.count_include_pad;
   }
   const int ix = v.in_id(0), iy = v.out_id(0);
   LoweredNode lowered;

@@ -12,9 +12,9 @@
 #include "engine/schema/window_limits.h"
 
 namespace coalesce {
-namespace {
+namespace {}  // namespace
 
-absl::StatusOr<AutoPad> ParseAutoPad(const std::string& value) {
+absl::StatusOr<AutoPad> ResolveAutoPad(const std::string& value) {
   if (value.empty() || value == "NOTSET") return AutoPad::kNotSet;
   if (value == "SAME_UPPER") return AutoPad::kSameUpper;
   if (value == "SAME_LOWER") return AutoPad::kSameLower;
@@ -23,6 +23,8 @@ absl::StatusOr<AutoPad> ParseAutoPad(const std::string& value) {
       absl::StrCat("auto_pad '", value, "' is not one of NOTSET, SAME_UPPER, ",
                    "SAME_LOWER, VALID"));
 }
+
+namespace {
 
 // `values` with `fill` repeated `rank` times when empty; InvalidArgument when
 // its length is not `rank` (or, for pads, 2 * rank).
@@ -51,7 +53,7 @@ absl::StatusOr<ConvAttributes> ResolveConvAttributes(
   ConvAttributes attrs;
   absl::StatusOr<std::string> auto_pad = node.GetString("auto_pad", "");
   if (!auto_pad.ok()) return auto_pad.status();
-  absl::StatusOr<AutoPad> parsed = ParseAutoPad(*auto_pad);
+  absl::StatusOr<AutoPad> parsed = ResolveAutoPad(*auto_pad);
   if (!parsed.ok()) return parsed.status();
   attrs.auto_pad = *parsed;
   absl::StatusOr<int64_t> group = node.GetInt("group", 1);

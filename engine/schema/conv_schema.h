@@ -20,6 +20,10 @@ namespace coalesce {
 
 enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
+// "NOTSET" (or empty), "SAME_UPPER", "SAME_LOWER", "VALID"; InvalidArgument
+// for anything else.
+absl::StatusOr<AutoPad> ResolveAutoPad(const std::string& value);
+
 struct ConvAttributes {
   AutoPad auto_pad = AutoPad::kNotSet;
   int64_t group = 1;

@@ -7,6 +7,7 @@ void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterGemmSchemas(registry);
   RegisterIndexingSchemas(registry);
   RegisterNormalizationSchemas(registry);
+  RegisterPoolSchemas(registry);
   RegisterReduceSchemas(registry);
   RegisterSoftmaxSchemas(registry);
 }

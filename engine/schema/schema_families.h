@@ -14,6 +14,8 @@ void RegisterGemmSchemas(SchemaRegistry& registry);  // Gemm, MatMul, fused
 void RegisterIndexingSchemas(SchemaRegistry& registry);
 // LayerNormalization, InstanceNormalization, GroupNormalization
 void RegisterNormalizationSchemas(SchemaRegistry& registry);
+// MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
+void RegisterPoolSchemas(SchemaRegistry& registry);
 void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX
 void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
