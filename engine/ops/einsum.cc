@@ -1,14 +1,18 @@
 // Einsum on the CPU (engine/schema/indexing_schema.h says what it computes):
-// the equation bound to the operands' shapes per plan, then one contraction
-// loop (kernels/cpu/einsum.h). Correct for every equation; a GEMM-shaped
-// equation still runs as a loop nest, not as a matrix product.
+// the equation bound to the operands' shapes once per plan (Prepare), then
+// one contraction loop per run (kernels/cpu/einsum.h). Correct for every
+// equation; a GEMM-shaped equation still runs as a loop nest, not as a
+// matrix product.
 #include "kernels/cpu/einsum.h"
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/prepared_kernel.h"
 #include "engine/schema/indexing_schema.h"
 
 namespace coalesce {
@@ -31,36 +35,72 @@ std::vector<int64_t> LetterStrides(const std::string& letters,
   return strides;
 }
 
+// The contraction of `equation` over operands of `shapes`, output letters
+// first, then the summed ones.
+absl::StatusOr<kernels::Contraction> Contraction(
+    const std::string& equation, const std::vector<Shape>& shapes) {
+  absl::StatusOr<EinsumPlan> plan = PlanEinsum(equation, shapes);
+  if (!plan.ok()) return plan.status();
+  std::string order = plan->output;
+  for (const std::string& letters : plan->inputs)
+    for (char c : letters)
+      if (order.find(c) == std::string::npos) order.push_back(c);
+  kernels::Contraction c;
+  for (char letter : order)
+    c.sizes.push_back(plan->size[static_cast<unsigned char>(letter)]);
+  for (size_t k = 0; k < shapes.size(); ++k)
+    c.strides.push_back(
+        LetterStrides(plan->inputs[k], shapes[k], *plan, order));
+  c.out_strides = LetterStrides(plan->output, plan->output_shape, *plan, order);
+  c.out_count = DimProduct(plan->output_shape, 0, plan->output_shape.size());
+  return c;
+}
+
+std::vector<const float*> Operands(absl::Span<const ConstTensorView> in) {
+  std::vector<const float*> operands;
+  for (const ConstTensorView& t : in) operands.push_back(t.as<float>());
+  return operands;
+}
+
+// Einsum with its contraction built once per plan.
+class PreparedEinsum : public PreparedKernel {
+ public:
+  explicit PreparedEinsum(kernels::Contraction c) : c_(std::move(c)) {}
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out, char* scratch) override {
+    kernels::Contract(c_, Operands(in), out[0].as<float>());
+    return absl::OkStatus();
+  }
+
+ private:
+  const kernels::Contraction c_;
+};
+
 class EinsumOp : public SchemaKernel {
  public:
   EinsumOp(const OpNode& node, const EinsumAttrs& attrs)
       : SchemaKernel(node), attrs_(attrs) {}
 
+  absl::StatusOr<std::unique_ptr<PreparedKernel>> Prepare(
+      absl::Span<const TensorInfo> in,
+      absl::Span<const TensorInfo> out) const override {
+    std::vector<Shape> shapes;
+    for (const TensorInfo& t : in) shapes.push_back(t.shape);
+    absl::StatusOr<kernels::Contraction> c =
+        Contraction(attrs_.equation, shapes);
+    if (!c.ok()) return c.status();
+    return std::make_unique<PreparedEinsum>(*std::move(c));
+  }
+
+  // Unprepared: when the planner computes the node from constants.
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     std::vector<Shape> shapes;
-    std::vector<const float*> operands;
-    for (const ConstTensorView& t : in) {
-      shapes.push_back(*t.shape);
-      operands.push_back(t.as<float>());
-    }
-    absl::StatusOr<EinsumPlan> plan = PlanEinsum(attrs_.equation, shapes);
-    if (!plan.ok()) return plan.status();
-    // Output letters first, then the summed ones.
-    std::string order = plan->output;
-    for (const std::string& letters : plan->inputs)
-      for (char c : letters)
-        if (order.find(c) == std::string::npos) order.push_back(c);
-    kernels::Contraction c;
-    for (char letter : order)
-      c.sizes.push_back(plan->size[static_cast<unsigned char>(letter)]);
-    for (size_t k = 0; k < in.size(); ++k)
-      c.strides.push_back(
-          LetterStrides(plan->inputs[k], shapes[k], *plan, order));
-    c.out_strides =
-        LetterStrides(plan->output, plan->output_shape, *plan, order);
-    c.out_count = DimProduct(plan->output_shape, 0, plan->output_shape.size());
-    kernels::Contract(c, operands, out[0].as<float>());
+    for (const ConstTensorView& t : in) shapes.push_back(*t.shape);
+    absl::StatusOr<kernels::Contraction> c =
+        Contraction(attrs_.equation, shapes);
+    if (!c.ok()) return c.status();
+    kernels::Contract(*c, Operands(in), out[0].as<float>());
     return absl::OkStatus();
   }
 

@@ -35,12 +35,4 @@ const OpSchema* SchemaRegistry::Find(const std::string& domain,
   return it == schemas_.end() ? nullptr : it->second.get();
 }
 
-std::vector<std::string> SchemaRegistry::OnnxOperators() const {
-  std::vector<std::string> ops;
-  for (const auto& [key, schema] : schemas_) {
-    if (!key.first) ops.push_back(key.second);
-  }
-  return ops;  // std::map keeps them sorted
-}
-
 }  // namespace coalesce

@@ -132,8 +132,6 @@ class SchemaRegistry {
   // default domain.
   const OpSchema* Find(const std::string& domain,
                        const std::string& op_type) const;
-  // Default-domain operators with a schema, sorted.
-  std::vector<std::string> OnnxOperators() const;
 
  private:
   std::map<std::pair<bool, std::string>, std::shared_ptr<const OpSchema>>

@@ -16,36 +16,13 @@ absl::Status GatherElements(const void* src,
                             size_t element_bytes, const Index* indices,
                             const std::vector<int64_t>& index_dims,
                             int64_t axis, void* out) {
-  const size_t rank = index_dims.size();
-  std::vector<int64_t> src_strides(rank, 1);
-  for (size_t d = rank; d-- > 1;)
-    src_strides[d - 1] = src_strides[d] * src_dims[d];
-  int64_t total = 1;
-  for (int64_t d : index_dims) total *= d;
-  const int64_t axis_dim = src_dims[axis];
   const char* from = static_cast<const char*>(src);
   char* to = static_cast<char*>(out);
-  std::vector<int64_t> at(rank, 0);
-  int64_t base = 0;  // source offset of `at` with the axis coordinate at 0
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t index = static_cast<int64_t>(indices[i]);
-    if (index < -axis_dim || index >= axis_dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("index ", index, " is out of range for axis ", axis,
-                       " of size ", axis_dim));
-    }
-    if (index < 0) index += axis_dim;
-    std::memcpy(to + i * element_bytes,
-                from + (base + index * src_strides[axis]) * element_bytes,
-                element_bytes);
-    for (size_t d = rank; d-- > 0;) {
-      if (static_cast<int64_t>(d) != axis) base += src_strides[d];
-      if (++at[d] < index_dims[d]) break;
-      if (static_cast<int64_t>(d) != axis) base -= src_strides[d] * at[d];
-      at[d] = 0;
-    }
-  }
-  return absl::OkStatus();
+  return ForEachAlongAxis(
+      src_dims, indices, index_dims, axis, [&](int64_t i, int64_t offset) {
+        std::memcpy(to + i * element_bytes, from + offset * element_bytes,
+                    element_bytes);
+      });
 }
 
 template absl::Status GatherElements<int64_t>(const void*,

@@ -61,6 +61,43 @@ template <typename T>
 void CumSum(const T* in, int64_t outer, int64_t dim, int64_t inner,
             bool exclusive, bool reverse, T* out);
 
+// For every position i (row-major) of an index tensor of `index_dims`,
+// calls visit(i, offset): the element offset in a tensor of `dims` whose
+// `axis` coordinate is indices[i] (negative: + dims[axis]) and whose other
+// coordinates are i's (GatherElements' and ScatterElements' walk).
+// InvalidArgument, after visiting the positions before it, for an index
+// out of range. REQUIRES: equal ranks, axis < rank.
+template <typename Index, typename Visit>
+absl::Status ForEachAlongAxis(const std::vector<int64_t>& dims,
+                              const Index* indices,
+                              const std::vector<int64_t>& index_dims,
+                              int64_t axis, Visit visit) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  int64_t total = 1;
+  for (int64_t d : index_dims) total *= d;
+  std::vector<int64_t> at(rank, 0);
+  int64_t base = 0;  // offset of `at` with its axis coordinate at 0
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t index = static_cast<int64_t>(indices[i]);
+    if (index < -dims[axis] || index >= dims[axis]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", index, " is out of range for axis ", axis,
+                       " of size ", dims[axis]));
+    }
+    if (index < 0) index += dims[axis];
+    visit(i, base + index * strides[axis]);
+    for (size_t d = rank; d-- > 0;) {
+      if (static_cast<int64_t>(d) != axis) base += strides[d];
+      if (++at[d] < index_dims[d]) break;
+      if (static_cast<int64_t>(d) != axis) base -= strides[d] * at[d];
+      at[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ONNX ScatterElements: `out` (already a copy of data, shape `dims`) gets
 // updates[i] combined into the element whose `axis` coordinate is
 // indices[i] (negative: + dims[axis]) and whose other coordinates are i's,
@@ -72,33 +109,12 @@ absl::Status ScatterElements(const std::vector<int64_t>& dims,
                              const std::vector<int64_t>& index_dims,
                              int64_t axis, const void* updates, void* out,
                              Combine combine) {
-  const size_t rank = dims.size();
-  std::vector<int64_t> strides(rank, 1);
-  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  int64_t total = 1;
-  for (int64_t d : index_dims) total *= d;
   const char* from = static_cast<const char*>(updates);
   char* to = static_cast<char*>(out);
-  std::vector<int64_t> at(rank, 0);
-  int64_t base = 0;  // offset of `at` with its axis coordinate at 0
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t index = static_cast<int64_t>(indices[i]);
-    if (index < -dims[axis] || index >= dims[axis]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("index ", index, " is out of range for axis ", axis,
-                       " of size ", dims[axis]));
-    }
-    if (index < 0) index += dims[axis];
-    combine(to + (base + index * strides[axis]) * element_bytes,
-            from + i * element_bytes);
-    for (size_t d = rank; d-- > 0;) {
-      if (static_cast<int64_t>(d) != axis) base += strides[d];
-      if (++at[d] < index_dims[d]) break;
-      if (static_cast<int64_t>(d) != axis) base -= strides[d] * at[d];
-      at[d] = 0;
-    }
-  }
-  return absl::OkStatus();
+  return ForEachAlongAxis(
+      dims, indices, index_dims, axis, [&](int64_t i, int64_t offset) {
+        combine(to + offset * element_bytes, from + i * element_bytes);
+      });
 }
 
 // The k largest (or smallest) elements along the middle axis of
