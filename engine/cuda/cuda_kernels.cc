@@ -23,6 +23,7 @@
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
+#include "kernels/cuda/typed.h"
 
 namespace coalesce {
 namespace {
@@ -605,15 +606,51 @@ class CudaKernels : public DeviceKernels {
                       "float32 conversion kernel");
   }
 
-  absl::Status CastToFloat(DeviceStream& stream, DataType from, const void* x,
-                           float* y, int64_t count) override {
-    kc::CastSource source;
-    if (!CastSourceOf(from, &source)) {
-      return absl::InvalidArgumentError("cannot cast this type to float");
+  absl::Status Typed(DeviceStream& stream, DeviceTypedOp op, DataType type,
+                     const void* a, const Shape& a_shape, const void* b,
+                     const Shape& b_shape, void* y,
+                     const Shape& y_shape) override {
+    kc::ElementType element;
+    if (!ElementTypeOf(type, &element)) {
+      return absl::InvalidArgumentError("typed kernels do not take this type");
+    }
+    const kc::TypedOp kop = ToKernel(op);
+    kc::TypedIndexer ix;
+    const int64_t n = kc::IsUnaryTyped(kop)
+                          ? TypedIndexerFor({&a_shape}, y_shape, &ix)
+                          : TypedIndexerFor({&a_shape, &b_shape}, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchTyped(kop, element, ix, a, b, y, n, CudaStreamOf(stream)),
+        "typed elementwise kernel");
+  }
+
+  absl::Status Where(DeviceStream& stream, const void* cond,
+                     const Shape& cond_shape, const void* x,
+                     const Shape& x_shape, const void* z, const Shape& z_shape,
+                     size_t element_bytes, void* y,
+                     const Shape& y_shape) override {
+    kc::TypedIndexer ix;
+    const int64_t n =
+        TypedIndexerFor({&cond_shape, &x_shape, &z_shape}, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchWhere(ix, static_cast<const uint8_t*>(cond), x, z,
+                        element_bytes, y, n, CudaStreamOf(stream)),
+        "where kernel");
+  }
+
+  absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
+                    DataType to, void* y, int64_t count) override {
+    kc::ElementType source, target;
+    if (!ElementTypeOf(from, &source) || !ElementTypeOf(to, &target)) {
+      return absl::InvalidArgumentError("cast kernel does not take this type");
     }
     if (absl::Status s = Current(); !s.ok()) return s;
     return CudaStatus(
-        kc::LaunchCastToFloat(x, source, y, count, CudaStreamOf(stream)),
+        kc::LaunchCast(source, x, target, y, count, CudaStreamOf(stream)),
         "cast kernel");
   }
 

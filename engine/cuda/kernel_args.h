@@ -15,6 +15,7 @@
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/transpose_math.h"
+#include "kernels/cuda/typed_math.h"
 
 namespace coalesce {
 
@@ -82,26 +83,99 @@ inline kernels::cuda::BinaryOp ToKernel(DeviceBinaryOp op) {
   return K::kAdd;
 }
 
-// The Cast source type of `from`; false when Cast-to-float cannot read it.
-inline bool CastSourceOf(DataType from, kernels::cuda::CastSource* source) {
-  using K = kernels::cuda::CastSource;
-  switch (from) {
+inline kernels::cuda::TypedOp ToKernel(DeviceTypedOp op) {
+  using K = kernels::cuda::TypedOp;
+  using D = DeviceTypedOp;
+  switch (op) {
+    case D::kAdd:
+      return K::kAdd;
+    case D::kSub:
+      return K::kSub;
+    case D::kMul:
+      return K::kMul;
+    case D::kDiv:
+      return K::kDiv;
+    case D::kMod:
+      return K::kMod;
+    case D::kFmod:
+      return K::kFmod;
+    case D::kMax:
+      return K::kMax;
+    case D::kMin:
+      return K::kMin;
+    case D::kNeg:
+      return K::kNeg;
+    case D::kAbs:
+      return K::kAbs;
+    case D::kEqual:
+      return K::kEqual;
+    case D::kLess:
+      return K::kLess;
+    case D::kLessOrEqual:
+      return K::kLessOrEqual;
+    case D::kGreater:
+      return K::kGreater;
+    case D::kGreaterOrEqual:
+      return K::kGreaterOrEqual;
+    case D::kAnd:
+      return K::kAnd;
+    case D::kOr:
+      return K::kOr;
+    case D::kXor:
+      return K::kXor;
+    case D::kNot:
+      return K::kNot;
+    case D::kIsNaN:
+      return K::kIsNaN;
+    case D::kIsInf:
+      return K::kIsInf;
+    case D::kIsPosInf:
+      return K::kIsPosInf;
+    case D::kIsNegInf:
+      return K::kIsNegInf;
+  }
+  return K::kAdd;
+}
+
+// The typed kernels' element type of `type`; false for types they lack.
+inline bool ElementTypeOf(DataType type, kernels::cuda::ElementType* out) {
+  using K = kernels::cuda::ElementType;
+  switch (type) {
     case DataType::kFp32:
-      *source = K::kFloat;
+      *out = K::kFloat;
       return true;
     case DataType::kInt64:
-      *source = K::kInt64;
+      *out = K::kInt64;
       return true;
     case DataType::kInt32:
-      *source = K::kInt32;
+      *out = K::kInt32;
       return true;
     case DataType::kUint8:
+      *out = K::kUint8;
+      return true;
     case DataType::kBool:
-      *source = K::kUint8;
+      *out = K::kBool;
       return true;
     default:
       return false;
   }
+}
+
+// The typed kernels' indexer for `inputs` broadcast to y; y's element
+// count, or -1 when an input does not broadcast or a rank is above 8.
+inline int64_t TypedIndexerFor(const std::vector<const Shape*>& inputs,
+                               const Shape& y,
+                               kernels::cuda::TypedIndexer* ix) {
+  const int64_t* dims[kernels::cuda::kMaxTypedInputs] = {};
+  int ranks[kernels::cuda::kMaxTypedInputs] = {};
+  if (inputs.size() > kernels::cuda::kMaxTypedInputs) return -1;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    dims[k] = inputs[k]->data();
+    ranks[k] = static_cast<int>(inputs[k]->size());
+  }
+  return kernels::cuda::MakeTypedIndexer(static_cast<int>(inputs.size()), dims,
+                                         ranks, y.data(),
+                                         static_cast<int>(y.size()), ix);
 }
 
 inline kernels::cuda::Pool2DGeometry ToGeometry(const Pool2DArgs& a) {

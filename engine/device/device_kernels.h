@@ -57,6 +57,43 @@ struct ActivationSpec {
 
 enum class DeviceBinaryOp { kAdd, kSub, kMul, kDiv };
 
+// Elementwise operations on typed tensors: the integer and boolean
+// arithmetic of attention masks and position ids (DeviceKernels::Typed).
+// Results are defined for every input, as on the CPU engine: integers wrap,
+// x / 0 is 0, Mod is floored and Fmod truncated (a remainder by 0 is 0 for
+// integers, NaN for floats), float Max and Min propagate NaN.
+enum class DeviceTypedOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kFmod,
+  kMax,
+  kMin,
+  kNeg,  // unary
+  kAbs,  // unary
+  // Results are bool:
+  kEqual,
+  kLess,
+  kLessOrEqual,
+  kGreater,
+  kGreaterOrEqual,
+  kAnd,       // bool operands
+  kOr,        // bool operands
+  kXor,       // bool operands
+  kNot,       // unary, bool
+  kIsNaN,     // unary, float32
+  kIsInf,     // unary, float32, either sign
+  kIsPosInf,  // unary, float32
+  kIsNegInf,  // unary, float32
+};
+
+inline bool IsUnary(DeviceTypedOp op) {
+  return op == DeviceTypedOp::kNeg || op == DeviceTypedOp::kAbs ||
+         op >= DeviceTypedOp::kNot;
+}
+
 // A float16 value as its IEEE 754 binary16 bits (CUDA's __half layout);
 // kernels/cuda/half_math.h converts on the host.
 using Half = uint16_t;
@@ -181,8 +218,8 @@ class DeviceKernels {
                                  float epsilon) = 0;
 
   // Gather of `data`, viewed as [outer, axis_dim, inner] elements of
-  // `element_bytes` (4 or 8), by `num_indices` int64 (or int32) indices into
-  // y [outer, num_indices, inner]. Negative indices count from the end; an
+  // `element_bytes` (1, 2, 4 or 8), by `num_indices` int64 (or int32) indices
+  // into y [outer, num_indices, inner]. Negative indices count from the end; an
   // index out of range gives zeros (the device cannot fail one batch from
   // inside a kernel).
   virtual absl::Status Gather(DeviceStream& stream, const void* data,
@@ -200,10 +237,29 @@ class DeviceKernels {
   virtual absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
                                 int64_t count) = 0;
 
-  // y = float(x) for `count` elements of type `from` (float32, int64,
-  // int32, uint8 or bool).
-  virtual absl::Status CastToFloat(DeviceStream& stream, DataType from,
-                                   const void* x, float* y, int64_t count) = 0;
+  // y = op(a, b) with a and b broadcast to y_shape by NumPy's rules (rank
+  // <= 8); unary ops read a only (b may be null). Operands are of `type`:
+  // float32, int64 or int32 (bool for And, Or, Xor and Not); y has that
+  // type, or is bool for comparisons, logic and the IsNaN/IsInf tests.
+  virtual absl::Status Typed(DeviceStream& stream, DeviceTypedOp op,
+                             DataType type, const void* a, const Shape& a_shape,
+                             const void* b, const Shape& b_shape, void* y,
+                             const Shape& y_shape) = 0;
+
+  // y = cond ? x : z (ONNX Where), each broadcast to y_shape (rank <= 8),
+  // for elements of `element_bytes` (1, 2, 4 or 8); cond is bool.
+  virtual absl::Status Where(DeviceStream& stream, const void* cond,
+                             const Shape& cond_shape, const void* x,
+                             const Shape& x_shape, const void* z,
+                             const Shape& z_shape, size_t element_bytes,
+                             void* y, const Shape& y_shape) = 0;
+
+  // y = x converted from `from` to `to` (each float32, int64, int32, uint8
+  // or bool) for `count` elements, by the CPU engine's Cast rules: to bool
+  // is "!= 0", float to integer truncates (NaN: 0) and saturates, integers
+  // wrap.
+  virtual absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
+                            DataType to, void* y, int64_t count) = 0;
 
   virtual absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) = 0;
 

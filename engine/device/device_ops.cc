@@ -107,6 +107,9 @@ absl::Status CheckActivation(const PlanNode& node, int64_t opset) {
 }
 
 absl::StatusOr<LoweredNode> LowerActivation(const NodeView& v) {
+  const std::string& op = *v.node().op_type;
+  if ((op == "Neg" || op == "Abs") && v.in(0).info.dtype != DataType::kFp32)
+    return device_ops::LowerTyped(v);
   if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
   auto spec = NodeActivation(v);
   if (!spec.ok()) return spec.status();
@@ -143,6 +146,7 @@ DeviceBinaryOp BinaryOf(const std::string& op) {
 }
 
 absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
+  if (v.in(0).info.dtype != DataType::kFp32) return device_ops::LowerTyped(v);
   if (absl::Status s = v.RequireFloat({0, 1}); !s.ok()) return s;
   if (v.in_shape(0).size() > 8 || v.in_shape(1).size() > 8) {
     return absl::UnimplementedError("rank above 8");
@@ -412,13 +416,13 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
   return lowered;
 }
 
-// -- Gather and Cast ------------------------------------------------------
+// -- Gather ------------------------------------------------------
 
 absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
   const Shape& data = v.in_shape(0);
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
   const DataType index_type = v.in(1).info.dtype;
-  if (elem != 4 && elem != 8) {
+  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
     return absl::UnimplementedError(absl::StrCat(
         "data of type ", std::string(DataTypeName(v.in(0).info.dtype))));
   }
@@ -445,29 +449,6 @@ absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
     return c.kernels.Gather(c.stream, c.addresses[d], elem, outer, axis_dim,
                             inner, c.addresses[ix], int64_indices, num_indices,
                             c.addresses[y]);
-  });
-  return lowered;
-}
-
-absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
-  if (v.out(0).info.dtype != DataType::kFp32) {
-    return absl::UnimplementedError(
-        absl::StrCat("Cast to ", std::string(DataTypeName(v.out(0).info.dtype)),
-                     "; the GPU casts to float32 only"));
-  }
-  const DataType from = v.in(0).info.dtype;
-  if (from != DataType::kFp32 && from != DataType::kInt64 &&
-      from != DataType::kInt32 && from != DataType::kUint8 &&
-      from != DataType::kBool) {
-    return absl::UnimplementedError(
-        absl::StrCat("Cast from ", std::string(DataTypeName(from))));
-  }
-  const int x = v.in_id(0), y = v.out_id(0);
-  const int64_t n = Count(v.out_shape(0));
-  LoweredNode lowered;
-  lowered.reads = {x};
-  lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.CastToFloat(c.stream, from, c.addresses[x], F(c, y), n);
   });
   return lowered;
 }
@@ -600,6 +581,8 @@ enum class Family {
   kLayerNorm,
   kGather,
   kCast,
+  kTyped,
+  kWhere,
   kSum,
   kConv,
   kPool,
@@ -634,6 +617,11 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "LayerNormalization"}] = Family::kLayerNorm;
     (*r)[{false, "Gather"}] = Family::kGather;
     (*r)[{false, "Cast"}] = Family::kCast;
+    for (const char* op :
+         {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
+          "Or", "Xor", "Not", "IsNaN", "IsInf", "Mod", "Max", "Min"})
+      (*r)[{false, op}] = Family::kTyped;
+    (*r)[{false, "Where"}] = Family::kWhere;
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
     (*r)[{true, "FusedConv"}] = Family::kConv;
@@ -744,7 +732,11 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
     case Family::kGather:
       return LowerGather(v);
     case Family::kCast:
-      return LowerCast(v);
+      return device_ops::LowerCast(v);
+    case Family::kTyped:
+      return device_ops::LowerTyped(v);
+    case Family::kWhere:
+      return device_ops::LowerWhere(v);
     case Family::kSum:
       return LowerSum(v);
     case Family::kConv:

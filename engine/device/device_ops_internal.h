@@ -139,6 +139,13 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v);
 // ReduceMean and ReduceMax over trailing axes (device_ops_reduce.cc).
 absl::StatusOr<LoweredNode> LowerReduce(const NodeView& v);
 
+// The typed elementwise family (device_ops_typed.cc): comparisons, logic,
+// IsNaN/IsInf, Mod, Max/Min, and Add/Sub/Mul/Div/Neg/Abs on integers;
+// Where; Cast.
+absl::StatusOr<LoweredNode> LowerTyped(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerWhere(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerCast(const NodeView& v);
+
 }  // namespace device_ops
 }  // namespace coalesce
 

@@ -447,17 +447,18 @@ TEST_F(GraphProgramTest, RefusesAtLoadNamingEveryNodeItCannotRun) {
 
 TEST_F(GraphProgramTest, RefusesAtLoadWhatOnlyShapesShow) {
   OnnxModelBuilder b(17);
-  b.Input("x", {-1, 8}, onnx::TensorProto::INT64);
-  b.Node("Add", {"x", "x"}, {"y"}, "int_add");
+  b.Input("x", {-1, 8}, onnx::TensorProto::DOUBLE);
+  b.Node("Add", {"x", "x"}, {"y"}, "double_add");
   b.Input("f", {-1, 2, 3});
   SetIntAttr(b.Node("Softmax", {"f"}, {"sm"}, "middle_softmax"), "axis", 1);
-  b.Output("y", {}, onnx::TensorProto::INT64);
+  b.Output("y", {}, onnx::TensorProto::DOUBLE);
   b.Output("sm");
   absl::Status s = Load(b);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  EXPECT_THAT(s.message(),
-              AllOf(HasSubstr("node 'int_add' (op 'Add')"), HasSubstr("INT64"),
-                    HasSubstr("node 'middle_softmax' (op 'Softmax')")));
+  EXPECT_THAT(
+      s.message(),
+      AllOf(HasSubstr("node 'double_add' (op 'Add')"), HasSubstr("FP64"),
+            HasSubstr("node 'middle_softmax' (op 'Softmax')")));
 }
 
 TEST_F(GraphProgramTest, ShapeArithmeticFoldsAndNeedsNoKernel) {

@@ -1,10 +1,11 @@
 // Sum, Max, Min, Mean over one or more float inputs with multidirectional
 // broadcasting (opset >= 8; earlier opsets require equal shapes, which
-// broadcasting accepts too). Max and Min also take one or two FP64 or
-// integer inputs (exporters take the max of int64 shape values).
+// broadcasting accepts too). Max and Min also take FP64 and integer inputs
+// (exporters take the max of int64 shape values and mask positions).
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
@@ -28,12 +29,10 @@ class VariadicOp : public OpKernel {
     const DataType type = in[0].dtype;
     if (type != DataType::kFp32) {
       const bool extremum = kind_ == Variadic::kMax || kind_ == Variadic::kMin;
-      if (!extremum || !IsArithmeticType(type) || in.size() > 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input 0 has type ", std::string(DataTypeName(type)),
-            extremum ? "; FP32 takes any number of inputs, FP64 and integers "
-                       "at most two"
-                     : "; expected FP32"));
+      if (!extremum || !IsArithmeticType(type)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input 0 has type ", std::string(DataTypeName(type)),
+                         extremum ? "; expected a number" : "; expected FP32"));
       }
     }
     Shape shape;
@@ -93,7 +92,9 @@ class VariadicOp : public OpKernel {
   }
 
  private:
-  // Max or Min of one or two FP64 or integer inputs.
+  // Max or Min of FP64 or integer inputs, folded pairwise: each partial
+  // result has the broadcast shape of the inputs so far (the last one is
+  // the output).
   absl::Status RunExtremum(absl::Span<const ConstTensorView> in,
                            const TensorView& out) const {
     const kernels::BinaryOp op = kind_ == Variadic::kMax
@@ -102,10 +103,27 @@ class VariadicOp : public OpKernel {
     return VisitNumericType(in[0].dtype, [&](auto tag) -> absl::Status {
       using T = decltype(tag);
       if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-        // One input: the maximum of it and itself is a copy.
-        const ConstTensorView& b = in.size() > 1 ? in[1] : in[0];
-        kernels::BroadcastBinary<T>(op, in[0].as<T>(), *in[0].shape, b.as<T>(),
-                                    *b.shape, out.as<T>());
+        if (in.size() == 1) {  // the maximum of x and itself: a copy
+          kernels::BroadcastBinary<T>(op, in[0].as<T>(), *in[0].shape,
+                                      in[0].as<T>(), *in[0].shape, out.as<T>());
+          return absl::OkStatus();
+        }
+        std::vector<T> partial, next;
+        const T* acc = in[0].as<T>();
+        Shape acc_shape = *in[0].shape;
+        for (size_t i = 1; i < in.size(); ++i) {
+          Shape shape = *kernels::BroadcastShapes(acc_shape, *in[i].shape);
+          T* y = out.as<T>();
+          if (i + 1 < in.size()) {
+            next.resize(DimProduct(shape, 0, shape.size()));
+            y = next.data();
+          }
+          kernels::BroadcastBinary<T>(op, acc, acc_shape, in[i].as<T>(),
+                                      *in[i].shape, y);
+          partial.swap(next);
+          acc = partial.data();
+          acc_shape = std::move(shape);
+        }
         return absl::OkStatus();
       } else {
         return absl::InternalError("type refused by Infer");

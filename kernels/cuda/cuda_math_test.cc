@@ -1,7 +1,8 @@
 // The CUDA kernels' math, compiled for the host: activations and broadcast
 // indexing against double-precision references, and the Softmax partial
 // row combination against a direct computation, in several split orders;
-// float16 conversions against a decoding in double, over every half.
+// float16 conversions against a decoding in double, over every half; the
+// typed kernels' integer, predicate and Cast rules on chosen edge values.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
+#include "kernels/cuda/typed_math.h"
 
 namespace coalesce::kernels::cuda {
 namespace {
@@ -293,17 +295,135 @@ TEST(CudaMathTest, GatherOffsetsMatchCoordinates) {
   EXPECT_EQ(GatherSourceOffset(0, -6, axis_dim, num, inner), -1);
 }
 
-TEST(CudaMathTest, CastReadsEachSourceType) {
-  const int64_t i64[] = {-3, 1LL << 40};
-  const int32_t i32[] = {7, -9};
-  const uint8_t u8[] = {0, 1};
-  const float f[] = {0.5f, -2.0f};
-  EXPECT_EQ(ReadAsFloat(i64, 1, CastSource::kInt64),
-            static_cast<float>(1LL << 40));
-  EXPECT_EQ(ReadAsFloat(i64, 0, CastSource::kInt64), -3.0f);
-  EXPECT_EQ(ReadAsFloat(i32, 1, CastSource::kInt32), -9.0f);
-  EXPECT_EQ(ReadAsFloat(u8, 1, CastSource::kUint8), 1.0f);
-  EXPECT_EQ(ReadAsFloat(f, 1, CastSource::kFloat), -2.0f);
+TEST(CudaMathTest, IntegerArithmeticIsDefinedForEveryInput) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kAdd, kMax, 1), kMin);  // wraps
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMul, kMax, 2), -2);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kDiv, 7, 0), 0);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kDiv, kMin, -1), kMin);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kDiv, -7, 2), -3);  // truncates
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMod, -7, 3), 2);   // floored
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMod, 7, -3), -2);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kFmod, -7, 3), -1);  // truncated
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMod, 5, 0), 0);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMod, kMin, -1), 0);
+  EXPECT_EQ(Arithmetic<int32_t>(TypedOp::kNeg,
+                                std::numeric_limits<int32_t>::min(), 0),
+            std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(Arithmetic<int32_t>(TypedOp::kAbs, -4, 0), 4);
+  EXPECT_EQ(Arithmetic<int32_t>(TypedOp::kMax, -4, 3), 3);
+  EXPECT_EQ(Arithmetic<int64_t>(TypedOp::kMin, -4, 3), -4);
+}
+
+TEST(CudaMathTest, FloatMaxMinPropagateNaNAndModFollowsTheDivisor) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(Arithmetic<float>(TypedOp::kMax, nan, 1.0f)));
+  EXPECT_TRUE(std::isnan(Arithmetic<float>(TypedOp::kMin, 1.0f, nan)));
+  EXPECT_EQ(Arithmetic<float>(TypedOp::kMax, -1.0f, 2.0f), 2.0f);
+  EXPECT_EQ(Arithmetic<float>(TypedOp::kMod, -7.0f, 3.0f), 2.0f);
+  EXPECT_EQ(Arithmetic<float>(TypedOp::kFmod, -7.0f, 3.0f), -1.0f);
+  EXPECT_TRUE(std::isnan(Arithmetic<float>(TypedOp::kFmod, 1.0f, 0.0f)));
+}
+
+TEST(CudaMathTest, PredicatesCompareAndTestFloats) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(Predicate<int64_t>(TypedOp::kLessOrEqual, 3, 3));
+  EXPECT_FALSE(Predicate<int64_t>(TypedOp::kGreater, 3, 3));
+  EXPECT_TRUE(Predicate<float>(TypedOp::kGreaterOrEqual, 2.0f, -1.0f));
+  EXPECT_FALSE(Predicate<float>(TypedOp::kEqual, nan, nan));
+  EXPECT_TRUE(Predicate<uint8_t>(TypedOp::kAnd, 1, 2));  // any nonzero byte
+  EXPECT_TRUE(Predicate<uint8_t>(TypedOp::kXor, 1, 0));
+  EXPECT_FALSE(Predicate<uint8_t>(TypedOp::kOr, 0, 0));
+  EXPECT_TRUE(Predicate<uint8_t>(TypedOp::kNot, 0, 0));
+  EXPECT_TRUE(Predicate<float>(TypedOp::kIsNaN, nan, 0.0f));
+  EXPECT_FALSE(Predicate<float>(TypedOp::kIsNaN, inf, 0.0f));
+  EXPECT_TRUE(Predicate<float>(TypedOp::kIsInf, -inf, 0.0f));
+  EXPECT_FALSE(Predicate<float>(TypedOp::kIsInf, nan, 0.0f));
+  EXPECT_FALSE(Predicate<float>(TypedOp::kIsInf, 3.0e38f, 0.0f));
+  EXPECT_TRUE(Predicate<float>(TypedOp::kIsPosInf, inf, 0.0f));
+  EXPECT_FALSE(Predicate<float>(TypedOp::kIsPosInf, -inf, 0.0f));
+  EXPECT_TRUE(Predicate<float>(TypedOp::kIsNegInf, -inf, 0.0f));
+}
+
+TEST(CudaMathTest, CastFollowsTheCpuEnginesRules) {
+  const float f[] = {2.7f,  -2.7f,  std::numeric_limits<float>::quiet_NaN(),
+                     1e30f, -1e30f, 300.0f,
+                     -1.0f, 0.0f};
+  const int64_t i64[] = {(int64_t{1} << 32) + 5, 257, -1};
+  const uint8_t b[] = {0, 2};
+  using T = ElementType;
+  EXPECT_EQ(ReadConverted<int64_t>(f, 0, T::kFloat), 2);
+  EXPECT_EQ(ReadConverted<int64_t>(f, 1, T::kFloat), -2);
+  EXPECT_EQ(ReadConverted<int64_t>(f, 2, T::kFloat), 0);
+  EXPECT_EQ(ReadConverted<int64_t>(f, 3, T::kFloat),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(ReadConverted<int32_t>(f, 4, T::kFloat),
+            std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(ReadConverted<int32_t>(i64, 0, T::kInt64), 5);  // wraps
+  EXPECT_EQ(ReadConverted<float>(i64, 2, T::kInt64), -1.0f);
+  EXPECT_EQ(ReadConverted<int64_t>(b, 1, T::kBool), 1);
+  EXPECT_EQ(ReadConverted<float>(b, 1, T::kUint8), 2.0f);
+  EXPECT_EQ(ReadAsByte(f, 5, T::kFloat, false), 255);  // saturates
+  EXPECT_EQ(ReadAsByte(f, 6, T::kFloat, false), 0);
+  EXPECT_EQ(ReadAsByte(f, 2, T::kFloat, true), 1);  // NaN is true
+  EXPECT_EQ(ReadAsByte(f, 7, T::kFloat, true), 0);
+  EXPECT_EQ(ReadAsByte(i64, 1, T::kInt64, false), 1);  // 257 wraps
+  EXPECT_EQ(ReadAsByte(i64, 1, T::kInt64, true), 1);
+}
+
+TEST(CudaMathTest, TypedIndexerBroadcastsThreeInputs) {
+  // cond [2, 1, 3], x [4, 1], z [] to y [2, 4, 3].
+  const int64_t cond[] = {2, 1, 3}, x[] = {4, 1}, y[] = {2, 4, 3};
+  const int64_t* dims[] = {cond, x, nullptr};
+  const int ranks[] = {3, 2, 0};
+  TypedIndexer ix;
+  ASSERT_EQ(MakeTypedIndexer(3, dims, ranks, y, 3, &ix), 24);
+  for (int64_t i = 0; i < 24; ++i) {
+    const int64_t n = i / 12, h = (i / 3) % 4, w = i % 3;
+    int64_t at[kMaxTypedInputs];
+    TypedOffsets(ix, i, at);
+    EXPECT_EQ(at[0], n * 3 + w) << i;
+    EXPECT_EQ(at[1], h) << i;
+    EXPECT_EQ(at[2], 0) << i;
+  }
+  const int64_t bad[] = {3, 1};
+  const int64_t* bad_dims[] = {bad};
+  const int bad_rank[] = {2};
+  EXPECT_EQ(MakeTypedIndexer(1, bad_dims, bad_rank, y, 3, &ix), -1);
+}
+
+TEST(CudaMathTest, TypedElementWritesBoolForPredicatesAndWhereSelects) {
+  const int64_t a_dims[] = {2, 1}, b_dims[] = {3}, y_dims[] = {2, 3};
+  const int64_t* dims[] = {a_dims, b_dims};
+  const int ranks[] = {2, 1};
+  TypedIndexer ix;
+  ASSERT_EQ(MakeTypedIndexer(2, dims, ranks, y_dims, 2, &ix), 6);
+  const int32_t a[] = {1, 5}, b[] = {0, 1, 9};
+  uint8_t ge[6];
+  int32_t sum[6];
+  for (int64_t i = 0; i < 6; ++i) {
+    TypedElement(TypedOp::kGreaterOrEqual, ElementType::kInt32, ix, a, b, ge,
+                 i);
+    TypedElement(TypedOp::kAdd, ElementType::kInt32, ix, a, b, sum, i);
+  }
+  const uint8_t want_ge[] = {1, 1, 0, 1, 1, 0};
+  const int32_t want_sum[] = {1, 2, 10, 5, 6, 14};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(ge[i], want_ge[i]) << i;
+    EXPECT_EQ(sum[i], want_sum[i]) << i;
+  }
+  const int64_t c_dims[] = {2, 3}, x_dims[] = {1}, z_dims[] = {3};
+  const int64_t* where_dims[] = {c_dims, x_dims, z_dims};
+  const int where_ranks[] = {2, 1, 1};
+  ASSERT_EQ(MakeTypedIndexer(3, where_dims, where_ranks, y_dims, 2, &ix), 6);
+  const uint8_t cond[] = {1, 0, 1, 0, 0, 1};
+  const float x[] = {-1.0f}, z[] = {10.0f, 20.0f, 30.0f};
+  float out[6];
+  for (int64_t i = 0; i < 6; ++i) WhereElement(ix, cond, x, z, out, i);
+  const float want[] = {-1.0f, 20.0f, -1.0f, 10.0f, 20.0f, -1.0f};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], want[i]) << i;
 }
 
 // Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3

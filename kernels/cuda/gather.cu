@@ -25,12 +25,15 @@ __global__ void GatherKernel(const T* __restrict__ data, int64_t axis_dim,
   }
 }
 
-__global__ void CastKernel(const void* x, CastSource type, float* y,
-                           int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    y[i] = ReadAsFloat(x, i, type);
-  }
+template <typename T>
+cudaError_t Gather(const void* data, int64_t outer, int64_t axis_dim,
+                   int64_t inner, const void* indices, bool indices_int64,
+                   int64_t num_indices, void* y, cudaStream_t stream) {
+  const int64_t n = outer * num_indices * inner;
+  GatherKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+      static_cast<const T*>(data), axis_dim, inner, indices, indices_int64,
+      num_indices, static_cast<T*>(y), n);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -41,25 +44,22 @@ cudaError_t LaunchGather(const void* data, size_t element_bytes, int64_t outer,
                          cudaStream_t stream) {
   const int64_t n = outer * num_indices * inner;
   if (n == 0) return cudaSuccess;
-  if (element_bytes == 4) {
-    GatherKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
-        static_cast<const uint32_t*>(data), axis_dim, inner, indices,
-        indices_int64, num_indices, static_cast<uint32_t*>(y), n);
-  } else if (element_bytes == 8) {
-    GatherKernel<uint64_t><<<Blocks(n), kThreads, 0, stream>>>(
-        static_cast<const uint64_t*>(data), axis_dim, inner, indices,
-        indices_int64, num_indices, static_cast<uint64_t*>(y), n);
-  } else {
-    return cudaErrorInvalidValue;
+  switch (element_bytes) {
+    case 1:
+      return Gather<uint8_t>(data, outer, axis_dim, inner, indices,
+                             indices_int64, num_indices, y, stream);
+    case 2:
+      return Gather<uint16_t>(data, outer, axis_dim, inner, indices,
+                              indices_int64, num_indices, y, stream);
+    case 4:
+      return Gather<uint32_t>(data, outer, axis_dim, inner, indices,
+                              indices_int64, num_indices, y, stream);
+    case 8:
+      return Gather<uint64_t>(data, outer, axis_dim, inner, indices,
+                              indices_int64, num_indices, y, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
-}
-
-cudaError_t LaunchCastToFloat(const void* x, CastSource type, float* y,
-                              int64_t count, cudaStream_t stream) {
-  if (count == 0) return cudaSuccess;
-  CastKernel<<<Blocks(count), kThreads, 0, stream>>>(x, type, y, count);
-  return cudaGetLastError();
 }
 
 }  // namespace coalesce::kernels::cuda

@@ -1,8 +1,7 @@
-// CUDA Gather (data viewed as [outer, axis_dim, inner], elements of 4 or 8
-// bytes; int64 or int32 indices; an out-of-range index gives zeros) and Cast
-// to float (from float, int64, int32, uint8/bool). The math is in
-// gather_math.h. Each launcher enqueues one kernel and returns the launch's
-// error.
+// CUDA Gather (data viewed as [outer, axis_dim, inner], elements of 1, 2,
+// 4 or 8 bytes; int64 or int32 indices; an out-of-range index gives zeros). The
+// math is in gather_math.h. The launcher enqueues one kernel and returns the
+// launch's error.
 #ifndef COALESCE_KERNELS_CUDA_GATHER_H_
 #define COALESCE_KERNELS_CUDA_GATHER_H_
 
@@ -18,9 +17,6 @@ cudaError_t LaunchGather(const void* data, size_t element_bytes, int64_t outer,
                          int64_t axis_dim, int64_t inner, const void* indices,
                          bool indices_int64, int64_t num_indices, void* y,
                          cudaStream_t stream);
-
-cudaError_t LaunchCastToFloat(const void* x, CastSource type, float* y,
-                              int64_t count, cudaStream_t stream);
 
 }  // namespace coalesce::kernels::cuda
 

@@ -1,6 +1,6 @@
-// The index math of the CUDA Gather and Cast kernels (gather.cu): where
-// output element i of a Gather comes from, and numbers of other types read
-// as float. Host and device; unit-tested on the host (cuda_math_test.cc).
+// The index math of the CUDA Gather kernel (gather.cu): where output
+// element i of a Gather comes from. Host and device; unit-tested on the host
+// (cuda_math_test.cc).
 #ifndef COALESCE_KERNELS_CUDA_GATHER_MATH_H_
 #define COALESCE_KERNELS_CUDA_GATHER_MATH_H_
 
@@ -28,23 +28,6 @@ COALESCE_HD int64_t GatherSourceOffset(int64_t i, int64_t index,
 COALESCE_HD int64_t GatherIndexPosition(int64_t i, int64_t num_indices,
                                         int64_t inner) {
   return (i / inner) % num_indices;
-}
-
-// The element types Cast-to-float reads.
-enum class CastSource { kFloat, kInt64, kInt32, kUint8 };  // kUint8: bool too
-
-COALESCE_HD float ReadAsFloat(const void* x, int64_t i, CastSource type) {
-  switch (type) {
-    case CastSource::kInt64:
-      return static_cast<float>(static_cast<const int64_t*>(x)[i]);
-    case CastSource::kInt32:
-      return static_cast<float>(static_cast<const int32_t*>(x)[i]);
-    case CastSource::kUint8:
-      return static_cast<float>(static_cast<const uint8_t*>(x)[i]);
-    case CastSource::kFloat:
-      break;
-  }
-  return static_cast<const float*>(x)[i];
 }
 
 }  // namespace coalesce::kernels::cuda

@@ -481,6 +481,57 @@ DeviceTestCase ErfGeluPattern() {
   return {"erf_gelu_pattern", std::move(b), true, {{{4, 64}}}, 2e-6f};
 }
 
+// The integer and boolean arithmetic of attention masks, as exporters
+// write it, feeding float outputs and a bool one: every typed op (int64 and
+// int32 arithmetic with variadic, broadcasting Max/Min, comparisons,
+// logic, IsNaN/IsInf, Where on floats and integers, Casts between types).
+DeviceTestCase MaskArithmetic() {
+  OnnxModelBuilder b(17);
+  b.Input("ids", {-1, 6}, onnx::TensorProto::INT64);
+  b.Input("scores", {-1, 6});
+  for (int64_t k : {2, 3, 5, 7}) {
+    b.Int64Initializer(absl::StrCat("k", k), {}, {k});
+  }
+  b.FloatInitializer("zero", {}, {0.0f});
+  b.Node("Mod", {"ids", "k3"}, {"m"});
+  SetIntAttr(b.Node("Cast", {"m"}, {"mb"}), "to", onnx::TensorProto::BOOL);
+  b.Node("Not", {"mb"}, {"nb"});
+  b.Node("GreaterOrEqual", {"ids", "m"}, {"ge"});
+  b.Node("LessOrEqual", {"ids", "k7"}, {"le"});
+  b.Node("Less", {"ids", "k5"}, {"lt"});
+  b.Node("Greater", {"ids", "k2"}, {"gt"});
+  b.Node("And", {"mb", "ge"}, {"a"});
+  b.Node("Or", {"a", "le"}, {"o"});
+  b.Node("Xor", {"o", "nb"}, {"x1"});
+  b.Node("Equal", {"lt", "gt"}, {"x2"});
+  b.Node("And", {"x1", "x2"}, {"mask"});
+  b.Node("Max", {"ids", "m", "k3"}, {"mx"});
+  b.Node("Min", {"ids", "k5"}, {"mn"});
+  b.Node("Div", {"mx", "k2"}, {"d"});
+  b.Node("Sub", {"d", "mn"}, {"s"});
+  b.Node("Mul", {"s", "s"}, {"p"});
+  b.Node("Neg", {"s"}, {"ng"});
+  b.Node("Abs", {"ng"}, {"ab"});
+  SetIntAttr(b.Node("Cast", {"p"}, {"p32"}), "to", onnx::TensorProto::INT32);
+  b.Node("Add", {"p32", "p32"}, {"q32"});
+  SetIntAttr(b.Node("Cast", {"q32"}, {"q"}), "to", onnx::TensorProto::INT64);
+  b.Node("Equal", {"q", "p"}, {"never"});  // p is 0 only where q is
+  SetIntAttr(b.Node("Cast", {"ab"}, {"f"}), "to", onnx::TensorProto::FLOAT);
+  b.Node("Div", {"f", "zero"}, {"fz"});  // inf, or NaN where f is 0
+  b.Node("IsInf", {"fz"}, {"inf"});
+  b.Node("Sqrt", {"scores"}, {"root"});  // NaN for negative scores
+  b.Node("IsNaN", {"root"}, {"nan"});
+  b.Node("Where", {"mask", "f", "scores"}, {"w1"});
+  b.Node("Where", {"nan", "zero", "w1"}, {"w2"});
+  b.Node("Where", {"inf", "ids", "q"}, {"wi"});
+  SetIntAttr(b.Node("Cast", {"wi"}, {"wf"}), "to", onnx::TensorProto::FLOAT);
+  b.Node("Add", {"w2", "wf"}, {"y"});
+  b.Output("y");
+  b.Output("mask", {}, onnx::TensorProto::BOOL);
+  b.Output("never", {}, onnx::TensorProto::BOOL);
+  return {"mask_arithmetic", std::move(b), true, {{{3, 6}, {3, 6}}}, 0.0f};
+}
+
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
@@ -504,6 +555,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   AddNormalizationAndIndexingCases(cases);
   AddCnnCases(cases);
   cases.push_back(ErfGeluPattern());
+  cases.push_back(MaskArithmetic());
   cases.push_back(Mlp());
   return cases;
 }

@@ -14,6 +14,7 @@
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
+#include "kernels/cuda/typed_math.h"
 
 namespace coalesce {
 namespace {
@@ -46,6 +47,26 @@ int64_t Count(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+Region Bytes(const void* p, const Shape& shape, size_t element_bytes) {
+  return {p, static_cast<size_t>(Count(shape)) * element_bytes};
+}
+
+absl::Status NoBroadcast(const std::vector<const Shape*>& inputs,
+                         const Shape& y) {
+  std::string shapes;
+  for (const Shape* s : inputs)
+    absl::StrAppend(&shapes, ShapeToString(*s), " ");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "shapes ", shapes, "do not broadcast to ", ShapeToString(y)));
+}
+
+template <typename T>
+void WhereAs(const kc::TypedIndexer& ix, const uint8_t* cond, const void* x,
+             const void* z, void* y, int64_t i) {
+  kc::WhereElement(ix, cond, static_cast<const T*>(x), static_cast<const T*>(z),
+                   static_cast<T*>(y), i);
 }
 
 class SimulatedKernels : public DeviceKernels {
@@ -231,16 +252,84 @@ class SimulatedKernels : public DeviceKernels {
         });
   }
 
-  absl::Status CastToFloat(DeviceStream& stream, DataType from, const void* x,
-                           float* y, int64_t count) override {
-    kc::CastSource source;
-    if (!CastSourceOf(from, &source)) {
-      return absl::InvalidArgumentError("cannot cast this type to float");
+  absl::Status Typed(DeviceStream& stream, DeviceTypedOp op, DataType type,
+                     const void* a, const Shape& a_shape, const void* b,
+                     const Shape& b_shape, void* y,
+                     const Shape& y_shape) override {
+    kc::ElementType element;
+    if (!ElementTypeOf(type, &element)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "typed kernels do not take ", std::string(DataTypeName(type))));
     }
-    const size_t bytes = static_cast<size_t>(count) * ElementByteSize(from);
-    return Launch(stream, "cast", {{x, bytes}}, {Floats(y, count)}, [=] {
-      for (int64_t i = 0; i < count; ++i) y[i] = kc::ReadAsFloat(x, i, source);
-    });
+    const kc::TypedOp kop = ToKernel(op);
+    const bool unary = kc::IsUnaryTyped(kop);
+    kc::TypedIndexer ix;
+    const int64_t n = unary
+                          ? TypedIndexerFor({&a_shape}, y_shape, &ix)
+                          : TypedIndexerFor({&a_shape, &b_shape}, y_shape, &ix);
+    if (n < 0) return NoBroadcast({&a_shape, &b_shape}, y_shape);
+    const size_t elem = ElementByteSize(type);
+    const size_t y_elem = kc::IsPredicate(kop) ? 1 : elem;
+    std::vector<Region> reads = {Bytes(a, a_shape, elem)};
+    if (!unary) reads.push_back(Bytes(b, b_shape, elem));
+    return Launch(stream, "typed", std::move(reads),
+                  {{y, static_cast<size_t>(n) * y_elem}}, [=] {
+                    for (int64_t i = 0; i < n; ++i)
+                      kc::TypedElement(kop, element, ix, a, b, y, i);
+                  });
+  }
+
+  absl::Status Where(DeviceStream& stream, const void* cond,
+                     const Shape& cond_shape, const void* x,
+                     const Shape& x_shape, const void* z, const Shape& z_shape,
+                     size_t element_bytes, void* y,
+                     const Shape& y_shape) override {
+    kc::TypedIndexer ix;
+    const int64_t n =
+        TypedIndexerFor({&cond_shape, &x_shape, &z_shape}, y_shape, &ix);
+    if (n < 0) return NoBroadcast({&cond_shape, &x_shape, &z_shape}, y_shape);
+    if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 &&
+        element_bytes != 8) {
+      return absl::InvalidArgumentError("Where of elements of this size");
+    }
+    std::vector<Region> reads = {Bytes(cond, cond_shape, 1),
+                                 Bytes(x, x_shape, element_bytes),
+                                 Bytes(z, z_shape, element_bytes)};
+    const auto* c = static_cast<const uint8_t*>(cond);
+    return Launch(stream, "where", std::move(reads),
+                  {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
+                    for (int64_t i = 0; i < n; ++i) {
+                      switch (element_bytes) {
+                        case 1:
+                          WhereAs<uint8_t>(ix, c, x, z, y, i);
+                          break;
+                        case 2:
+                          WhereAs<uint16_t>(ix, c, x, z, y, i);
+                          break;
+                        case 4:
+                          WhereAs<uint32_t>(ix, c, x, z, y, i);
+                          break;
+                        default:
+                          WhereAs<uint64_t>(ix, c, x, z, y, i);
+                      }
+                    }
+                  });
+  }
+
+  absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
+                    DataType to, void* y, int64_t count) override {
+    kc::ElementType source, target;
+    if (!ElementTypeOf(from, &source) || !ElementTypeOf(to, &target)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cast kernel does not take ", std::string(DataTypeName(from)), " to ",
+          std::string(DataTypeName(to))));
+    }
+    const size_t n = static_cast<size_t>(count);
+    return Launch(stream, "cast", {{x, n * ElementByteSize(from)}},
+                  {{y, n * ElementByteSize(to)}}, [=] {
+                    for (int64_t i = 0; i < count; ++i)
+                      kc::CastElement(source, x, target, y, i);
+                  });
   }
 
   absl::Status Conv2D(DeviceStream& stream, const ConvArgs& a) override {
