@@ -19,6 +19,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gather.h"
 #include "kernels/cuda/half.h"
+#include "kernels/cuda/indexing.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
@@ -652,6 +653,60 @@ class CudaKernels : public DeviceKernels {
     return CudaStatus(
         kc::LaunchCast(source, x, target, y, count, CudaStreamOf(stream)),
         "cast kernel");
+  }
+
+  absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {
+    kc::GatherNdIndexer ix;
+    if (!GatherNdIndexerFor(a, &ix)) {
+      return absl::InvalidArgumentError("GatherND index tuples above 8");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    const int64_t n = a.batches * a.rows_per_batch * a.slice;
+    return CudaStatus(kc::LaunchGatherNd(ix, a.data, a.element_bytes, a.indices,
+                                         a.y, n, CudaStreamOf(stream)),
+                      "GatherND kernel");
+  }
+
+  absl::Status GatherElements(DeviceStream& stream,
+                              const GatherElementsArgs& a) override {
+    kc::GatherElementsIndexer ix;
+    if (!GatherElementsIndexerFor(a, &ix)) {
+      return absl::InvalidArgumentError("GatherElements shapes or axis");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    int64_t n = 1;
+    for (int64_t d : a.indices_shape) n *= d;
+    return CudaStatus(
+        kc::LaunchGatherElements(ix, a.data, a.element_bytes, a.indices,
+                                 a.indices_int64, a.y, n, CudaStreamOf(stream)),
+        "GatherElements kernel");
+  }
+
+  absl::Status CumSum(DeviceStream& stream, DataType type, const void* x,
+                      void* y, int64_t outer, int64_t n, int64_t inner,
+                      bool exclusive, bool reverse) override {
+    kc::ElementType element;
+    if (!ElementTypeOf(type, &element)) {
+      return absl::InvalidArgumentError("CumSum of this type");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchCumSum(element, x, y, outer, n, inner, exclusive, reverse,
+                         CudaStreamOf(stream)),
+        "CumSum kernel");
+  }
+
+  absl::Status ArgMax(DeviceStream& stream, DataType type, const void* x,
+                      int64_t* y, int64_t outer, int64_t n, int64_t inner,
+                      bool select_last) override {
+    kc::ElementType element;
+    if (!ElementTypeOf(type, &element)) {
+      return absl::InvalidArgumentError("ArgMax of this type");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchArgMax(element, x, y, outer, n, inner,
+                                       select_last, CudaStreamOf(stream)),
+                      "ArgMax kernel");
   }
 
   absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) override {

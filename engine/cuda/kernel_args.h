@@ -13,6 +13,7 @@
 #include "engine/shape.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
+#include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -237,6 +238,48 @@ inline int64_t ExpandIndexerFor(const Shape& x, const Shape& y,
     count *= y[d];
   }
   return count;
+}
+
+// The GatherND kernel's indexer; false when k is above 8.
+inline bool GatherNdIndexerFor(const GatherNdArgs& a,
+                               kernels::cuda::GatherNdIndexer* ix) {
+  const size_t k = a.dims.size();
+  if (k > kernels::cuda::kMaxIndexingRank) return false;
+  *ix = kernels::cuda::GatherNdIndexer{};
+  ix->rows_per_batch = a.rows_per_batch;
+  ix->slice = a.slice;
+  ix->k = static_cast<int>(k);
+  int64_t stride = a.slice;
+  for (size_t j = k; j-- > 0;) {
+    ix->dims[j] = a.dims[j];
+    ix->strides[j] = stride;
+    stride *= a.dims[j];
+  }
+  ix->batch_stride = stride;
+  return true;
+}
+
+// The GatherElements kernel's indexer; false for a rank above 8, ranks
+// that differ, or an axis out of range.
+inline bool GatherElementsIndexerFor(const GatherElementsArgs& a,
+                                     kernels::cuda::GatherElementsIndexer* ix) {
+  const size_t rank = a.data_shape.size();
+  if (rank > kernels::cuda::kMaxIndexingRank ||
+      a.indices_shape.size() != rank || a.axis < 0 ||
+      a.axis >= static_cast<int64_t>(rank)) {
+    return false;
+  }
+  *ix = kernels::cuda::GatherElementsIndexer{};
+  ix->rank = static_cast<int>(rank);
+  ix->axis = static_cast<int>(a.axis);
+  ix->axis_dim = a.data_shape[a.axis];
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > 0;) {
+    ix->out_dims[d] = a.indices_shape[d];
+    ix->data_strides[d] = stride;
+    stride *= a.data_shape[d];
+  }
+  return true;
 }
 
 }  // namespace coalesce

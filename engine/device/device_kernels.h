@@ -161,6 +161,34 @@ struct Pool2DArgs {
   bool count_include_pad = false;
 };
 
+// GatherND: data viewed as [batches, dims..., slice], where dims are the k
+// axes an index tuple selects (k <= 8); indices (int64) as [batches *
+// rows_per_batch, k]; y as [batches * rows_per_batch, slice]. Negative
+// indices count from the end; a tuple with an index out of range gives
+// zeros.
+struct GatherNdArgs {
+  const void* data = nullptr;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  const int64_t* indices = nullptr;
+  void* y = nullptr;
+  int64_t batches = 1, rows_per_batch = 0, slice = 1;
+  std::vector<int64_t> dims;
+};
+
+// GatherElements: y[p] = data[p with its `axis` coordinate replaced by
+// indices[p]] for every position p of indices_shape (y's shape; rank <= 8).
+// Negative indices count from the end; one out of range gives zero.
+struct GatherElementsArgs {
+  const void* data = nullptr;
+  Shape data_shape;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  const void* indices = nullptr;
+  bool indices_int64 = true;  // else int32
+  Shape indices_shape;
+  int64_t axis = 0;
+  void* y = nullptr;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -260,6 +288,26 @@ class DeviceKernels {
   // wrap.
   virtual absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
                             DataType to, void* y, int64_t count) = 0;
+
+  virtual absl::Status GatherNd(DeviceStream& stream,
+                                const GatherNdArgs& args) = 0;
+
+  virtual absl::Status GatherElements(DeviceStream& stream,
+                                      const GatherElementsArgs& args) = 0;
+
+  // Running sums along the middle axis of [outer, n, inner] (ONNX CumSum):
+  // exclusive leaves out the element itself, reverse sums from the end.
+  // float32 (accumulated in double), int64 or int32 (wrapping).
+  virtual absl::Status CumSum(DeviceStream& stream, DataType type,
+                              const void* x, void* y, int64_t outer, int64_t n,
+                              int64_t inner, bool exclusive, bool reverse) = 0;
+
+  // y[o, i] = the index (int64) of the largest x[o, :, i] of [outer, n,
+  // inner]; ties go to the first index, or the last with select_last.
+  // float32, int64 or int32.
+  virtual absl::Status ArgMax(DeviceStream& stream, DataType type,
+                              const void* x, int64_t* y, int64_t outer,
+                              int64_t n, int64_t inner, bool select_last) = 0;
 
   virtual absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) = 0;
 

@@ -583,6 +583,10 @@ enum class Family {
   kCast,
   kTyped,
   kWhere,
+  kGatherNd,
+  kGatherElements,
+  kCumSum,
+  kArgMax,
   kSum,
   kConv,
   kPool,
@@ -622,6 +626,10 @@ const std::map<RegistryKey, Family>& Registry() {
           "Or", "Xor", "Not", "IsNaN", "IsInf", "Mod", "Max", "Min"})
       (*r)[{false, op}] = Family::kTyped;
     (*r)[{false, "Where"}] = Family::kWhere;
+    (*r)[{false, "GatherND"}] = Family::kGatherNd;
+    (*r)[{false, "GatherElements"}] = Family::kGatherElements;
+    (*r)[{false, "CumSum"}] = Family::kCumSum;
+    (*r)[{false, "ArgMax"}] = Family::kArgMax;
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
     (*r)[{true, "FusedConv"}] = Family::kConv;
@@ -737,6 +745,14 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return device_ops::LowerTyped(v);
     case Family::kWhere:
       return device_ops::LowerWhere(v);
+    case Family::kGatherNd:
+      return device_ops::LowerGatherNd(v);
+    case Family::kGatherElements:
+      return device_ops::LowerGatherElements(v);
+    case Family::kCumSum:
+      return device_ops::LowerCumSum(v);
+    case Family::kArgMax:
+      return device_ops::LowerArgMax(v);
     case Family::kSum:
       return LowerSum(v);
     case Family::kConv:

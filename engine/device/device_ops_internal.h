@@ -146,6 +146,12 @@ absl::StatusOr<LoweredNode> LowerTyped(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerWhere(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerCast(const NodeView& v);
 
+// The indexing family (device_ops_indexing.cc).
+absl::StatusOr<LoweredNode> LowerGatherNd(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerGatherElements(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerCumSum(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerArgMax(const NodeView& v);
+
 }  // namespace device_ops
 }  // namespace coalesce
 

@@ -59,8 +59,9 @@ absl::StatusOr<TypedOpInfo> TypedOpOf(const NodeView& v) {
       return absl::UnimplementedError(
           "IsInf detecting neither sign (always false)");
     }
-    const D test = *neg == 0 ? D::kIsPosInf : *pos == 0 ? D::kIsNegInf
-                                                        : D::kIsInf;
+    const D test = *neg == 0   ? D::kIsPosInf
+                   : *pos == 0 ? D::kIsNegInf
+                               : D::kIsInf;
     return TypedOpInfo{test, TypedOpInfo::kFloat};
   }
   return absl::InternalError(absl::StrCat(op, " is not a typed operator"));

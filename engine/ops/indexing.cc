@@ -24,40 +24,10 @@
 namespace coalesce {
 namespace {
 
-class GatherElementsOp : public OpKernel {
+class GatherElementsOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
-    if (!axis.ok()) return axis.status();
-    return std::make_unique<GatherElementsOp>(*axis);
-  }
-  explicit GatherElementsOp(int64_t axis) : axis_(axis) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.size() < 2 || !in[0].present() || !in[1].present())
-      return absl::InvalidArgumentError("needs data and indices");
-    if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
-      return absl::InvalidArgumentError("indices must be int64 or int32");
-    const Shape& data = in[0].shape;
-    const Shape& indices = in[1].shape;
-    if (data.empty() || indices.size() != data.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "indices ", ShapeToString(indices), " must have the rank of data ",
-          ShapeToString(data), " (at least 1)"));
-    }
-    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, data.size());
-    if (!axis.ok()) return axis.status();
-    for (size_t d = 0; d < data.size(); ++d) {
-      if (static_cast<int64_t>(d) != *axis && indices[d] > data[d]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "indices ", ShapeToString(indices), " are larger than data ",
-            ShapeToString(data), " along axis ", d));
-      }
-    }
-    out[0] = {in[0].dtype, indices, nullptr};
-    return absl::OkStatus();
-  }
+  GatherElementsOp(const OpNode& node, const GatherElementsAttrs& attrs)
+      : SchemaKernel(node), axis_(attrs.axis) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
@@ -91,37 +61,10 @@ Shape Dims(const Shape& shape, size_t begin, size_t end) {
   return Shape(shape.begin() + begin, shape.begin() + end);
 }
 
-class GatherNDOp : public OpKernel {
+class GatherNDOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    absl::StatusOr<int64_t> batch_dims = node.GetInt("batch_dims", 0);
-    if (!batch_dims.ok()) return batch_dims.status();
-    if (*batch_dims < 0) {
-      return absl::InvalidArgumentError("batch_dims must not be negative");
-    }
-    return std::make_unique<GatherNDOp>(*batch_dims);
-  }
-  explicit GatherNDOp(int64_t batch_dims) : b_(batch_dims) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.size() < 2 || !in[0].present())
-      return absl::InvalidArgumentError("needs data and indices");
-    if (absl::Status s = ExpectIndices(in[1]); !s.ok()) return s;
-    const Shape& data = in[0].shape;
-    const Shape& indices = in[1].shape;
-    const int64_t r = data.size(), q = indices.size(), k = indices.back();
-    if (b_ >= std::min(r, q) || k < 1 || k > r - b_ ||
-        Dims(data, 0, b_) != Dims(indices, 0, b_)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("indices ", ShapeToString(indices), " do not fit data ",
-                       ShapeToString(data), " with batch_dims ", b_));
-    }
-    Shape shape = Dims(indices, 0, q - 1);
-    shape.insert(shape.end(), data.begin() + b_ + k, data.end());
-    out[0] = {in[0].dtype, std::move(shape), nullptr};
-    return absl::OkStatus();
-  }
+  GatherNDOp(const OpNode& node, const GatherNdAttrs& attrs)
+      : SchemaKernel(node), b_(attrs.batch_dims) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
@@ -233,52 +176,18 @@ class TriluOp : public OpKernel {
   bool upper_;
 };
 
-bool IsCumSumType(DataType t) {
-  return t == DataType::kFp32 || t == DataType::kFp64 ||
-         t == DataType::kInt32 || t == DataType::kInt64 ||
-         t == DataType::kUint32 || t == DataType::kUint64;
-}
-
-class CumSumOp : public OpKernel {
+class CumSumOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    absl::StatusOr<int64_t> exclusive = node.GetInt("exclusive", 0);
-    if (!exclusive.ok()) return exclusive.status();
-    absl::StatusOr<int64_t> reverse = node.GetInt("reverse", 0);
-    if (!reverse.ok()) return reverse.status();
-    return std::make_unique<CumSumOp>(*exclusive != 0, *reverse != 0);
-  }
-  CumSumOp(bool exclusive, bool reverse)
-      : exclusive_(exclusive), reverse_(reverse) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.size() < 2 || !in[0].present() || !in[1].present())
-      return absl::InvalidArgumentError("needs an input and an axis");
-    if (!IsCumSumType(in[0].dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
-          " (FP32, FP64, INT32, INT64, UINT32 and UINT64 are supported)"));
-    }
-    if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
-      return absl::InvalidArgumentError("axis must be int64 or int32");
-    if (DimProduct(in[1].shape, 0, in[1].shape.size()) != 1)
-      return absl::InvalidArgumentError("axis must hold one value");
-    if (in[1].constant_data != nullptr) {
-      if (absl::Status s =
-              Axis(in[1], in[1].constant_data, in[0].shape).status();
-          !s.ok())
-        return s;
-    }
-    out[0] = {in[0].dtype, in[0].shape, nullptr};
-    return absl::OkStatus();
-  }
+  CumSumOp(const OpNode& node, const CumSumAttrs& attrs)
+      : SchemaKernel(node),
+        exclusive_(attrs.exclusive),
+        reverse_(attrs.reverse) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
     absl::StatusOr<int64_t> axis =
-        Axis({in[1].dtype, *in[1].shape, nullptr}, in[1].data, s);
+        CumSumAxis({in[1].dtype, *in[1].shape, nullptr}, in[1].data, s);
     if (!axis.ok()) return axis.status();
     const int64_t outer = DimProduct(s, 0, *axis);
     const int64_t inner = DimProduct(s, *axis + 1, s.size());
@@ -299,15 +208,6 @@ class CumSumOp : public OpKernel {
   }
 
  private:
-  static absl::StatusOr<int64_t> Axis(const TensorInfo& info, const char* data,
-                                      const Shape& shape) {
-    const int64_t value = info.dtype == DataType::kInt64
-                              ? reinterpret_cast<const int64_t*>(data)[0]
-                              : reinterpret_cast<const int32_t*>(data)[0];
-    // A scalar input has one position along its (absent) axis 0.
-    return NormalizeAxis(value, std::max<size_t>(shape.size(), 1));
-  }
-
   bool exclusive_, reverse_;
 };
 
@@ -482,11 +382,12 @@ void RegisterIndexingOps(OpRegistry& registry) {
   registry.Register("OneHot", SchemaFactoryOf<OneHotOp, OneHotAttrs>());
   registry.Register("ScatterElements",
                     SchemaFactoryOf<ScatterElementsOp, ScatterElementsAttrs>());
-  registry.Register("GatherElements", FactoryOf<GatherElementsOp>());
-  registry.Register("GatherND", FactoryOf<GatherNDOp>());
+  registry.Register("GatherElements",
+                    SchemaFactoryOf<GatherElementsOp, GatherElementsAttrs>());
+  registry.Register("GatherND", SchemaFactoryOf<GatherNDOp, GatherNdAttrs>());
   registry.Register("ScatterND", FactoryOf<ScatterNDOp>());
   registry.Register("Trilu", FactoryOf<TriluOp>());
-  registry.Register("CumSum", FactoryOf<CumSumOp>());
+  registry.Register("CumSum", SchemaFactoryOf<CumSumOp, CumSumAttrs>());
 }
 
 }  // namespace coalesce

@@ -115,6 +115,133 @@ absl::Status InferOneHot(const OneHotAttrs& attrs,
   return absl::OkStatus();
 }
 
+// ---- GatherElements, GatherND, CumSum -------------------------------------
+
+absl::StatusOr<GatherElementsAttrs> ResolveGatherElements(
+    const SchemaNode& node) {
+  absl::StatusOr<int64_t> axis = node.attributes.GetInt("axis", 0);
+  if (!axis.ok()) return axis.status();
+  return GatherElementsAttrs{*axis};
+}
+
+absl::Status InferGatherElements(const GatherElementsAttrs& attrs,
+                                 absl::Span<const TensorInfo> in,
+                                 absl::Span<TensorInfo> out) {
+  if (in.size() < 2 || !in[0].present() || !in[1].present())
+    return absl::InvalidArgumentError("needs data and indices");
+  if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
+    return absl::InvalidArgumentError("indices must be int64 or int32");
+  const Shape& data = in[0].shape;
+  const Shape& indices = in[1].shape;
+  if (data.empty() || indices.size() != data.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices ", ShapeToString(indices), " must have the rank of data ",
+        ShapeToString(data), " (at least 1)"));
+  }
+  absl::StatusOr<int64_t> axis = NormalizeAxis(attrs.axis, data.size());
+  if (!axis.ok()) return axis.status();
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != *axis && indices[d] > data[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "indices ", ShapeToString(indices), " are larger than data ",
+          ShapeToString(data), " along axis ", d));
+    }
+  }
+  out[0] = {in[0].dtype, indices, nullptr};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GatherNdAttrs> ResolveGatherNd(const SchemaNode& node) {
+  absl::StatusOr<int64_t> batch_dims = node.attributes.GetInt("batch_dims", 0);
+  if (!batch_dims.ok()) return batch_dims.status();
+  if (*batch_dims < 0) {
+    return absl::InvalidArgumentError("batch_dims must not be negative");
+  }
+  return GatherNdAttrs{*batch_dims};
+}
+
+Shape Dims(const Shape& shape, size_t begin, size_t end) {
+  return Shape(shape.begin() + begin, shape.begin() + end);
+}
+
+absl::Status InferGatherNd(const GatherNdAttrs& attrs,
+                           absl::Span<const TensorInfo> in,
+                           absl::Span<TensorInfo> out) {
+  if (in.size() < 2 || !in[0].present())
+    return absl::InvalidArgumentError("needs data and indices");
+  if (!in[1].present() ||
+      (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)) {
+    return absl::InvalidArgumentError("indices must be int64 or int32");
+  }
+  const Shape& data = in[0].shape;
+  const Shape& indices = in[1].shape;
+  if (indices.empty()) {
+    return absl::InvalidArgumentError("indices must have rank 1 or more");
+  }
+  const int64_t b = attrs.batch_dims;
+  const int64_t r = data.size(), q = indices.size(), k = indices.back();
+  if (b >= std::min(r, q) || k < 1 || k > r - b ||
+      Dims(data, 0, b) != Dims(indices, 0, b)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("indices ", ShapeToString(indices), " do not fit data ",
+                     ShapeToString(data), " with batch_dims ", b));
+  }
+  Shape shape = Dims(indices, 0, q - 1);
+  shape.insert(shape.end(), data.begin() + b + k, data.end());
+  out[0] = {in[0].dtype, std::move(shape), nullptr};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CumSumAttrs> ResolveCumSum(const SchemaNode& node) {
+  absl::StatusOr<int64_t> exclusive = node.attributes.GetInt("exclusive", 0);
+  if (!exclusive.ok()) return exclusive.status();
+  absl::StatusOr<int64_t> reverse = node.attributes.GetInt("reverse", 0);
+  if (!reverse.ok()) return reverse.status();
+  return CumSumAttrs{*exclusive != 0, *reverse != 0};
+}
+
+bool IsCumSumType(DataType t) {
+  return t == DataType::kFp32 || t == DataType::kFp64 ||
+         t == DataType::kInt32 || t == DataType::kInt64 ||
+         t == DataType::kUint32 || t == DataType::kUint64;
+}
+
+absl::Status InferCumSum(const CumSumAttrs&, absl::Span<const TensorInfo> in,
+                         absl::Span<TensorInfo> out) {
+  if (in.size() < 2 || !in[0].present() || !in[1].present())
+    return absl::InvalidArgumentError("needs an input and an axis");
+  if (!IsCumSumType(in[0].dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
+        " (FP32, FP64, INT32, INT64, UINT32 and UINT64 are supported)"));
+  }
+  if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
+    return absl::InvalidArgumentError("axis must be int64 or int32");
+  if (DimProduct(in[1].shape, 0, in[1].shape.size()) != 1)
+    return absl::InvalidArgumentError("axis must hold one value");
+  if (in[1].constant_data != nullptr) {
+    if (absl::Status s =
+            CumSumAxis(in[1], in[1].constant_data, in[0].shape).status();
+        !s.ok())
+      return s;
+  }
+  out[0] = {in[0].dtype, in[0].shape, nullptr};
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> CumSumAxis(const TensorInfo& axis, const void* data,
+                                   const Shape& shape) {
+  const int64_t value = axis.dtype == DataType::kInt64
+                            ? static_cast<const int64_t*>(data)[0]
+                            : static_cast<const int32_t*>(data)[0];
+  // A scalar input has one position along its (absent) axis 0.
+  return NormalizeAxis(value, std::max<size_t>(shape.size(), 1));
+}
+
+namespace {
+
 // ---- ScatterElements ------------------------------------------------------
 
 absl::StatusOr<ScatterElementsAttrs> ResolveScatterElements(
@@ -345,6 +472,13 @@ void RegisterIndexingSchemas(SchemaRegistry& registry) {
                         &ResolveScatterElements, &InferScatterElements));
   registry.Register("Einsum", std::make_shared<FunctionSchema<EinsumAttrs>>(
                                   &ResolveEinsum, &InferEinsum));
+  registry.Register("GatherElements",
+                    std::make_shared<FunctionSchema<GatherElementsAttrs>>(
+                        &ResolveGatherElements, &InferGatherElements));
+  registry.Register("GatherND", std::make_shared<FunctionSchema<GatherNdAttrs>>(
+                                    &ResolveGatherNd, &InferGatherNd));
+  registry.Register("CumSum", std::make_shared<FunctionSchema<CumSumAttrs>>(
+                                  &ResolveCumSum, &InferCumSum));
 }
 
 }  // namespace coalesce

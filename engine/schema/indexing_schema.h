@@ -7,7 +7,13 @@
 //   all `off`;
 //   ScatterElements (axis; reduction none, add, mul from opset 16, max, min
 //   from 18): data with updates written at the indices along axis, in order.
-//   Einsum: the equation's contraction, with "..." broadcast as NumPy does.
+//   Einsum: the equation's contraction, with "..." broadcast as NumPy does;
+//   GatherElements (axis): data's elements at the indices (INT64 or INT32,
+//   data's rank) along axis, any element type;
+//   GatherND (batch_dims): slices of data selected by index tuples (the
+//   indices' last axis), any element type;
+//   CumSum (exclusive, reverse; the axis input, one INT64 or INT32 value):
+//   running sums of FP32, FP64, INT32, INT64, UINT32 or UINT64.
 #ifndef COALESCE_ENGINE_SCHEMA_INDEXING_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_INDEXING_SCHEMA_H_
 
@@ -38,6 +44,24 @@ struct ScatterElementsAttrs {
   int64_t axis = 0;
   ScatterReduction reduction = ScatterReduction::kNone;
 };
+
+struct GatherElementsAttrs {
+  int64_t axis = 0;
+};
+
+struct GatherNdAttrs {
+  int64_t batch_dims = 0;
+};
+
+struct CumSumAttrs {
+  bool exclusive = false;
+  bool reverse = false;
+};
+
+// CumSum's axis: the one value of `axis` (INT64 or INT32, at `data`),
+// normalized for an input of `shape` (a scalar has one axis).
+absl::StatusOr<int64_t> CumSumAxis(const TensorInfo& axis, const void* data,
+                                   const Shape& shape);
 
 struct EinsumAttrs {
   std::string equation;

@@ -89,7 +89,47 @@ absl::StatusOr<std::vector<bool>> ReducedDims(const ReduceAttrs& attrs,
   return reduce;
 }
 
+namespace {
+
+absl::StatusOr<ArgMaxAttrs> ResolveArgMax(const SchemaNode& node) {
+  absl::StatusOr<int64_t> axis = node.attributes.GetInt("axis", 0);
+  absl::StatusOr<int64_t> keepdims = node.attributes.GetInt("keepdims", 1);
+  absl::StatusOr<int64_t> last = node.attributes.GetInt("select_last_index", 0);
+  for (const absl::Status& s :
+       {axis.status(), keepdims.status(), last.status()})
+    if (!s.ok()) return s;
+  return ArgMaxAttrs{*axis, *keepdims != 0, *last != 0};
+}
+
+absl::Status InferArgMax(const ArgMaxAttrs& attrs,
+                         absl::Span<const TensorInfo> in,
+                         absl::Span<TensorInfo> out) {
+  if (in.empty() || !in[0].present())
+    return absl::InvalidArgumentError("input 0 is required");
+  const DataType t = in[0].dtype;
+  if (t != DataType::kFp32 && t != DataType::kInt64 && t != DataType::kInt32)
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported type ", std::string(DataTypeName(t))));
+  const Shape& s = in[0].shape;
+  absl::StatusOr<int64_t> axis = NormalizeAxis(attrs.axis, s.size());
+  if (!axis.ok()) return axis.status();
+  if (s[*axis] == 0)
+    return absl::InvalidArgumentError("ArgMax over an empty axis");
+  Shape shape = s;
+  if (attrs.keepdims)
+    shape[*axis] = 1;
+  else
+    shape.erase(shape.begin() + *axis);
+  out[0].dtype = DataType::kInt64;
+  out[0].shape = std::move(shape);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void RegisterReduceSchemas(SchemaRegistry& registry) {
+  registry.Register("ArgMax", std::make_shared<FunctionSchema<ArgMaxAttrs>>(
+                                  &ResolveArgMax, &InferArgMax));
   for (const auto& [op, axes_input_opset] :
        {std::pair<const char*, int64_t>{"ReduceSum", 13},
         {"ReduceMean", 18},

@@ -6,6 +6,9 @@
 // `keepdims` (default 1) keeps reduced dimensions as 1. With no axes, every
 // dimension is reduced, unless `noop_with_empty_axes` (axes-input opsets
 // only) makes the node an identity.
+// ArgMax (axis, keepdims, select_last_index from opset 12): the int64
+// index of the largest FP32, INT64 or INT32 element along one axis, ties
+// to the first (or the last).
 #ifndef COALESCE_ENGINE_SCHEMA_REDUCE_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_REDUCE_SCHEMA_H_
 
@@ -23,6 +26,12 @@ struct ReduceAttrs {
   bool axes_from_input = false;
   bool keepdims = true;
   bool noop_with_empty_axes = false;
+};
+
+struct ArgMaxAttrs {
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last = false;
 };
 
 // One flag per dimension of `shape`: reduced or not. `axes_input` is the

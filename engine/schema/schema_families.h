@@ -16,7 +16,7 @@ void RegisterIndexingSchemas(SchemaRegistry& registry);
 void RegisterNormalizationSchemas(SchemaRegistry& registry);
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
 void RegisterPoolSchemas(SchemaRegistry& registry);
-void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX
+void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX, ArgMax
 void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);

@@ -14,6 +14,7 @@
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
+#include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
@@ -424,6 +425,59 @@ TEST(CudaMathTest, TypedElementWritesBoolForPredicatesAndWhereSelects) {
   for (int64_t i = 0; i < 6; ++i) WhereElement(ix, cond, x, z, out, i);
   const float want[] = {-1.0f, 20.0f, -1.0f, 10.0f, 20.0f, -1.0f};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], want[i]) << i;
+}
+
+TEST(CudaMathTest, GatherNdSelectsSlicesPerBatch) {
+  // data [2 batches, 3, 4, slice 2], k = 2, two tuples per batch.
+  GatherNdIndexer ix;
+  ix.rows_per_batch = 2;
+  ix.slice = 2;
+  ix.k = 2;
+  ix.dims[0] = 3;
+  ix.dims[1] = 4;
+  ix.strides[0] = 8;
+  ix.strides[1] = 2;
+  ix.batch_stride = 24;
+  const int64_t indices[] = {1, 3, 0, -1, 2, 0, 3, 0};  // last: out of range
+  EXPECT_EQ(GatherNdSource(ix, indices, 0), 1 * 8 + 3 * 2);
+  EXPECT_EQ(GatherNdSource(ix, indices, 1), 1 * 8 + 3 * 2 + 1);
+  EXPECT_EQ(GatherNdSource(ix, indices, 2), 0 * 8 + 3 * 2);  // -1 is 3
+  EXPECT_EQ(GatherNdSource(ix, indices, 4), 24 + 2 * 8);     // batch 1
+  EXPECT_EQ(GatherNdSource(ix, indices, 6), -1);
+}
+
+TEST(CudaMathTest, GatherElementsReplacesTheAxisCoordinate) {
+  // data [3, 4], indices and output [2, 4], axis 0.
+  GatherElementsIndexer ix;
+  ix.rank = 2;
+  ix.axis = 0;
+  ix.axis_dim = 3;
+  ix.out_dims[0] = 2;
+  ix.out_dims[1] = 4;
+  ix.data_strides[0] = 4;
+  ix.data_strides[1] = 1;
+  EXPECT_EQ(GatherElementsSource(ix, 2, 1), 2 * 4 + 1);
+  EXPECT_EQ(GatherElementsSource(ix, -1, 6), 2 * 4 + 2);  // row 1, col 2
+  EXPECT_EQ(GatherElementsSource(ix, 3, 0), -1);
+}
+
+TEST(CudaMathTest, CumSumAndArgMaxWalkOneLine) {
+  // [outer 1, n 4, inner 2]: line 1 is the second column.
+  const int32_t x[] = {1, 10, 2, 20, 3, 30, 4, 40};
+  int32_t y[8] = {};
+  CumSumLine(x, y, 1, 4, 2, false, false);
+  EXPECT_EQ(y[1], 10);
+  EXPECT_EQ(y[7], 100);
+  CumSumLine(x, y, 0, 4, 2, true, true);  // exclusive, from the end
+  EXPECT_EQ(y[6], 0);
+  EXPECT_EQ(y[0], 9);
+  const int64_t big[] = {std::numeric_limits<int64_t>::max(), 1};
+  int64_t wrapped[2];
+  CumSumLine(big, wrapped, 0, 2, 1, false, false);
+  EXPECT_EQ(wrapped[1], std::numeric_limits<int64_t>::min());
+  const float f[] = {1.0f, 5.0f, 5.0f, -2.0f};
+  EXPECT_EQ(ArgMaxLine(f, 0, 4, 1, false), 1);
+  EXPECT_EQ(ArgMaxLine(f, 0, 4, 1, true), 2);
 }
 
 // Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3

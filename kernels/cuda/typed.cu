@@ -46,8 +46,7 @@ cudaError_t LaunchTyped(TypedOp op, ElementType type, const TypedIndexer& ix,
                         const void* a, const void* b, void* y, int64_t n,
                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  TypedKernel<<<LoopBlocks(n), kThreads, 0, stream>>>(op, type, ix, a, b, y,
-                                                      n);
+  TypedKernel<<<LoopBlocks(n), kThreads, 0, stream>>>(op, type, ix, a, b, y, n);
   return cudaGetLastError();
 }
 
@@ -69,8 +68,8 @@ cudaError_t LaunchWhere(const TypedIndexer& ix, const uint8_t* cond,
   }
 }
 
-cudaError_t LaunchCast(ElementType from, const void* x, ElementType to,
-                       void* y, int64_t n, cudaStream_t stream) {
+cudaError_t LaunchCast(ElementType from, const void* x, ElementType to, void* y,
+                       int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   CastKernel<<<LoopBlocks(n), kThreads, 0, stream>>>(from, x, to, y, n);
   return cudaGetLastError();

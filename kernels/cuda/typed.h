@@ -26,8 +26,8 @@ cudaError_t LaunchWhere(const TypedIndexer& ix, const uint8_t* cond,
                         void* y, int64_t n, cudaStream_t stream);
 
 // y[i] = x[i] converted from `from` to `to` (CastElement), i < n.
-cudaError_t LaunchCast(ElementType from, const void* x, ElementType to,
-                       void* y, int64_t n, cudaStream_t stream);
+cudaError_t LaunchCast(ElementType from, const void* x, ElementType to, void* y,
+                       int64_t n, cudaStream_t stream);
 
 }  // namespace coalesce::kernels::cuda
 

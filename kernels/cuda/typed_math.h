@@ -56,9 +56,7 @@ enum class TypedOp {
 };
 
 // True for the ops whose result is bool.
-COALESCE_HD bool IsPredicate(TypedOp op) {
-  return op >= TypedOp::kEqual;
-}
+COALESCE_HD bool IsPredicate(TypedOp op) { return op >= TypedOp::kEqual; }
 
 // True for the ops that read one input.
 COALESCE_HD bool IsUnaryTyped(TypedOp op) {
@@ -80,8 +78,7 @@ struct Unsigned<int32_t> {
 
 template <typename T>
 COALESCE_HD T MinOf() {
-  return static_cast<T>(typename Unsigned<T>::type{1}
-                        << (sizeof(T) * 8 - 1));
+  return static_cast<T>(typename Unsigned<T>::type{1} << (sizeof(T) * 8 - 1));
 }
 
 // Integer arithmetic (T = int64_t or int32_t), defined for every input.
@@ -213,7 +210,9 @@ COALESCE_HD To ConvertFloat(float v) {
   const float lo = static_cast<float>(MinOf<To>());
   if (v <= lo) return MinOf<To>();
   // -lo is 2^(bits-1), exactly representable: values at or above saturate.
-  if (v >= -lo) return static_cast<To>(~static_cast<typename Unsigned<To>::type>(MinOf<To>()));
+  if (v >= -lo)
+    return static_cast<To>(
+        ~static_cast<typename Unsigned<To>::type>(MinOf<To>()));
   return static_cast<To>(v);
 }
 
@@ -278,11 +277,10 @@ COALESCE_HD uint8_t ReadAsByte(const void* x, int64_t i, ElementType type,
     if (v != v || v <= 0.0f) return 0;
     return v >= 255.0f ? 255 : static_cast<uint8_t>(v);
   }
-  const int64_t v = type == ElementType::kInt64
-                        ? static_cast<const int64_t*>(x)[i]
-                    : type == ElementType::kInt32
-                        ? static_cast<const int32_t*>(x)[i]
-                        : static_cast<const uint8_t*>(x)[i];
+  const int64_t v =
+      type == ElementType::kInt64   ? static_cast<const int64_t*>(x)[i]
+      : type == ElementType::kInt32 ? static_cast<const int32_t*>(x)[i]
+                                    : static_cast<const uint8_t*>(x)[i];
   if (to_bool) return v != 0;
   return static_cast<uint8_t>(v);
 }

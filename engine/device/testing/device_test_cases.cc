@@ -532,6 +532,27 @@ DeviceTestCase MaskArithmetic() {
   return {"mask_arithmetic", std::move(b), true, {{{3, 6}, {3, 6}}}, 0.0f};
 }
 
+// Position ids and pooling as encoders export them: CumSum of a mask
+// (RoBERTa), GatherElements, GatherND with batch_dims and ArgMax (CLIP's
+// pooled token).
+DeviceTestCase IndexingChain() {
+  OnnxModelBuilder b(17);
+  b.Input("ids", {-1, 6}, onnx::TensorProto::INT64);
+  b.Input("hidden", {-1, 6, 4});
+  b.Int64Initializer("one", {}, {1});
+  b.Int64Initializer("two", {}, {2});
+  b.Node("CumSum", {"ids", "one"}, {"pos"});
+  b.Node("Mod", {"pos", "two"}, {"parity"});
+  SetIntAttr(b.Node("GatherElements", {"ids", "parity"}, {"picked"}), "axis",
+             1);
+  SetIntAttr(b.Node("ArgMax", {"ids"}, {"last"}), "axis", -1);
+  SetIntAttr(b.Node("GatherND", {"hidden", "last"}, {"pooled"}), "batch_dims",
+             1);
+  b.Output("pooled");
+  b.Output("picked", {}, onnx::TensorProto::INT64);
+  return {"indexing_chain", std::move(b), true, {{{3, 6}, {3, 6, 4}}}, 0.0f};
+}
+
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
@@ -556,6 +577,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   AddCnnCases(cases);
   cases.push_back(ErfGeluPattern());
   cases.push_back(MaskArithmetic());
+  cases.push_back(IndexingChain());
   cases.push_back(Mlp());
   return cases;
 }

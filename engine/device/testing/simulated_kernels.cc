@@ -10,6 +10,7 @@
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
+#include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
@@ -60,6 +61,36 @@ absl::Status NoBroadcast(const std::vector<const Shape*>& inputs,
     absl::StrAppend(&shapes, ShapeToString(*s), " ");
   return absl::InvalidArgumentError(absl::StrCat(
       "shapes ", shapes, "do not broadcast to ", ShapeToString(y)));
+}
+
+// Copies element `src` of data into element `i` of y, or zeros it when src
+// is -1 (an index out of range).
+void CopyElement(const void* data, int64_t src, size_t element_bytes, void* y,
+                 int64_t i) {
+  char* out = static_cast<char*>(y) + i * element_bytes;
+  if (src < 0) {
+    std::memset(out, 0, element_bytes);
+  } else {
+    std::memcpy(out, static_cast<const char*>(data) + src * element_bytes,
+                element_bytes);
+  }
+}
+
+// fn(T{}) for the arithmetic type of `type` (float32, int64, int32).
+template <typename Fn>
+absl::Status ForArithmetic(DataType type, Fn fn) {
+  switch (type) {
+    case DataType::kFp32:
+      return fn(float{});
+    case DataType::kInt64:
+      return fn(int64_t{});
+    case DataType::kInt32:
+      return fn(int32_t{});
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected float32, int64 or int32, not ",
+                       std::string(DataTypeName(type))));
+  }
 }
 
 template <typename T>
@@ -238,16 +269,10 @@ class SimulatedKernels : public DeviceKernels {
             const int64_t index =
                 indices_int64 ? static_cast<const int64_t*>(indices)[pos]
                               : static_cast<const int32_t*>(indices)[pos];
-            const int64_t src =
-                kc::GatherSourceOffset(i, index, axis_dim, num_indices, inner);
-            char* out = static_cast<char*>(y) + i * element_bytes;
-            if (src < 0) {
-              std::memset(out, 0, element_bytes);
-            } else {
-              std::memcpy(out,
-                          static_cast<const char*>(data) + src * element_bytes,
-                          element_bytes);
-            }
+            CopyElement(
+                data,
+                kc::GatherSourceOffset(i, index, axis_dim, num_indices, inner),
+                element_bytes, y, i);
           }
         });
   }
@@ -330,6 +355,83 @@ class SimulatedKernels : public DeviceKernels {
                     for (int64_t i = 0; i < count; ++i)
                       kc::CastElement(source, x, target, y, i);
                   });
+  }
+
+  absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {
+    kc::GatherNdIndexer ix;
+    if (!GatherNdIndexerFor(a, &ix)) {
+      return absl::InvalidArgumentError("GatherND index tuples above 8");
+    }
+    const int64_t rows = a.batches * a.rows_per_batch;
+    const int64_t n = rows * a.slice;
+    const size_t data_bytes =
+        static_cast<size_t>(a.batches * ix.batch_stride) * a.element_bytes;
+    const size_t index_bytes = static_cast<size_t>(rows * ix.k) * 8;
+    return Launch(stream, "gather_nd",
+                  {{a.data, data_bytes}, {a.indices, index_bytes}},
+                  {{a.y, static_cast<size_t>(n) * a.element_bytes}}, [=] {
+                    for (int64_t i = 0; i < n; ++i) {
+                      CopyElement(a.data, kc::GatherNdSource(ix, a.indices, i),
+                                  a.element_bytes, a.y, i);
+                    }
+                  });
+  }
+
+  absl::Status GatherElements(DeviceStream& stream,
+                              const GatherElementsArgs& a) override {
+    kc::GatherElementsIndexer ix;
+    if (!GatherElementsIndexerFor(a, &ix)) {
+      return absl::InvalidArgumentError("GatherElements shapes or axis");
+    }
+    const int64_t n = Count(a.indices_shape);
+    const size_t index_bytes = a.indices_int64 ? 8 : 4;
+    return Launch(
+        stream, "gather_elements",
+        {Bytes(a.data, a.data_shape, a.element_bytes),
+         Bytes(a.indices, a.indices_shape, index_bytes)},
+        {Bytes(a.y, a.indices_shape, a.element_bytes)}, [=] {
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t index =
+                a.indices_int64 ? static_cast<const int64_t*>(a.indices)[i]
+                                : static_cast<const int32_t*>(a.indices)[i];
+            CopyElement(a.data, kc::GatherElementsSource(ix, index, i),
+                        a.element_bytes, a.y, i);
+          }
+        });
+  }
+
+  absl::Status CumSum(DeviceStream& stream, DataType type, const void* x,
+                      void* y, int64_t outer, int64_t n, int64_t inner,
+                      bool exclusive, bool reverse) override {
+    const size_t bytes =
+        static_cast<size_t>(outer * n * inner) * ElementByteSize(type);
+    return ForArithmetic(type, [&](auto tag) {
+      using T = decltype(tag);
+      return Launch(stream, "cumsum", {{x, bytes}}, {{y, bytes}}, [=] {
+        for (int64_t line = 0; line < outer * inner; ++line) {
+          kc::CumSumLine(static_cast<const T*>(x), static_cast<T*>(y), line, n,
+                         inner, exclusive, reverse);
+        }
+      });
+    });
+  }
+
+  absl::Status ArgMax(DeviceStream& stream, DataType type, const void* x,
+                      int64_t* y, int64_t outer, int64_t n, int64_t inner,
+                      bool select_last) override {
+    const size_t bytes =
+        static_cast<size_t>(outer * n * inner) * ElementByteSize(type);
+    const int64_t lines = n == 0 ? 0 : outer * inner;
+    return ForArithmetic(type, [&](auto tag) {
+      using T = decltype(tag);
+      return Launch(stream, "argmax", {{x, bytes}},
+                    {{y, static_cast<size_t>(lines) * sizeof(int64_t)}}, [=] {
+                      for (int64_t line = 0; line < lines; ++line) {
+                        y[line] = kc::ArgMaxLine(static_cast<const T*>(x), line,
+                                                 n, inner, select_last);
+                      }
+                    });
+    });
   }
 
   absl::Status Conv2D(DeviceStream& stream, const ConvArgs& a) override {
