@@ -1,5 +1,5 @@
-// The CNN family of the device registry (device_ops.h): 2-D Conv and
-// FusedConv (attributes and geometry from engine/schema/conv_schema.h),
+// The CNN family of the device registry (device_ops.h): 1-D and 2-D Conv
+// and FusedConv (attributes and geometry from engine/schema/conv_schema.h),
 // max/average/global pooling (windows from engine/schema/pool_schema.h),
 // LRN and BatchNormalization at inference (as a per-channel affine map with
 // constants computed here).
@@ -27,40 +27,60 @@ absl::Status Require2D(const NodeView& v) {
 
 }  // namespace
 
+// A geometry of one spatial axis as the 2-D one of height 1 it equals.
+SpatialGeometry AsTwoDimensional(SpatialGeometry g) {
+  if (g.kernel.size() != 1) return g;
+  for (std::vector<int64_t>* axis :
+       {&g.kernel, &g.strides, &g.dilations, &g.out}) {
+    axis->insert(axis->begin(), 1);
+  }
+  g.pads_begin.insert(g.pads_begin.begin(), 0);
+  g.pads_end.insert(g.pads_end.begin(), 0);
+  return g;
+}
+
 absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
-  if (absl::Status s = Require2D(v); !s.ok()) return s;
+  const Shape& x = v.in_shape(0);
+  if (x.size() != 3 && x.size() != 4) {
+    return absl::UnimplementedError(absl::StrCat(
+        "input of rank ", x.size(),
+        "; the GPU runs 1-D and 2-D (NCW, NCHW) convolutions only"));
+  }
   absl::StatusOr<const ConvAttrs*> attrs = v.resolved<ConvAttrs>();
   if (!attrs.ok()) return attrs.status();
-  const Shape& x = v.in_shape(0);
   const Shape& w = v.in_shape(1);
   const Shape& y = v.out_shape(0);
-  // The same geometry the CPU's Conv infers with (engine/schema/).
-  absl::StatusOr<SpatialGeometry> g =
-      ResolveConvGeometry((*attrs)->window, {x[2], x[3]}, {w[2], w[3]});
-  if (!g.ok()) return g.status();
+  // The same geometry the CPU's Conv infers with (engine/schema/); a 1-D
+  // convolution (Whisper's, wav2vec's) runs as a 2-D one of height 1.
+  absl::StatusOr<SpatialGeometry> resolved = ResolveConvGeometry(
+      (*attrs)->window, std::vector<int64_t>(x.begin() + 2, x.end()),
+      std::vector<int64_t>(w.begin() + 2, w.end()));
+  if (!resolved.ok()) return resolved.status();
+  const SpatialGeometry g = AsTwoDimensional(*std::move(resolved));
   for (size_t i = 0; i < 2; ++i) {
-    if (g->pads_begin[i] != g->pads_end[i]) {
+    if (g.pads_begin[i] != g.pads_end[i]) {
       return absl::UnimplementedError(
           "asymmetric padding; the GPU's convolutions pad both ends alike");
     }
   }
+  const bool one_d = x.size() == 3;
   ConvArgs args;
   args.n = x[0];
   args.c = x[1];
-  args.in_h = x[2];
-  args.in_w = x[3];
+  args.in_h = one_d ? 1 : x[2];
+  args.in_w = x.back();
   args.m = w[0];
-  args.kernel_h = g->kernel[0];
-  args.kernel_w = g->kernel[1];
-  args.out_h = y[2];
-  args.out_w = y[3];
-  args.stride_h = g->strides[0];
-  args.stride_w = g->strides[1];
-  args.pad_top = g->pads_begin[0];
-  args.pad_left = g->pads_begin[1];
-  args.dilation_h = g->dilations[0];
-  args.dilation_w = g->dilations[1];
+  args.kernel_h = g.kernel[0];
+  args.kernel_w = g.kernel[1];
+  args.out_h = g.out[0];
+  args.out_w = g.out[1];
+  args.stride_h = g.strides[0];
+  args.stride_w = g.strides[1];
+  args.pad_top = g.pads_begin[0];
+  args.pad_left = g.pads_begin[1];
+  args.dilation_h = g.dilations[0];
+  args.dilation_w = g.dilations[1];
   args.groups = (*attrs)->window.group;
   args.activation = DeviceFusedActivation((*attrs)->activation);
   const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);

@@ -379,6 +379,19 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     cases.push_back(
         {"conv_same_upper", std::move(b), true, {{{1, 3, 9, 9}}}, 1e-5f});
   }
+  {
+    OnnxModelBuilder b(17);  // Whisper's front end: 1-D, strided, with bias
+    b.Input("x", {-1, 4, 20});
+    b.FloatInitializer("w", {6, 4, 3}, RandomFloats(72, 34));
+    b.FloatInitializer("b", {6}, RandomFloats(6, 35));
+    auto& n = b.Node("Conv", {"x", "w", "b"}, {"c"});
+    SetIntsAttr(n, "pads", {1, 1});
+    SetIntsAttr(n, "strides", {2});
+    b.Node("Relu", {"c"}, {"y"});
+    b.Output("y");
+    cases.push_back(
+        {"conv1d_stride2", std::move(b), true, {{{2, 4, 20}}}, 1e-5f});
+  }
   struct PoolVariant {
     const char* name;
     const char* op;
