@@ -6,6 +6,7 @@ void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterConvSchemas(registry);
   RegisterGemmSchemas(registry);
   RegisterIndexingSchemas(registry);
+  RegisterSliceSchemas(registry);
   RegisterNormalizationSchemas(registry);
   RegisterPoolSchemas(registry);
   RegisterReduceSchemas(registry);

@@ -16,6 +16,7 @@ void RegisterIndexingSchemas(SchemaRegistry& registry);
 void RegisterNormalizationSchemas(SchemaRegistry& registry);
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
 void RegisterPoolSchemas(SchemaRegistry& registry);
+void RegisterSliceSchemas(SchemaRegistry& registry);    // Slice, Split, Pad
 void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX, ArgMax
 void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
