@@ -21,6 +21,7 @@
 #include "kernels/cuda/half.h"
 #include "kernels/cuda/indexing.h"
 #include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/pad.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
@@ -653,6 +654,31 @@ class CudaKernels : public DeviceKernels {
     return CudaStatus(
         kc::LaunchCast(source, x, target, y, count, CudaStreamOf(stream)),
         "cast kernel");
+  }
+
+  absl::Status StridedCopy(DeviceStream& stream, const void* x, int64_t,
+                           int64_t offset, const std::vector<int64_t>& strides,
+                           const Shape& y_shape, size_t element_bytes,
+                           void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n = StridedIndexerFor(strides, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
+    if (n == 0) return absl::OkStatus();
+    if (absl::Status s = Current(); !s.ok()) return s;
+    const char* base = static_cast<const char*>(x) + offset * element_bytes;
+    return CudaStatus(kc::LaunchTranspose(ix, base, y, n, element_bytes,
+                                          CudaStreamOf(stream)),
+                      "strided copy kernel");
+  }
+
+  absl::Status Pad(DeviceStream& stream, const PadArgs& a) override {
+    kc::PadIndexer ix;
+    const int64_t n = PadIndexerFor(a, &ix);
+    if (n < 0) return absl::InvalidArgumentError("Pad shapes");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchPad(ix, a.x, a.fill, a.element_bytes, a.y, n,
+                                    CudaStreamOf(stream)),
+                      "pad kernel");
   }
 
   absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {

@@ -14,6 +14,7 @@
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/indexing_math.h"
+#include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -280,6 +281,49 @@ inline bool GatherElementsIndexerFor(const GatherElementsArgs& a,
     stride *= a.data_shape[d];
   }
   return true;
+}
+
+// The strided view of StridedCopy as a Transpose kernel indexer (y's dims,
+// the given strides); y's element count, or -1 for a rank above 8 or
+// strides of another rank.
+inline int64_t StridedIndexerFor(const std::vector<int64_t>& strides,
+                                 const Shape& y,
+                                 kernels::cuda::TransposeIndexer* ix) {
+  if (y.size() > kernels::cuda::kMaxTransposeRank || strides.size() != y.size())
+    return -1;
+  *ix = kernels::cuda::TransposeIndexer{};
+  ix->rank = static_cast<int>(y.size());
+  int64_t count = 1;
+  for (size_t d = 0; d < y.size(); ++d) {
+    ix->out_dims[d] = y[d];
+    ix->in_strides[d] = strides[d];
+    count *= y[d];
+  }
+  return count;
+}
+
+// The Pad kernel's indexer; y's element count, or -1 for a rank above 8 or
+// shapes of different ranks.
+inline int64_t PadIndexerFor(const PadArgs& a, kernels::cuda::PadIndexer* ix) {
+  const size_t rank = a.y_shape.size();
+  if (rank > kernels::cuda::kMaxPadRank || a.x_shape.size() != rank ||
+      a.begin.size() != rank) {
+    return -1;
+  }
+  *ix = kernels::cuda::PadIndexer{};
+  ix->rank = static_cast<int>(rank);
+  ix->kind = a.mode == DevicePadMode::kEdge ? kernels::cuda::PadKind::kEdge
+             : a.mode == DevicePadMode::kReflect
+                 ? kernels::cuda::PadKind::kReflect
+                 : kernels::cuda::PadKind::kConstant;
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    ix->out_dims[d] = a.y_shape[d];
+    ix->in_dims[d] = a.x_shape[d];
+    ix->begin[d] = a.begin[d];
+    count *= a.y_shape[d];
+  }
+  return count;
 }
 
 }  // namespace coalesce

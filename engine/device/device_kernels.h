@@ -189,6 +189,23 @@ struct GatherElementsArgs {
   void* y = nullptr;
 };
 
+// Pad: x [x_shape] into y [y_shape], where y's axis d holds x's axis d with
+// begin[d] elements before it (negative: cropped) and its end padded to
+// y's size. Constant mode writes the low element_bytes bytes of `fill`;
+// edge repeats the nearest element; reflect mirrors without the edge.
+enum class DevicePadMode { kConstant, kEdge, kReflect };
+
+struct PadArgs {
+  const void* x = nullptr;
+  Shape x_shape;
+  std::vector<int64_t> begin;
+  Shape y_shape;  // rank <= 8, x's rank
+  DevicePadMode mode = DevicePadMode::kConstant;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  uint64_t fill = 0;
+  void* y = nullptr;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -288,6 +305,18 @@ class DeviceKernels {
   // wrap.
   virtual absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
                             DataType to, void* y, int64_t count) = 0;
+
+  // y = the elements of x (x_count elements) at offset + sum over d of
+  // coordinate_d * strides[d], for every coordinate of y_shape: a strided
+  // view (Slice with any steps, a part of Split), elements of
+  // `element_bytes` (1, 2, 4 or 8), rank <= 8. Strides may be negative.
+  virtual absl::Status StridedCopy(DeviceStream& stream, const void* x,
+                                   int64_t x_count, int64_t offset,
+                                   const std::vector<int64_t>& strides,
+                                   const Shape& y_shape, size_t element_bytes,
+                                   void* y) = 0;
+
+  virtual absl::Status Pad(DeviceStream& stream, const PadArgs& args) = 0;
 
   virtual absl::Status GatherNd(DeviceStream& stream,
                                 const GatherNdArgs& args) = 0;

@@ -587,6 +587,9 @@ enum class Family {
   kGatherElements,
   kCumSum,
   kArgMax,
+  kSlice,
+  kSplit,
+  kPad,
   kSum,
   kConv,
   kPool,
@@ -630,6 +633,9 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "GatherElements"}] = Family::kGatherElements;
     (*r)[{false, "CumSum"}] = Family::kCumSum;
     (*r)[{false, "ArgMax"}] = Family::kArgMax;
+    (*r)[{false, "Slice"}] = Family::kSlice;
+    (*r)[{false, "Split"}] = Family::kSplit;
+    (*r)[{false, "Pad"}] = Family::kPad;
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
     (*r)[{true, "FusedConv"}] = Family::kConv;
@@ -753,6 +759,12 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return device_ops::LowerCumSum(v);
     case Family::kArgMax:
       return device_ops::LowerArgMax(v);
+    case Family::kSlice:
+      return device_ops::LowerSlice(v);
+    case Family::kSplit:
+      return device_ops::LowerSplit(v);
+    case Family::kPad:
+      return device_ops::LowerPad(v);
     case Family::kSum:
       return LowerSum(v);
     case Family::kConv:

@@ -280,9 +280,8 @@ absl::StatusOr<std::vector<int64_t>> PadAmounts(
     pads = std::move(full);
   }
   if (static_cast<int64_t>(pads.size()) != 2 * rank) {
-    return absl::InvalidArgumentError(absl::StrCat("pads has ", pads.size(),
-                                                   " values, rank ", rank,
-                                                   " needs ", 2 * rank));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pads has ", pads.size(), " values, rank ", rank, " needs ", 2 * rank));
   }
   return pads;
 }

@@ -480,6 +480,18 @@ TEST(CudaMathTest, CumSumAndArgMaxWalkOneLine) {
   EXPECT_EQ(ArgMaxLine(f, 0, 4, 1, true), 2);
 }
 
+TEST(CudaMathTest, SoftmaxOfMaskedScoresIgnoresMinusInfinity) {
+  // A causal mask's row: -inf before and after the one visible score, in
+  // parts that hold only -inf (as a block's threads see them).
+  const float inf = std::numeric_limits<float>::infinity();
+  MaxSum left = EmptyMaxSum(), right = EmptyMaxSum();
+  for (float x : {-inf, -inf}) left = AddElement(left, x);
+  for (float x : {-0.5f, -inf}) right = AddElement(right, x);
+  const MaxSum row = Combine(left, right);
+  EXPECT_EQ(SoftmaxValue(-0.5f, row), 1.0f);
+  EXPECT_EQ(SoftmaxValue(-inf, row), 0.0f);
+}
+
 // Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3
 // in tanh GELU, x^0.5) and Sqrt, on their domains.
 TEST(CudaMathTest, PowAndSqrt) {

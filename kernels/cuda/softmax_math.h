@@ -20,7 +20,10 @@ struct MaxSum {
 
 COALESCE_HD MaxSum EmptyMaxSum() { return {-INFINITY, 0.0f}; }
 
+// -INFINITY (a masked score) adds nothing, even to a part of -INFINITY
+// only (exp(-inf - -inf) would be NaN).
 COALESCE_HD MaxSum AddElement(MaxSum part, float x) {
+  if (x == -INFINITY) return part;
   if (x <= part.max) return {part.max, part.sum + expf(x - part.max)};
   return {x, part.sum * expf(part.max - x) + 1.0f};
 }

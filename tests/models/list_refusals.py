@@ -36,7 +36,7 @@ def refusal(model: str, device: str, workdir: Path) -> str | None:
         runners.run_coalesce(folder / "model.onnx", feeds, workdir / model / device,
                              device=device)
     except runners.CoalesceRunError as err:
-        clauses = re.findall(r"\(op '([A-Za-z]+)'\): ([^;]+)", err.stderr)
+        clauses = re.findall(r"\(op '([A-Za-z0-9]+)'\): ([^;]+)", err.stderr)
         if not clauses:
             return err.stderr.splitlines()[-1]
         missing = []

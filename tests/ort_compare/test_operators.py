@@ -60,6 +60,7 @@ class Case:
     # placed after `inputs` in the node's input list.
     constants: dict = dataclasses.field(default_factory=dict)
     outputs: tuple = ("y",)  # the first has dtype `output`; others int64
+    same_outputs: bool = False  # every output has dtype `output` (Split)
     # The device's refusal, when it refuses this form of an op it runs.
     device_refusal: str = ""
 
@@ -175,6 +176,23 @@ CASES = [
     Case("gather_nd_bool", "GatherND",
          {"data": _bools(2, 3, 4), "indices": np.array([[1, 2], [0, -1]], dtype=np.int64)},
          np.bool_),
+    Case("split_last_axis", "Split", {"x": _floats(2, 5, 12)}, np.float32, {"axis": -1},
+         constants={"split": np.array([4, 3, 5], dtype=np.int64)}, outputs=("y", "y1", "y2"),
+         same_outputs=True),
+    Case("slice_steps", "Slice", {"x": _floats(4, 6, 5)}, np.float32,
+         constants={"starts": np.array([3, 1, -1], dtype=np.int64),
+                    "ends": np.array([0, 6, -100], dtype=np.int64),
+                    "axes": np.array([0, 1, 2], dtype=np.int64),
+                    "steps": np.array([-1, 2, -2], dtype=np.int64)}),
+    Case("pad_constant_value", "Pad", {"x": _floats(2, 3, 4)}, np.float32,
+         constants={"pads": np.array([0, 1, -1, 1, 2, 0], dtype=np.int64),
+                    "value": np.array(1.5, dtype=np.float32)}),
+    Case("pad_reflect", "Pad", {"x": _ints(2, 5)}, np.int64, {"mode": "reflect"},
+         constants={"pads": np.array([1, 3, 1, 4], dtype=np.int64)}),
+    Case("pad_edge_axes", "Pad", {"x": _floats(2, 3, 4)}, np.float32, {"mode": "edge"},
+         opset=18, constants={"pads": np.array([2, 1, 0, 3], dtype=np.int64),
+                              "value": np.array(0.0, dtype=np.float32),
+                              "axes": np.array([-1, 0], dtype=np.int64)}),
     Case("gather_nd", "GatherND",
          {"data": _floats(4, 5, 6), "indices": _ints(3, 2, low=-4, high=4)}, np.float32),
     Case("gather_nd_batch_dims", "GatherND",
@@ -255,7 +273,8 @@ def _model(case: Case) -> onnx.ModelProto:
     node = helper.make_node(case.op, [*case.inputs, *case.constants], list(case.outputs),
                             name=f"{case.id}_node", **case.attrs)
     outs = [helper.make_tensor_value_info(
-        name, helper.np_dtype_to_tensor_dtype(np.dtype(case.output if i == 0 else np.int64)), None)
+        name, helper.np_dtype_to_tensor_dtype(
+            np.dtype(case.output if i == 0 or case.same_outputs else np.int64)), None)
         for i, name in enumerate(case.outputs)]
     initializers = [numpy_helper.from_array(v, name) for name, v in case.constants.items()]
     graph = helper.make_graph([node], case.id, inputs, outs, initializer=initializers)

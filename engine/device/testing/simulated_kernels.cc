@@ -12,6 +12,7 @@
 #include "kernels/cuda/half_math.h"
 #include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/layer_norm_math.h"
+#include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
@@ -354,6 +355,53 @@ class SimulatedKernels : public DeviceKernels {
                   {{y, n * ElementByteSize(to)}}, [=] {
                     for (int64_t i = 0; i < count; ++i)
                       kc::CastElement(source, x, target, y, i);
+                  });
+  }
+
+  absl::Status StridedCopy(DeviceStream& stream, const void* x, int64_t x_count,
+                           int64_t offset, const std::vector<int64_t>& strides,
+                           const Shape& y_shape, size_t element_bytes,
+                           void* y) override {
+    kc::TransposeIndexer ix;
+    const int64_t n = StridedIndexerFor(strides, y_shape, &ix);
+    if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
+    // Every element read must lie in x (the GPU would read past it
+    // silently): the view's extremes are at the corners of its box.
+    int64_t lo = offset, hi = offset;
+    for (size_t d = 0; d < y_shape.size() && n > 0; ++d) {
+      const int64_t span = (y_shape[d] - 1) * strides[d];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (n > 0 && (lo < 0 || hi >= x_count)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "strided copy reads elements ", lo, " to ", hi, " of ", x_count));
+    }
+    return Launch(stream, "strided_copy",
+                  {{x, static_cast<size_t>(x_count) * element_bytes}},
+                  {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
+                    for (int64_t i = 0; i < n; ++i) {
+                      CopyElement(x, offset + kc::TransposeSourceOffset(ix, i),
+                                  element_bytes, y, i);
+                    }
+                  });
+  }
+
+  absl::Status Pad(DeviceStream& stream, const PadArgs& a) override {
+    kc::PadIndexer ix;
+    const int64_t n = PadIndexerFor(a, &ix);
+    if (n < 0) return absl::InvalidArgumentError("Pad shapes");
+    return Launch(stream, "pad", {Bytes(a.x, a.x_shape, a.element_bytes)},
+                  {Bytes(a.y, a.y_shape, a.element_bytes)}, [=] {
+                    for (int64_t i = 0; i < n; ++i) {
+                      const int64_t src = kc::PadSource(ix, i);
+                      if (src < 0) {  // the fill's low bytes (little-endian)
+                        std::memcpy(
+                            static_cast<char*>(a.y) + i * a.element_bytes,
+                            &a.fill, a.element_bytes);
+                      } else {
+                        CopyElement(a.x, src, a.element_bytes, a.y, i);
+                      }
+                    }
                   });
   }
 
