@@ -644,8 +644,9 @@ const std::map<RegistryKey, Family>& Registry() {
       (*r)[{false, op}] = Family::kPool;
     (*r)[{false, "LRN"}] = Family::kLrn;
     (*r)[{false, "BatchNormalization"}] = Family::kBatchNorm;
-    (*r)[{false, "ReduceMean"}] = Family::kReduce;
-    (*r)[{false, "ReduceMax"}] = Family::kReduce;
+    for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
+                           "ReduceSumSquare", "ReduceL1", "ReduceL2"})
+      (*r)[{false, op}] = Family::kReduce;
     (*r)[{true, "FusedGemm"}] = Family::kGemm;
     (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
     (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern

@@ -1,9 +1,13 @@
-// Reductions in the device registry (device_ops.h): ReduceMean and
-// ReduceMax over a trailing block of axes (what torch.export writes for
-// global average pooling, and RMSNorm's mean of squares), as a 1 x cols
-// window of the pool kernel over [rows, cols]. Axes and keepdims come from
-// the schema (engine/schema/reduce_schema.h); other reductions and axes
-// that are not trailing are refused with the reason.
+// Reductions in the device registry (device_ops.h) over a trailing block of
+// axes (what torch.export writes for global average pooling, RMSNorm's mean
+// of squares, Swin v2's L2 norms), as a 1 x cols window of the pool kernel
+// over [rows, cols]: ReduceMean and ReduceMax directly; ReduceSum,
+// ReduceSumSquare, ReduceL1 and ReduceL2 as a mean of x, x^2 or |x| scaled
+// by cols (then a square root for L2); ReduceMin as -max(-x). Axes and
+// keepdims come from the schema (engine/schema/reduce_schema.h); other
+// reductions and axes that are not trailing are refused with the reason.
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -44,13 +48,49 @@ absl::StatusOr<LoweredNode> LowerReduce(const NodeView& v) {
   args.out_w = 1;
   args.kernel_h = 1;
   args.kernel_w = cols;
-  args.max = *v.node().op_type == "ReduceMax";
+  const std::string& op = *v.node().op_type;
+  args.max = op == "ReduceMax" || op == "ReduceMin";
+  // What each element becomes before the pool, and what the pooled value
+  // becomes after it.
+  std::optional<ActivationSpec> before, after;
+  bool scale = false;  // times cols: a sum from a mean
+  if (op == "ReduceMin") {
+    before = after = ActivationSpec{DeviceActivation::kNeg};
+  } else if (op == "ReduceSum") {
+    scale = true;
+  } else if (op == "ReduceSumSquare" || op == "ReduceL2") {
+    before = ActivationSpec{DeviceActivation::kPow, 2.0f};
+    scale = true;
+    if (op == "ReduceL2") after = ActivationSpec{DeviceActivation::kSqrt};
+  } else if (op == "ReduceL1") {
+    before = ActivationSpec{DeviceActivation::kAbs};
+    scale = true;
+  }
   const int ix = v.in_id(0), iy = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {ix};
   if (rows == 0) return lowered;
+  const int64_t count = rows * cols;
+  if (before) lowered.scratch_bytes.push_back(count * sizeof(float));
+  if (scale) lowered.derived.push_back({static_cast<float>(cols)});
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Pool2D(c.stream, args, F(c, ix), F(c, iy));
+    const float* x = F(c, ix);
+    if (before) {
+      float* mapped = static_cast<float*>(c.scratch[0]);
+      absl::Status s =
+          c.kernels.Activation(c.stream, *before, x, mapped, count);
+      if (!s.ok()) return s;
+      x = mapped;
+    }
+    absl::Status s = c.kernels.Pool2D(c.stream, args, x, F(c, iy));
+    if (s.ok() && scale) {
+      s = c.kernels.Binary(c.stream, DeviceBinaryOp::kMul, F(c, iy), {rows},
+                           c.derived[0], {1}, F(c, iy));
+    }
+    if (s.ok() && after) {
+      s = c.kernels.Activation(c.stream, *after, F(c, iy), F(c, iy), rows);
+    }
+    return s;
   });
   return lowered;
 }

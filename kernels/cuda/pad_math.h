@@ -42,7 +42,8 @@ COALESCE_HD int64_t PadSource(const PadIndexer& ix, int64_t i) {
   for (int d = ix.rank - 1; d >= 0; --d) {
     const int64_t coord = i % ix.out_dims[d];
     i /= ix.out_dims[d];
-    const int64_t c = PadCoordinate(ix.kind, coord - ix.begin[d], ix.in_dims[d]);
+    const int64_t c =
+        PadCoordinate(ix.kind, coord - ix.begin[d], ix.in_dims[d]);
     if (c < 0) return -1;
     offset += c * stride;
     stride *= ix.in_dims[d];

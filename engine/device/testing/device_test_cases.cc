@@ -566,6 +566,31 @@ DeviceTestCase IndexingChain() {
   return {"indexing_chain", std::move(b), true, {{{3, 6}, {3, 6, 4}}}, 0.0f};
 }
 
+// Swin's window plumbing and GPT-2's fused QKV: Pad, Slice with steps,
+// Split, and the sum-like reductions (Swin v2's L2 norms).
+DeviceTestCase MovementChain() {
+  OnnxModelBuilder b(18);
+  b.Input("x", {-1, 6, 12});
+  b.Int64Initializer("pads", {6}, {0, 1, 2, 0, 1, 0});
+  b.Node("Pad", {"x", "pads"}, {"padded"});  // [n, 8, 14]
+  b.Int64Initializer("starts", {2}, {6, 1});
+  b.Int64Initializer("ends", {2}, {-100, 13});
+  b.Int64Initializer("axes", {2}, {1, 2});
+  b.Int64Initializer("steps", {2}, {-2, 3});
+  b.Node("Slice", {"padded", "starts", "ends", "axes", "steps"}, {"sliced"});
+  b.Int64Initializer("split", {3}, {4, 4, 4});
+  SetIntAttr(b.Node("Split", {"x", "split"}, {"q", "k", "v"}), "axis", -1);
+  b.Int64Initializer("last", {1}, {-1});
+  b.Node("ReduceL2", {"q", "last"}, {"l2"});
+  b.Node("ReduceSum", {"k", "last"}, {"sum"});
+  b.Node("ReduceMin", {"v", "last"}, {"min"});
+  b.Node("Add", {"l2", "sum"}, {"ls"});
+  b.Node("Add", {"ls", "min"}, {"y"});
+  b.Output("sliced");
+  b.Output("y");
+  return {"movement_chain", std::move(b), true, {{{2, 6, 12}}}, 1e-5f};
+}
+
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
@@ -591,6 +616,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   cases.push_back(ErfGeluPattern());
   cases.push_back(MaskArithmetic());
   cases.push_back(IndexingChain());
+  cases.push_back(MovementChain());
   cases.push_back(Mlp());
   return cases;
 }
