@@ -23,6 +23,7 @@
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/pad.h"
 #include "kernels/cuda/pool.h"
+#include "kernels/cuda/quantize.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
 #include "kernels/cuda/typed.h"
@@ -679,6 +680,19 @@ class CudaKernels : public DeviceKernels {
     return CudaStatus(kc::LaunchPad(ix, a.x, a.fill, a.element_bytes, a.y, n,
                                     CudaStreamOf(stream)),
                       "pad kernel");
+  }
+
+  absl::Status Quantize(DeviceStream& stream, const QuantizeArgs& a) override {
+    kc::QuantType type;
+    if (!QuantTypeOf(a.quantized, &type) ||
+        (a.quantize && a.quantized == DataType::kInt32)) {
+      return absl::InvalidArgumentError("quantized type");
+    }
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(
+        kc::LaunchQuantize(a.quantize, type, a.x, a.scale, a.zero_point, a.y,
+                           a.outer, a.channels, a.inner, CudaStreamOf(stream)),
+        "quantize kernel");
   }
 
   absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {

@@ -16,6 +16,7 @@
 #include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
+#include "kernels/cuda/quantize_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
 
@@ -281,6 +282,30 @@ inline bool GatherElementsIndexerFor(const GatherElementsArgs& a,
     stride *= a.data_shape[d];
   }
   return true;
+}
+
+// The quantize kernel's type of `type`; false for another.
+inline bool QuantTypeOf(DataType type, kernels::cuda::QuantType* out) {
+  using K = kernels::cuda::QuantType;
+  switch (type) {
+    case DataType::kInt8:
+      *out = K::kInt8;
+      return true;
+    case DataType::kUint8:
+      *out = K::kUint8;
+      return true;
+    case DataType::kInt16:
+      *out = K::kInt16;
+      return true;
+    case DataType::kUint16:
+      *out = K::kUint16;
+      return true;
+    case DataType::kInt32:
+      *out = K::kInt32;
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The strided view of StridedCopy as a Transpose kernel indexer (y's dims,

@@ -206,6 +206,21 @@ struct PadArgs {
   void* y = nullptr;
 };
 
+// QuantizeLinear (x float32, y `quantized`) or DequantizeLinear (x
+// `quantized`, y float32) over [outer, channels, inner] with one float32
+// scale and zero point (of the quantized type; null: 0) per channel. INT8,
+// UINT8, INT16, UINT16; INT32 to dequantize only. Rounding, saturation and
+// NaN as on the CPU (engine/schema/quantize_schema.h).
+struct QuantizeArgs {
+  bool quantize = true;
+  DataType quantized = DataType::kUint8;
+  const void* x = nullptr;
+  const float* scale = nullptr;
+  const void* zero_point = nullptr;
+  void* y = nullptr;
+  int64_t outer = 1, channels = 1, inner = 1;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -317,6 +332,9 @@ class DeviceKernels {
                                    void* y) = 0;
 
   virtual absl::Status Pad(DeviceStream& stream, const PadArgs& args) = 0;
+
+  virtual absl::Status Quantize(DeviceStream& stream,
+                                const QuantizeArgs& args) = 0;
 
   virtual absl::Status GatherNd(DeviceStream& stream,
                                 const GatherNdArgs& args) = 0;

@@ -590,6 +590,7 @@ enum class Family {
   kSlice,
   kSplit,
   kPad,
+  kQuantize,
   kSum,
   kConv,
   kPool,
@@ -636,6 +637,8 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "Slice"}] = Family::kSlice;
     (*r)[{false, "Split"}] = Family::kSplit;
     (*r)[{false, "Pad"}] = Family::kPad;
+    (*r)[{false, "QuantizeLinear"}] = Family::kQuantize;
+    (*r)[{false, "DequantizeLinear"}] = Family::kQuantize;
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
     (*r)[{true, "FusedConv"}] = Family::kConv;
@@ -766,6 +769,8 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return device_ops::LowerSplit(v);
     case Family::kPad:
       return device_ops::LowerPad(v);
+    case Family::kQuantize:
+      return device_ops::LowerQuantize(v);
     case Family::kSum:
       return LowerSum(v);
     case Family::kConv:

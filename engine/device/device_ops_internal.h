@@ -141,10 +141,11 @@ absl::StatusOr<LoweredNode> LowerReduce(const NodeView& v);
 
 // The typed elementwise family (device_ops_typed.cc): comparisons, logic,
 // IsNaN/IsInf, Mod, Max/Min, and Add/Sub/Mul/Div/Neg/Abs on integers;
-// Where; Cast.
+// Where; Cast; QuantizeLinear and DequantizeLinear.
 absl::StatusOr<LoweredNode> LowerTyped(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerWhere(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerCast(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerQuantize(const NodeView& v);
 
 // The indexing family (device_ops_indexing.cc).
 absl::StatusOr<LoweredNode> LowerGatherNd(const NodeView& v);

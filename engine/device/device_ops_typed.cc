@@ -1,13 +1,16 @@
 // The typed elementwise family of the device registry: the integer and
 // boolean operators exporters write for attention masks and position ids
 // (comparisons, And/Or/Xor/Not, IsNaN/IsInf, Where, Cast, integer
-// arithmetic, Max/Min), lowered onto DeviceKernels::Typed, Where and Cast.
+// arithmetic, Max/Min), lowered onto DeviceKernels::Typed, Where and Cast;
+// and QuantizeLinear/DequantizeLinear (QDQ models), reading their schema's
+// attributes (engine/schema/quantize_schema.h).
 // Float32 Add/Sub/Mul/Div keep the float Binary kernel (device_ops.cc).
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
+#include "engine/schema/quantize_schema.h"
 
 namespace coalesce {
 namespace device_ops {
@@ -197,6 +200,35 @@ absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
   lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.Cast(c.stream, from, c.addresses[x], to, c.addresses[y],
                           n);
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerQuantize(const NodeView& v) {
+  auto attrs = v.resolved<QuantizeAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const bool quantize = (*attrs)->quantize;
+  auto layout = QuantizeLayout(**attrs, v.in_shape(0), v.in_shape(1));
+  if (!layout.ok()) return layout.status();
+  QuantizeArgs args;
+  args.quantize = quantize;
+  args.quantized = quantize ? v.out(0).info.dtype : v.in(0).info.dtype;
+  args.outer = layout->outer;
+  args.channels = layout->channels;
+  args.inner = layout->inner;
+  const int x = v.in_id(0), scale = v.in_id(1), y = v.out_id(0);
+  const int zero = v.has_input(2) ? v.in_id(2) : -1;
+  LoweredNode lowered;
+  lowered.reads = {x, scale};
+  if (zero >= 0) lowered.reads.push_back(zero);
+  if (Count(v.out_shape(0)) == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    QuantizeArgs a = args;
+    a.x = c.addresses[x];
+    a.scale = F(c, scale);
+    a.zero_point = zero >= 0 ? c.addresses[zero] : nullptr;
+    a.y = c.addresses[y];
+    return c.kernels.Quantize(c.stream, a);
   });
   return lowered;
 }

@@ -16,9 +16,10 @@ void RegisterIndexingSchemas(SchemaRegistry& registry);
 void RegisterNormalizationSchemas(SchemaRegistry& registry);
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
 void RegisterPoolSchemas(SchemaRegistry& registry);
-void RegisterSliceSchemas(SchemaRegistry& registry);    // Slice, Split, Pad
-void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX, ArgMax
-void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
+void RegisterQuantizeSchemas(SchemaRegistry& registry);  // Q/DQ Linear
+void RegisterSliceSchemas(SchemaRegistry& registry);     // Slice, Split, Pad
+void RegisterReduceSchemas(SchemaRegistry& registry);    // ReduceX, ArgMax
+void RegisterSoftmaxSchemas(SchemaRegistry& registry);   // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);
 

@@ -17,6 +17,7 @@
 #include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
+#include "kernels/cuda/quantize_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -490,6 +491,21 @@ TEST(CudaMathTest, SoftmaxOfMaskedScoresIgnoresMinusInfinity) {
   const MaxSum row = Combine(left, right);
   EXPECT_EQ(SoftmaxValue(-0.5f, row), 1.0f);
   EXPECT_EQ(SoftmaxValue(-inf, row), 0.0f);
+}
+
+TEST(CudaMathTest, QuantizeRoundsHalfToEvenAndSaturates) {
+  EXPECT_EQ(QuantizeValue<uint8_t>(2.5f, 1.0f, 0.0f), 2);  // ties to even
+  EXPECT_EQ(QuantizeValue<uint8_t>(3.5f, 1.0f, 0.0f), 4);
+  EXPECT_EQ(QuantizeValue<int8_t>(-0.75f, 0.5f, 3.0f), 1);  // -1.5 -> -2, +3
+  EXPECT_EQ(QuantizeValue<uint8_t>(1000.0f, 1.0f, 128.0f), 255);
+  EXPECT_EQ(QuantizeValue<int16_t>(-1e9f, 1.0f, 0.0f), -32768);
+  EXPECT_EQ(QuantizeValue<uint8_t>(std::nanf(""), 1.0f, 10.0f), 0);
+  EXPECT_EQ(DequantizeValue<uint8_t>(200, 0.5f, 128), 36.0f);
+  EXPECT_EQ(
+      DequantizeValue<int32_t>(std::numeric_limits<int32_t>::min(), 1.0f, 1),
+      -2147483648.0f);  // the difference in integers, not float
+  EXPECT_EQ(QuantChannel(13, 3, 4), 0);  // [outer, 3, 4]: 13 = 1*12 + 0*4 + 1
+  EXPECT_EQ(QuantChannel(9, 3, 4), 2);
 }
 
 // Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3

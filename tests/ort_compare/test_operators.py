@@ -27,7 +27,7 @@ import runners
 # a model that computes them at run time is refused as a GPU instance.
 DEVICE_REFUSES = {
     "Sign", "Round", "Mish", "Celu", "ThresholdedRelu",
-    "Trilu", "QuantizeLinear", "DequantizeLinear",
+    "Trilu",
     "ScatterND", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp", "InstanceNormalization",
     "GroupNormalization", "TopK", "OneHot", "ScatterElements", "Einsum",
 }

@@ -591,6 +591,28 @@ DeviceTestCase MovementChain() {
   return {"movement_chain", std::move(b), true, {{{2, 6, 12}}}, 1e-5f};
 }
 
+// A QDQ pair around a convolution, as onnxruntime's quantization tool
+// writes it: activations per tensor (uint8), weights per channel (int8,
+// dequantized while planning).
+DeviceTestCase QdqConv() {
+  OnnxModelBuilder b(13);
+  b.Input("x", {-1, 3, 6, 6});
+  b.FloatInitializer("x_scale", {}, {0.02f});
+  b.RawInitializer("x_zero", onnx::TensorProto::UINT8, {}, "\x80", 1);
+  b.Node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"});
+  b.Node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xd"});
+  std::vector<int8_t> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<int8_t>(i * 37 % 255 - 127);
+  b.RawInitializer("wq", onnx::TensorProto::INT8, {4, 3, 3, 3}, w.data(),
+                   w.size());
+  b.FloatInitializer("w_scale", {4}, {0.01f, 0.02f, 0.005f, 0.03f});
+  SetIntAttr(b.Node("DequantizeLinear", {"wq", "w_scale"}, {"wd"}), "axis", 0);
+  b.Node("Conv", {"xd", "wd"}, {"y"});
+  b.Output("y");
+  return {"qdq_conv", std::move(b), true, {{{2, 3, 6, 6}}}, 1e-5f};
+}
+
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
@@ -617,6 +639,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   cases.push_back(MaskArithmetic());
   cases.push_back(IndexingChain());
   cases.push_back(MovementChain());
+  cases.push_back(QdqConv());
   cases.push_back(Mlp());
   return cases;
 }

@@ -14,6 +14,7 @@
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
+#include "kernels/cuda/quantize_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -91,6 +92,29 @@ absl::Status ForArithmetic(DataType type, Fn fn) {
       return absl::InvalidArgumentError(
           absl::StrCat("expected float32, int64 or int32, not ",
                        std::string(DataTypeName(type))));
+  }
+}
+
+template <typename Q>
+void QuantizeAs(const QuantizeArgs& a, int64_t i) {
+  kc::QuantizeElement<Q>(a.quantize, a.x, a.scale,
+                         static_cast<const Q*>(a.zero_point), a.y, a.channels,
+                         a.inner, i);
+}
+
+// Element i of the quantize kernel for the quantized type `type`.
+void QuantizeAt(kc::QuantType type, const QuantizeArgs& a, int64_t i) {
+  switch (type) {
+    case kc::QuantType::kInt8:
+      return QuantizeAs<int8_t>(a, i);
+    case kc::QuantType::kUint8:
+      return QuantizeAs<uint8_t>(a, i);
+    case kc::QuantType::kInt16:
+      return QuantizeAs<int16_t>(a, i);
+    case kc::QuantType::kUint16:
+      return QuantizeAs<uint16_t>(a, i);
+    case kc::QuantType::kInt32:
+      return QuantizeAs<int32_t>(a, i);
   }
 }
 
@@ -403,6 +427,25 @@ class SimulatedKernels : public DeviceKernels {
                       }
                     }
                   });
+  }
+
+  absl::Status Quantize(DeviceStream& stream, const QuantizeArgs& a) override {
+    kc::QuantType type;
+    if (!QuantTypeOf(a.quantized, &type) ||
+        (a.quantize && a.quantized == DataType::kInt32)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "quantized type ", std::string(DataTypeName(a.quantized))));
+    }
+    const int64_t n = a.outer * a.channels * a.inner;
+    const size_t q = ElementByteSize(a.quantized);
+    const size_t x_bytes = n * (a.quantize ? sizeof(float) : q);
+    const size_t y_bytes = n * (a.quantize ? q : sizeof(float));
+    std::vector<Region> reads = {{a.x, x_bytes}, Floats(a.scale, a.channels)};
+    if (a.zero_point != nullptr)
+      reads.push_back({a.zero_point, a.channels * q});
+    return Launch(stream, "quantize", std::move(reads), {{a.y, y_bytes}}, [=] {
+      for (int64_t i = 0; i < n; ++i) QuantizeAt(type, a, i);
+    });
   }
 
   absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {
