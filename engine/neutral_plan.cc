@@ -53,6 +53,13 @@ absl::StatusOr<std::vector<int64_t>> NodeAttributes::GetInts(
   return *a == nullptr ? std::vector<int64_t>{} : (*a)->ints;
 }
 
+absl::StatusOr<std::vector<float>> NodeAttributes::GetFloats(
+    const std::string& name) const {
+  auto a = Find(name, NodeAttribute::Kind::kFloats);
+  if (!a.ok()) return a.status();
+  return *a == nullptr ? std::vector<float>{} : (*a)->floats;
+}
+
 std::string NodeLabel(const PlanNode& node) {
   return absl::StrCat("node '", *node.name, "' (op '", *node.op_type, "')");
 }

@@ -68,6 +68,7 @@ class NodeAttributes {
                                         const std::string& default_value) const;
   // Empty when absent.
   absl::StatusOr<std::vector<int64_t>> GetInts(const std::string& name) const;
+  absl::StatusOr<std::vector<float>> GetFloats(const std::string& name) const;
 
  private:
   absl::StatusOr<const NodeAttribute*> Find(const std::string& name,

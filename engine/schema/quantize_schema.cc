@@ -62,9 +62,9 @@ absl::Status Infer(const QuantizeAttrs& attrs, absl::Span<const TensorInfo> in,
   }
   if (absl::Status s = ExpectInputType(in, 1, DataType::kFp32); !s.ok())
     return s;
-  const DataType quantized = attrs.quantize
-                                 ? (has_zero ? in[2].dtype : attrs.default_output)
-                                 : in[0].dtype;
+  const DataType quantized =
+      attrs.quantize ? (has_zero ? in[2].dtype : attrs.default_output)
+                     : in[0].dtype;
   if (!IsQuantizedType(quantized, /*allow_int32=*/!attrs.quantize)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unsupported quantized type ", std::string(DataTypeName(quantized))));
@@ -114,13 +114,12 @@ absl::StatusOr<QuantChannels> QuantizeLayout(const QuantizeAttrs& attrs,
 
 void RegisterQuantizeSchemas(SchemaRegistry& registry) {
   for (bool quantize : {true, false}) {
-    registry.Register(
-        quantize ? "QuantizeLinear" : "DequantizeLinear",
-        std::make_shared<FunctionSchema<QuantizeAttrs>>(
-            [quantize](const SchemaNode& node) {
-              return Resolve(node, quantize);
-            },
-            &Infer));
+    registry.Register(quantize ? "QuantizeLinear" : "DequantizeLinear",
+                      std::make_shared<FunctionSchema<QuantizeAttrs>>(
+                          [quantize](const SchemaNode& node) {
+                            return Resolve(node, quantize);
+                          },
+                          &Infer));
   }
 }
 

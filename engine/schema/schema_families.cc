@@ -7,6 +7,7 @@ void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterGemmSchemas(registry);
   RegisterIndexingSchemas(registry);
   RegisterSliceSchemas(registry);
+  RegisterResizeSchemas(registry);
   RegisterQuantizeSchemas(registry);
   RegisterNormalizationSchemas(registry);
   RegisterPoolSchemas(registry);

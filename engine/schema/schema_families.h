@@ -17,6 +17,7 @@ void RegisterNormalizationSchemas(SchemaRegistry& registry);
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool
 void RegisterPoolSchemas(SchemaRegistry& registry);
 void RegisterQuantizeSchemas(SchemaRegistry& registry);  // Q/DQ Linear
+void RegisterResizeSchemas(SchemaRegistry& registry);    // Resize, Upsample
 void RegisterSliceSchemas(SchemaRegistry& registry);     // Slice, Split, Pad
 void RegisterReduceSchemas(SchemaRegistry& registry);    // ReduceX, ArgMax
 void RegisterSoftmaxSchemas(SchemaRegistry& registry);   // (Log)Softmax

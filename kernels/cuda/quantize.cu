@@ -19,8 +19,8 @@ cudaError_t Launch(bool quantize, const void* x, const float* scale,
                    const void* zero_point, void* y, int64_t channels,
                    int64_t inner, int64_t n, cudaStream_t stream) {
   QuantizeKernel<Q><<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
-      quantize, x, scale, static_cast<const Q*>(zero_point), y, channels,
-      inner, n);
+      quantize, x, scale, static_cast<const Q*>(zero_point), y, channels, inner,
+      n);
   return cudaGetLastError();
 }
 
@@ -47,8 +47,8 @@ cudaError_t LaunchQuantize(bool quantize, QuantType type, const void* x,
                               inner, n, stream);
     case QuantType::kInt32:
       if (quantize) return cudaErrorInvalidValue;
-      return Launch<int32_t>(false, x, scale, zero_point, y, channels, inner,
-                             n, stream);
+      return Launch<int32_t>(false, x, scale, zero_point, y, channels, inner, n,
+                             stream);
   }
   return cudaErrorInvalidValue;
 }
