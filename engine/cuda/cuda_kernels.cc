@@ -24,6 +24,7 @@
 #include "kernels/cuda/pad.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/quantize.h"
+#include "kernels/cuda/resize.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/transpose.h"
 #include "kernels/cuda/typed.h"
@@ -693,6 +694,15 @@ class CudaKernels : public DeviceKernels {
         kc::LaunchQuantize(a.quantize, type, a.x, a.scale, a.zero_point, a.y,
                            a.outer, a.channels, a.inner, CudaStreamOf(stream)),
         "quantize kernel");
+  }
+
+  absl::Status Resize(DeviceStream& stream, const ResizeArgs& a) override {
+    kc::ResizeIndexer ix;
+    const int64_t n = ResizeIndexerFor(a, &ix);
+    if (n < 0) return absl::InvalidArgumentError("a Resize the kernel lacks");
+    if (absl::Status s = Current(); !s.ok()) return s;
+    return CudaStatus(kc::LaunchResize(ix, a.x, a.y, n, CudaStreamOf(stream)),
+                      "resize kernel");
   }
 
   absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {

@@ -17,6 +17,7 @@
 #include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/quantize_math.h"
+#include "kernels/cuda/resize_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
 
@@ -306,6 +307,54 @@ inline bool QuantTypeOf(DataType type, kernels::cuda::QuantType* out) {
     default:
       return false;
   }
+}
+
+// The Resize kernel's indexer; y's element count, or -1 for a form the
+// kernel lacks (rank above 8, cubic, tf_crop_and_resize).
+inline int64_t ResizeIndexerFor(const ResizeArgs& a,
+                                kernels::cuda::ResizeIndexer* ix) {
+  using K = kernels::cuda::ResizeCoordinateKind;
+  if (a.axes.size() > kernels::cuda::kMaxResizeRank ||
+      a.mode == ResizeMode::kCubic ||
+      a.coordinate == ResizeCoordinate::kTfCropAndResize) {
+    return -1;
+  }
+  *ix = kernels::cuda::ResizeIndexer{};
+  ix->rank = static_cast<int>(a.axes.size());
+  ix->linear = a.mode == ResizeMode::kLinear;
+  switch (a.coordinate) {
+    case ResizeCoordinate::kHalfPixelSymmetric:
+      ix->coordinate = K::kHalfPixelSymmetric;
+      break;
+    case ResizeCoordinate::kPytorchHalfPixel:
+      ix->coordinate = K::kPytorchHalfPixel;
+      break;
+    case ResizeCoordinate::kAlignCorners:
+      ix->coordinate = K::kAlignCorners;
+      break;
+    case ResizeCoordinate::kAsymmetric:
+      ix->coordinate = K::kAsymmetric;
+      break;
+    case ResizeCoordinate::kTfHalfPixelForNn:
+      ix->coordinate = K::kTfHalfPixelForNn;
+      break;
+    default:
+      ix->coordinate = K::kHalfPixel;
+  }
+  using N = kernels::cuda::NearestKind;
+  ix->nearest = a.nearest == NearestRounding::kRoundPreferCeil
+                    ? N::kRoundPreferCeil
+                : a.nearest == NearestRounding::kFloor ? N::kFloor
+                : a.nearest == NearestRounding::kCeil  ? N::kCeil
+                                                       : N::kRoundPreferFloor;
+  int64_t count = 1;
+  for (size_t d = 0; d < a.axes.size(); ++d) {
+    ix->in[d] = a.axes[d].in;
+    ix->out[d] = a.axes[d].out;
+    ix->scale[d] = a.axes[d].scale;
+    count *= a.axes[d].out;
+  }
+  return count;
 }
 
 // The strided view of StridedCopy as a Transpose kernel indexer (y's dims,

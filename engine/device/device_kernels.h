@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "engine/data_type.h"
 #include "engine/device/device.h"
+#include "engine/schema/resize_schema.h"
 #include "engine/shape.h"
 
 namespace coalesce {
@@ -221,6 +222,20 @@ struct QuantizeArgs {
   int64_t outer = 1, channels = 1, inner = 1;
 };
 
+// Resize of a float32 tensor x (axes[d].in) into y (axes[d].out), rank <=
+// 8: nearest or N-linear, with the coordinate transformations and nearest
+// rounding of engine/schema/resize_schema.h except tf_crop_and_resize; no
+// cubic, antialias or exclude_outside. Linear taps past an edge read the
+// edge element, as on the CPU.
+struct ResizeArgs {
+  const float* x = nullptr;
+  float* y = nullptr;
+  std::vector<ResizeAxisSpec> axes;
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinate coordinate = ResizeCoordinate::kHalfPixel;
+  NearestRounding nearest = NearestRounding::kRoundPreferFloor;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -335,6 +350,8 @@ class DeviceKernels {
 
   virtual absl::Status Quantize(DeviceStream& stream,
                                 const QuantizeArgs& args) = 0;
+
+  virtual absl::Status Resize(DeviceStream& stream, const ResizeArgs& args) = 0;
 
   virtual absl::Status GatherNd(DeviceStream& stream,
                                 const GatherNdArgs& args) = 0;

@@ -591,6 +591,7 @@ enum class Family {
   kSplit,
   kPad,
   kQuantize,
+  kResize,
   kSum,
   kConv,
   kPool,
@@ -638,6 +639,8 @@ const std::map<RegistryKey, Family>& Registry() {
     (*r)[{false, "Split"}] = Family::kSplit;
     (*r)[{false, "Pad"}] = Family::kPad;
     (*r)[{false, "QuantizeLinear"}] = Family::kQuantize;
+    (*r)[{false, "Resize"}] = Family::kResize;
+    (*r)[{false, "Upsample"}] = Family::kResize;
     (*r)[{false, "DequantizeLinear"}] = Family::kQuantize;
     (*r)[{false, "Sum"}] = Family::kSum;
     (*r)[{false, "Conv"}] = Family::kConv;
@@ -771,6 +774,8 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       return device_ops::LowerPad(v);
     case Family::kQuantize:
       return device_ops::LowerQuantize(v);
+    case Family::kResize:
+      return device_ops::LowerResize(v);
     case Family::kSum:
       return LowerSum(v);
     case Family::kConv:

@@ -153,10 +153,11 @@ absl::StatusOr<LoweredNode> LowerGatherElements(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerCumSum(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerArgMax(const NodeView& v);
 
-// Slice, Split and Pad (device_ops_movement.cc).
+// Slice, Split, Pad and Resize (device_ops_movement.cc).
 absl::StatusOr<LoweredNode> LowerSlice(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerSplit(const NodeView& v);
 absl::StatusOr<LoweredNode> LowerPad(const NodeView& v);
+absl::StatusOr<LoweredNode> LowerResize(const NodeView& v);
 
 }  // namespace device_ops
 }  // namespace coalesce

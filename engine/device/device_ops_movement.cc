@@ -1,6 +1,7 @@
 // Data movement of the device registry: Slice and Split as strided copies,
-// Pad, reading the starts/steps, split sizes and pads their schema resolves
-// (engine/schema/slice_schema.h) from values known while planning.
+// Pad, and Resize (nearest, linear), reading the starts/steps, split sizes,
+// pads and resized axes their schemas resolve (engine/schema/slice_schema.h,
+// resize_schema.h) from values known while planning.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
 #include "engine/schema/infer_util.h"
+#include "engine/schema/resize_schema.h"
 #include "engine/schema/slice_schema.h"
 
 namespace coalesce {
@@ -144,6 +146,44 @@ absl::StatusOr<LoweredNode> LowerPad(const NodeView& v) {
     a.x = c.addresses[x];
     a.y = c.addresses[y];
     return c.kernels.Pad(c.stream, a);
+  });
+  return lowered;
+}
+
+absl::StatusOr<LoweredNode> LowerResize(const NodeView& v) {
+  auto attrs = v.resolved<ResizeAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
+  const ResizeAttrs& a = **attrs;
+  if (a.mode == ResizeMode::kCubic)
+    return absl::UnimplementedError(
+        "cubic Resize; the GPU interpolates "
+        "nearest and linear");
+  if (a.coordinate == ResizeCoordinate::kTfCropAndResize)
+    return absl::UnimplementedError("tf_crop_and_resize");
+  if (a.mode == ResizeMode::kLinear && a.exclude_outside)
+    return absl::UnimplementedError("exclude_outside");
+  auto axes = ResolveResizeAxes(a, InputInfos(v), {});
+  if (!axes.ok()) return axes.status();
+  if (axes->size() > 8) return absl::UnimplementedError("rank above 8");
+  for (const ResizeAxisSpec& axis : *axes) {
+    if (a.antialias && a.mode == ResizeMode::kLinear && axis.scale < 1.0)
+      return absl::UnimplementedError("antialiased downscaling");
+  }
+  ResizeArgs args;
+  args.axes = *std::move(axes);
+  args.mode = a.mode;
+  args.coordinate = a.coordinate;
+  args.nearest = a.nearest;
+  const int x = v.in_id(0), y = v.out_id(0);
+  LoweredNode lowered;
+  lowered.reads = {x};
+  if (Count(v.out_shape(0)) == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) {
+    ResizeArgs r = args;
+    r.x = F(c, x);
+    r.y = F(c, y);
+    return c.kernels.Resize(c.stream, r);
   });
   return lowered;
 }

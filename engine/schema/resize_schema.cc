@@ -128,7 +128,8 @@ absl::StatusOr<ResizeAttrs> ResolveResize(const SchemaNode& node,
         node.attributes.GetFloats("scales");
     if (!scales.ok()) return scales.status();
     if (scales->empty())
-      return absl::InvalidArgumentError("Upsample-7 needs the scales attribute");
+      return absl::InvalidArgumentError(
+          "Upsample-7 needs the scales attribute");
     c.scales_attribute = *std::move(scales);
   } else if (legacy) {
     c.scales_input = 1;
@@ -212,12 +213,11 @@ absl::StatusOr<std::vector<int64_t>> ListedAxes(const ResizeAttrs& attrs,
 constexpr double kMaxResizedDim = 9007199254740992.0;
 
 absl::Status ApplyScales(const std::vector<int64_t>& listed,
-                                const std::vector<float>& scales,
-                                std::vector<ResizeAxisSpec>& axes) {
+                         const std::vector<float>& scales,
+                         std::vector<ResizeAxisSpec>& axes) {
   if (scales.size() != listed.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scales has ", scales.size(), " values for ",
-                     listed.size(), " axes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scales has ", scales.size(), " values for ", listed.size(), " axes"));
   }
   for (size_t i = 0; i < listed.size(); ++i) {
     if (!(scales[i] > 0.0f)) {
@@ -260,8 +260,7 @@ absl::Status ApplySizes(const ResizeAttrs& attrs,
     high = i == 0 ? a.scale : std::max(high, a.scale);
   }
   if (attrs.policy == AspectPolicy::kStretch) return absl::OkStatus();
-  const double scale =
-      attrs.policy == AspectPolicy::kNotLarger ? low : high;
+  const double scale = attrs.policy == AspectPolicy::kNotLarger ? low : high;
   for (int64_t axis : listed) {
     ResizeAxisSpec& a = axes[axis];
     a.scale = scale;
@@ -276,8 +275,7 @@ absl::Status ApplySizes(const ResizeAttrs& attrs,
 }
 
 // roi lists [starts..., ends...] of the listed axes.
-absl::Status ApplyRoi(const ResizeAttrs& attrs,
-                      absl::Span<const TensorInfo> in,
+absl::Status ApplyRoi(const ResizeAttrs& attrs, absl::Span<const TensorInfo> in,
                       const std::vector<const char*>& data,
                       const std::vector<int64_t>& listed,
                       std::vector<ResizeAxisSpec>& axes) {
@@ -295,7 +293,6 @@ absl::Status ApplyRoi(const ResizeAttrs& attrs,
   }
   return absl::OkStatus();
 }
-
 
 }  // namespace
 
@@ -328,7 +325,6 @@ absl::StatusOr<std::vector<ResizeAxisSpec>> ResolveResizeAxes(
   }
   return axes;
 }
-
 
 void RegisterResizeSchemas(SchemaRegistry& registry) {
   for (bool upsample : {false, true}) {

@@ -18,6 +18,7 @@
 #include "kernels/cuda/layer_norm_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/quantize_math.h"
+#include "kernels/cuda/resize_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -506,6 +507,43 @@ TEST(CudaMathTest, QuantizeRoundsHalfToEvenAndSaturates) {
       -2147483648.0f);  // the difference in integers, not float
   EXPECT_EQ(QuantChannel(13, 3, 4), 0);  // [outer, 3, 4]: 13 = 1*12 + 0*4 + 1
   EXPECT_EQ(QuantChannel(9, 3, 4), 2);
+}
+
+TEST(CudaMathTest, ResizeMapsCoordinatesAsTheCpu) {
+  using K = ResizeCoordinateKind;
+  // 4 -> 8, scale 2: half_pixel maps output 0 to -0.25, output 7 to 3.25.
+  EXPECT_DOUBLE_EQ(ResizeSource(K::kHalfPixel, 0, 4, 8, 2.0), -0.25);
+  EXPECT_DOUBLE_EQ(ResizeSource(K::kHalfPixel, 7, 4, 8, 2.0), 3.25);
+  EXPECT_DOUBLE_EQ(ResizeSource(K::kAlignCorners, 7, 4, 8, 2.0), 3.0);
+  EXPECT_DOUBLE_EQ(ResizeSource(K::kPytorchHalfPixel, 0, 4, 1, 0.25), 0.0);
+  EXPECT_EQ(NearestSource(1.5, NearestKind::kRoundPreferFloor, 4), 1);
+  EXPECT_EQ(NearestSource(1.5, NearestKind::kRoundPreferCeil, 4), 2);
+  EXPECT_EQ(NearestSource(3.2, NearestKind::kCeil, 4), 3);  // clamped
+  int64_t index[2];
+  float weight[2];
+  LinearTaps(-0.25, 4, index, weight);  // both taps at the edge
+  EXPECT_EQ(index[0], 0);
+  EXPECT_EQ(index[1], 0);
+  LinearTaps(2.0, 4, index, weight);  // integral: all weight on itself
+  EXPECT_EQ(index[1], 2);
+  EXPECT_EQ(weight[1], 1.0f);
+  LinearTaps(1.25, 4, index, weight);
+  EXPECT_EQ(index[0], 1);
+  EXPECT_FLOAT_EQ(weight[0], 0.75f);
+  // Bilinear 2x2 -> 3x3 with align_corners: the centre is the mean.
+  ResizeIndexer ix;
+  ix.rank = 2;
+  ix.linear = true;
+  ix.coordinate = K::kAlignCorners;
+  for (int d = 0; d < 2; ++d) {
+    ix.in[d] = 2;
+    ix.out[d] = 3;
+    ix.scale[d] = 1.5;
+  }
+  const float x[] = {1.0f, 2.0f, 3.0f, 4.0f};
+  EXPECT_FLOAT_EQ(ResizeElement(ix, x, 4), 2.5f);
+  EXPECT_FLOAT_EQ(ResizeElement(ix, x, 0), 1.0f);
+  EXPECT_FLOAT_EQ(ResizeElement(ix, x, 8), 4.0f);
 }
 
 // Pow by the exponents exporters write (x^2 in LayerNorm's variance, x^3

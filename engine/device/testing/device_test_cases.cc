@@ -613,6 +613,25 @@ DeviceTestCase QdqConv() {
   return {"qdq_conv", std::move(b), true, {{{2, 3, 6, 6}}}, 1e-5f};
 }
 
+// DeepLab's head: bilinear upsampling to the input's size (half_pixel,
+// sizes), then nearest by scales.
+DeviceTestCase ResizeChain() {
+  OnnxModelBuilder b(19);
+  b.Input("x", {-1, 3, 5, 4});
+  b.FloatInitializer("no_roi", {0}, {});
+  b.FloatInitializer("no_scales", {0}, {});
+  b.Int64Initializer("sizes", {2}, {13, 9});
+  auto& up = b.Node("Resize", {"x", "no_roi", "no_scales", "sizes"}, {"u"});
+  SetStringAttr(up, "mode", "linear");
+  SetIntsAttr(up, "axes", {2, 3});
+  b.FloatInitializer("scales", {4}, {1.0f, 1.0f, 0.5f, 1.5f});
+  auto& down = b.Node("Resize", {"u", "no_roi", "scales"}, {"y"});
+  SetStringAttr(down, "coordinate_transformation_mode", "asymmetric");
+  SetStringAttr(down, "nearest_mode", "floor");
+  b.Output("y");
+  return {"resize_chain", std::move(b), true, {{{2, 3, 5, 4}}}, 1e-5f};
+}
+
 DeviceTestCase Mlp() {
   OnnxModelBuilder b;
   b.proto().ParseFromString(BuildMlpModel(256, 512, 10, 7));
@@ -640,6 +659,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   cases.push_back(IndexingChain());
   cases.push_back(MovementChain());
   cases.push_back(QdqConv());
+  cases.push_back(ResizeChain());
   cases.push_back(Mlp());
   return cases;
 }

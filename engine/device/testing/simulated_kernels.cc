@@ -15,6 +15,7 @@
 #include "kernels/cuda/pad_math.h"
 #include "kernels/cuda/pool_math.h"
 #include "kernels/cuda/quantize_math.h"
+#include "kernels/cuda/resize_math.h"
 #include "kernels/cuda/softmax_math.h"
 #include "kernels/cuda/transpose_math.h"
 #include "kernels/cuda/typed_math.h"
@@ -445,6 +446,17 @@ class SimulatedKernels : public DeviceKernels {
       reads.push_back({a.zero_point, a.channels * q});
     return Launch(stream, "quantize", std::move(reads), {{a.y, y_bytes}}, [=] {
       for (int64_t i = 0; i < n; ++i) QuantizeAt(type, a, i);
+    });
+  }
+
+  absl::Status Resize(DeviceStream& stream, const ResizeArgs& a) override {
+    kc::ResizeIndexer ix;
+    const int64_t n = ResizeIndexerFor(a, &ix);
+    if (n < 0) return absl::InvalidArgumentError("a Resize the kernel lacks");
+    int64_t in = 1;
+    for (const ResizeAxisSpec& axis : a.axes) in *= axis.in;
+    return Launch(stream, "resize", {Floats(a.x, in)}, {Floats(a.y, n)}, [=] {
+      for (int64_t i = 0; i < n; ++i) a.y[i] = kc::ResizeElement(ix, a.x, i);
     });
   }
 
