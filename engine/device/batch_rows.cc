@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/schema/op_schema.h"
+#include "engine/schema/tensor_schema.h"
+
 namespace coalesce {
 namespace {
 
@@ -178,20 +181,21 @@ bool RowAnalysis::MatMulRows(const PlanNode& node) const {
 // by batched indices along axis 0.
 bool RowAnalysis::GatherRows(const PlanNode& node) const {
   if (node.inputs.size() != 2) return false;
-  auto axis = node.attributes->GetInt("axis", 0);
-  if (!axis.ok()) return false;
+  const GatherAttrs* attrs = ResolvedAs<GatherAttrs>(node.resolved);
+  if (attrs == nullptr) return false;
   const int data = node.inputs[0];
-  const int64_t normalized = *axis < 0 ? *axis + Rank(data) : *axis;
+  const int64_t normalized =
+      attrs->axis < 0 ? attrs->axis + Rank(data) : attrs->axis;
   if (Batched(data)) return !Batched(node.inputs[1]) && normalized >= 1;
   return normalized == 0;
 }
 
 bool RowAnalysis::TransposeRows(const PlanNode& node) const {
   if (!OnlyFirstBatched(node)) return false;
-  auto perm = node.attributes->GetInts("perm");
-  if (!perm.ok()) return false;
-  if (perm->empty()) return Rank(node.inputs[0]) == 1;  // reversed axes
-  return (*perm)[0] == 0;
+  const TransposeAttrs* attrs = ResolvedAs<TransposeAttrs>(node.resolved);
+  if (attrs == nullptr) return false;
+  const std::vector<int64_t> perm = TransposePerm(*attrs, Rank(node.inputs[0]));
+  return !perm.empty() && perm[0] == 0;
 }
 
 bool RowAnalysis::AxisAfterBatch(const PlanNode& node, int64_t fallback) const {

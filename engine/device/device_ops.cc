@@ -14,6 +14,8 @@
 #include "engine/schema/infer_util.h"
 #include "engine/schema/normalization_schema.h"
 #include "engine/schema/softmax_schema.h"
+#include "engine/schema/tensor_schema.h"
+#include "engine/schema/unary_schema.h"
 
 namespace coalesce {
 namespace {
@@ -28,76 +30,61 @@ using device_ops::Product;
 
 // -- activations --------------------------------------------------------
 
-absl::StatusOr<ActivationSpec> ActivationByName(const std::string& name,
-                                                float alpha, float beta) {
-  static const auto* kinds = new std::map<std::string, DeviceActivation>{
-      {"Relu", DeviceActivation::kRelu},
-      {"Sigmoid", DeviceActivation::kSigmoid},
-      {"Tanh", DeviceActivation::kTanh},
-      {"LeakyRelu", DeviceActivation::kLeakyRelu},
-      {"Clip", DeviceActivation::kClip},
-      {"Erf", DeviceActivation::kErf},
-      {"Sqrt", DeviceActivation::kSqrt},
-      {"Exp", DeviceActivation::kExp},
-      {"HardSwish", DeviceActivation::kHardSwish},
-      {"Reciprocal", DeviceActivation::kReciprocal},
-      {"Neg", DeviceActivation::kNeg},
-      {"Abs", DeviceActivation::kAbs},
-      {"Sin", DeviceActivation::kSin},
-      {"Cos", DeviceActivation::kCos},
-      {"Floor", DeviceActivation::kFloor},
-      {"Ceil", DeviceActivation::kCeil},
-  };
-  if (name.empty()) return ActivationSpec{};
-  auto it = kinds->find(name);
-  if (it == kinds->end()) {
-    return absl::UnimplementedError(
-        absl::StrCat("activation '", name, "' is not supported on the GPU"));
+// The device form of a unary node's resolved kind (engine/schema/
+// unary_schema.h); the registry lists only the kinds that have one.
+absl::StatusOr<ActivationSpec> UnaryActivation(const UnaryAttrs& u) {
+  using K = UnaryKind;
+  using D = DeviceActivation;
+  switch (u.kind) {
+    case K::kRelu:
+      return ActivationSpec{D::kRelu};
+    case K::kSigmoid:
+      return ActivationSpec{D::kSigmoid};
+    case K::kTanh:
+      return ActivationSpec{D::kTanh};
+    case K::kSqrt:
+      return ActivationSpec{D::kSqrt};
+    case K::kExp:
+      return ActivationSpec{D::kExp};
+    case K::kReciprocal:
+      return ActivationSpec{D::kReciprocal};
+    case K::kErf:
+      return ActivationSpec{D::kErf};
+    case K::kLeakyRelu:
+      return ActivationSpec{D::kLeakyRelu, u.alpha};
+    case K::kHardSigmoid:
+      return ActivationSpec{D::kHardSigmoid, u.alpha, u.beta};
+    case K::kGeluErf:
+      return ActivationSpec{D::kGeluErf};
+    case K::kGeluTanh:
+      return ActivationSpec{D::kGeluTanh};
+    case K::kFloor:
+      return ActivationSpec{D::kFloor};
+    case K::kCeil:
+      return ActivationSpec{D::kCeil};
+    case K::kSin:
+      return ActivationSpec{D::kSin};
+    case K::kCos:
+      return ActivationSpec{D::kCos};
+    case K::kHardSwish:
+      return ActivationSpec{D::kHardSwish};
+    case K::kClip:  // bounds from inputs: LowerActivation
+      return ActivationSpec{D::kClip, u.alpha, u.beta};
+    default:
+      return absl::UnimplementedError("no GPU kernel for this operator");
   }
-  return ActivationSpec{it->second, alpha, beta};
 }
 
-// The activation of an elementwise node (Relu, Gelu, Clip, ...).
+// The activation of an elementwise node: a unary op's resolved attributes,
+// or Neg, Abs and Pow (whose exponent LowerActivation reads).
 absl::StatusOr<ActivationSpec> NodeActivation(const NodeView& v) {
   const std::string& op = *v.node().op_type;
-  if (op == "Gelu") {
-    auto approximate = v.attrs().GetString("approximate", "none");
-    if (!approximate.ok()) return approximate.status();
-    if (*approximate == "none")
-      return ActivationSpec{DeviceActivation::kGeluErf};
-    if (*approximate == "tanh")
-      return ActivationSpec{DeviceActivation::kGeluTanh};
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown approximate '", *approximate, "'"));
-  }
-  if (op == "LeakyRelu") {
-    auto alpha = v.attrs().GetFloat("alpha", 0.01f);
-    if (!alpha.ok()) return alpha.status();
-    return ActivationSpec{DeviceActivation::kLeakyRelu, *alpha};
-  }
-  if (op == "Clip") {
-    const float lo = -std::numeric_limits<float>::infinity();
-    const float hi = std::numeric_limits<float>::infinity();
-    if (v.opset() < 11) {
-      auto min = v.attrs().GetFloat("min", lo);
-      auto max = v.attrs().GetFloat("max", hi);
-      if (!min.ok()) return min.status();
-      if (!max.ok()) return max.status();
-      return ActivationSpec{DeviceActivation::kClip, *min, *max};
-    }
-    return ActivationSpec{DeviceActivation::kClip};  // bounds: LowerActivation
-  }
-  if (op == "HardSigmoid") {
-    auto alpha = v.attrs().GetFloat("alpha", 0.2f);
-    auto beta = v.attrs().GetFloat("beta", 0.5f);
-    if (!alpha.ok()) return alpha.status();
-    if (!beta.ok()) return beta.status();
-    return ActivationSpec{DeviceActivation::kHardSigmoid, *alpha, *beta};
-  }
-  if (op == "Pow") {  // the exponent: LowerActivation
-    return ActivationSpec{DeviceActivation::kPow};
-  }
-  return ActivationByName(op, 0.0f, 0.0f);
+  if (op == "Neg") return ActivationSpec{DeviceActivation::kNeg};
+  if (op == "Abs") return ActivationSpec{DeviceActivation::kAbs};
+  if (op == "Pow") return ActivationSpec{DeviceActivation::kPow};
+  auto attrs = v.resolved<UnaryAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  return UnaryActivation(**attrs);
 }
 
 absl::Status CheckActivation(const PlanNode& node, int64_t opset) {
@@ -119,8 +106,8 @@ absl::StatusOr<LoweredNode> LowerActivation(const NodeView& v) {
     spec->alpha = *exponent;
   }
   if (*v.node().op_type == "Clip" && v.opset() >= 11) {
-    auto lo = v.ConstantScalar(1, -std::numeric_limits<float>::infinity());
-    auto hi = v.ConstantScalar(2, std::numeric_limits<float>::infinity());
+    auto lo = v.ConstantScalar(1, spec->alpha);
+    auto hi = v.ConstantScalar(2, spec->beta);
     if (!lo.ok()) return lo.status();
     if (!hi.ok()) return hi.status();
     spec->alpha = *lo;
@@ -429,14 +416,11 @@ absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
   if (index_type != DataType::kInt64 && index_type != DataType::kInt32) {
     return absl::UnimplementedError("indices that are not int64 or int32");
   }
-  const int64_t rank = static_cast<int64_t>(data.size());
-  auto axis_attr = v.attrs().GetInt("axis", 0);
-  if (!axis_attr.ok()) return axis_attr.status();
-  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-  if (axis < 0 || axis >= rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis ", *axis_attr, " is out of range"));
-  }
+  auto attrs = v.resolved<GatherAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  auto normalized = NormalizeAxis((*attrs)->axis, data.size());
+  if (!normalized.ok()) return normalized.status();
+  const int64_t axis = *normalized;
   const int64_t outer = Product(data, 0, axis), axis_dim = data[axis];
   const int64_t inner = Product(data, axis + 1, data.size());
   const int64_t num_indices = Count(v.in_shape(1));
@@ -490,10 +474,12 @@ absl::StatusOr<LoweredNode> LowerView(const NodeView& v, bool allow_view) {
 
 absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
   const Shape& out = v.out_shape(0);
-  auto axis_attr = v.attrs().GetInt("axis", 0);
-  if (!axis_attr.ok()) return axis_attr.status();
+  auto attrs = v.resolved<ConcatAttrs>();
+  if (!attrs.ok()) return attrs.status();
   const int64_t rank = static_cast<int64_t>(out.size());
-  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  auto normalized = NormalizeAxis((*attrs)->axis, rank);
+  if (!normalized.ok()) return normalized.status();
+  const int64_t axis = *normalized;
   const size_t elem = ElementByteSize(v.out(0).info.dtype);
   if (elem == 0) return absl::UnimplementedError("variable-size elements");
   const size_t rows = Product(out, 0, axis);
@@ -530,18 +516,16 @@ absl::Status CheckGatherCopy(size_t element_bytes, size_t rank) {
 
 absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   const Shape& shape = v.in_shape(0);
-  auto perm = v.attrs().GetInts("perm");
-  if (!perm.ok()) return perm.status();
-  if (perm->empty()) {
-    for (size_t i = shape.size(); i > 0; --i) perm->push_back(i - 1);
-  }
+  auto attrs = v.resolved<TransposeAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const std::vector<int64_t> perm = TransposePerm(**attrs, shape.size());
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
   if (absl::Status s = CheckGatherCopy(elem, shape.size()); !s.ok()) return s;
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};
   if (Count(shape) == 0) return lowered;
-  lowered.steps.push_back([=, perm = *perm](const StepContext& c) {
+  lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.Transpose(c.stream, c.addresses[x], shape, perm, elem,
                                c.addresses[y]);
   });

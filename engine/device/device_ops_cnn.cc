@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
 #include "engine/schema/conv_schema.h"
+#include "engine/schema/normalization_schema.h"
 #include "engine/schema/pool_schema.h"
 
 namespace coalesce::device_ops {
@@ -181,22 +182,17 @@ absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0}); !s.ok()) return s;
   const Shape& x = v.in_shape(0);
   if (x.size() < 2) return absl::InvalidArgumentError("LRN needs [N, C, ...]");
-  auto size = v.attrs().GetInt("size", 1);
-  auto alpha = v.attrs().GetFloat("alpha", 1e-4f);
-  auto beta = v.attrs().GetFloat("beta", 0.75f);
-  auto bias = v.attrs().GetFloat("bias", 1.0f);
-  for (const absl::Status& s :
-       {size.status(), alpha.status(), beta.status(), bias.status()})
-    if (!s.ok()) return s;
+  auto attrs = v.resolved<LrnAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const LrnAttrs p = **attrs;
   const int64_t n = x[0], channels = x[1], spatial = Product(x, 2, x.size());
   const int ix = v.in_id(0), iy = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {ix};
   if (n * channels * spatial == 0) return lowered;
-  lowered.steps.push_back([=, size = *size, alpha = *alpha, beta = *beta,
-                           bias = *bias](const StepContext& c) {
+  lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.Lrn(c.stream, F(c, ix), F(c, iy), n, channels, spatial,
-                         size, alpha, beta, bias);
+                         p.size, p.alpha, p.beta, p.bias);
   });
   return lowered;
 }
@@ -206,11 +202,9 @@ absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v) {
 // (in double) from the node's constant inputs.
 absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   if (absl::Status s = v.RequireFloat({0, 1, 2, 3, 4}); !s.ok()) return s;
-  auto training = v.attrs().GetInt("training_mode", 0);
-  auto epsilon = v.attrs().GetFloat("epsilon", 1e-5f);
-  if (!training.ok()) return training.status();
-  if (!epsilon.ok()) return epsilon.status();
-  if (*training != 0) return absl::UnimplementedError("training_mode");
+  auto attrs = v.resolved<BatchNormAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const double epsilon = (*attrs)->epsilon;
   const Shape& x = v.in_shape(0);
   const int64_t channels = x.size() > 1 ? x[1] : 1;
   const float* params[4];
@@ -224,7 +218,7 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   }
   std::vector<float> a(channels), shift(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    const double inv = 1.0 / std::sqrt(double{params[3][c]} + *epsilon);
+    const double inv = 1.0 / std::sqrt(double{params[3][c]} + epsilon);
     a[c] = static_cast<float>(params[0][c] * inv);
     shift[c] =
         static_cast<float>(params[1][c] - params[2][c] * params[0][c] * inv);

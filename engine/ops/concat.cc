@@ -6,6 +6,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
 #include "engine/prepared_kernel.h"
+#include "engine/schema/tensor_schema.h"
 #include "engine/string_ref.h"
 #include "kernels/cpu/copy.h"
 
@@ -39,49 +40,10 @@ class PreparedConcat : public PreparedKernel {
   std::vector<const void*> sources_;  // refilled by every Run
 };
 
-class ConcatOp : public OpKernel {
+class ConcatOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    if (!node.HasAttribute("axis")) {
-      return absl::InvalidArgumentError("attribute 'axis' is required");
-    }
-    absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
-    if (!axis.ok()) return axis.status();
-    return std::make_unique<ConcatOp>(*axis);
-  }
-
-  explicit ConcatOp(int64_t axis) : axis_(axis) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.empty() || !in[0].present()) {
-      return absl::InvalidArgumentError("Concat needs at least one input");
-    }
-    const Shape& first = in[0].shape;
-    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, first.size());
-    if (!axis.ok()) return axis.status();
-    Shape shape = first;
-    shape[*axis] = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const Shape& s = in[i].shape;
-      bool fits = in[i].dtype == in[0].dtype && s.size() == first.size();
-      for (size_t d = 0; fits && d < s.size(); ++d) {
-        fits = static_cast<int64_t>(d) == *axis || s[d] == first[d];
-      }
-      if (!fits) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input ", i, " ", ShapeToString(s), " does not fit input 0 ",
-            ShapeToString(first), " on axis ", *axis));
-      }
-      if (__builtin_add_overflow(shape[*axis], s[*axis], &shape[*axis])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the inputs' axis ", *axis, " sums beyond int64"));
-      }
-    }
-    out[0].dtype = in[0].dtype;
-    out[0].shape = std::move(shape);
-    return absl::OkStatus();
-  }
+  ConcatOp(const OpNode& node, const ConcatAttrs& attrs)
+      : SchemaKernel(node), axis_(attrs.axis) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
@@ -118,7 +80,7 @@ class ConcatOp : public OpKernel {
 }  // namespace
 
 void RegisterConcatOp(OpRegistry& registry) {
-  registry.Register("Concat", FactoryOf<ConcatOp>());
+  registry.Register("Concat", SchemaFactoryOf<ConcatOp, ConcatAttrs>());
 }
 
 }  // namespace coalesce

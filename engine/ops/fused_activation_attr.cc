@@ -29,12 +29,4 @@ kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr) {
   return kernels::FusedActivation{kind, attr.alpha, attr.beta};
 }
 
-absl::StatusOr<kernels::FusedActivation> ParseFusedActivation(
-    const OpNode& node) {
-  absl::StatusOr<FusedActivationAttr> attr =
-      ResolveFusedActivation(node.attributes());
-  if (!attr.ok()) return attr.status();
-  return ToKernelActivation(*attr);
-}
-
 }  // namespace coalesce

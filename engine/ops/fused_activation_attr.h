@@ -12,11 +12,6 @@ namespace coalesce {
 
 kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr);
 
-// For operators without a schema yet (a channels-last BatchNormalization):
-// resolves the node's activation attributes.
-absl::StatusOr<kernels::FusedActivation> ParseFusedActivation(
-    const OpNode& node);
-
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_OPS_FUSED_ACTIVATION_ATTR_H_

@@ -8,36 +8,16 @@
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/tensor_schema.h"
 #include "engine/string_ref.h"
 
 namespace coalesce {
 namespace {
 
-class GatherOp : public OpKernel {
+class GatherOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpNode& node) {
-    absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
-    if (!axis.ok()) return axis.status();
-    return std::make_unique<GatherOp>(*axis);
-  }
-  explicit GatherOp(int64_t axis) : axis_(axis) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.size() < 2 || !in[0].present() || !in[1].present())
-      return absl::InvalidArgumentError("Gather needs data and indices");
-    if (in[1].dtype != DataType::kInt64 && in[1].dtype != DataType::kInt32)
-      return absl::InvalidArgumentError("indices must be int64 or int32");
-    const Shape& data = in[0].shape;
-    absl::StatusOr<int64_t> axis = NormalizeAxis(axis_, data.size());
-    if (!axis.ok()) return axis.status();
-    Shape shape(data.begin(), data.begin() + *axis);
-    shape.insert(shape.end(), in[1].shape.begin(), in[1].shape.end());
-    shape.insert(shape.end(), data.begin() + *axis + 1, data.end());
-    out[0].dtype = in[0].dtype;
-    out[0].shape = std::move(shape);
-    return absl::OkStatus();
-  }
+  GatherOp(const OpNode& node, const GatherAttrs& attrs)
+      : SchemaKernel(node), axis_(attrs.axis) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
@@ -61,7 +41,7 @@ class GatherOp : public OpKernel {
 }  // namespace
 
 void RegisterGatherOp(OpRegistry& registry) {
-  registry.Register("Gather", FactoryOf<GatherOp>());
+  registry.Register("Gather", SchemaFactoryOf<GatherOp, GatherAttrs>());
 }
 
 }  // namespace coalesce

@@ -3,7 +3,6 @@
 namespace coalesce {
 
 void RegisterBuiltinOps(OpRegistry& registry) {
-  RegisterActivationOps(registry);
   RegisterBinaryOps(registry);
   RegisterConcatOp(registry);
   RegisterGemmOp(registry);

@@ -7,8 +7,7 @@ namespace coalesce {
 
 class OpRegistry;
 
-void RegisterActivationOps(OpRegistry& registry);  // Relu, Sigmoid, Tanh
-void RegisterBinaryOps(OpRegistry& registry);      // Add, Sub, Mul, Div
+void RegisterBinaryOps(OpRegistry& registry);  // Add, Sub, Mul, Div
 void RegisterConcatOp(OpRegistry& registry);
 void RegisterGemmOp(OpRegistry& registry);
 void RegisterMatMulOp(OpRegistry& registry);
@@ -16,8 +15,8 @@ void RegisterReshapeOps(OpRegistry& registry);  // Identity, Flatten, Reshape
 void RegisterSoftmaxOp(OpRegistry& registry);   // Softmax, LogSoftmax
 void RegisterTransposeOp(OpRegistry& registry);
 
-// Sqrt, Exp, Log, Neg, Abs, Reciprocal, Erf, Softplus, Softsign, LeakyRelu,
-// Elu, Selu, HardSigmoid, Gelu, Clip
+// Relu, Sigmoid, Tanh, Sqrt, Exp, Log, Reciprocal, Erf, Softplus, Softsign,
+// LeakyRelu, Elu, Selu, HardSigmoid, Gelu, Clip, Floor, Ceil, Round, ...
 void RegisterUnaryMathOps(OpRegistry& registry);
 void RegisterPowPReluOps(OpRegistry& registry);  // Pow, PRelu
 void RegisterVariadicOps(OpRegistry& registry);  // Sum, Max, Min, Mean

@@ -7,6 +7,8 @@ void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterGemmSchemas(registry);
   RegisterIndexingSchemas(registry);
   RegisterSliceSchemas(registry);
+  RegisterTensorSchemas(registry);
+  RegisterUnarySchemas(registry);
   RegisterResizeSchemas(registry);
   RegisterQuantizeSchemas(registry);
   RegisterNormalizationSchemas(registry);

@@ -18,9 +18,12 @@ void RegisterNormalizationSchemas(SchemaRegistry& registry);
 void RegisterPoolSchemas(SchemaRegistry& registry);
 void RegisterQuantizeSchemas(SchemaRegistry& registry);  // Q/DQ Linear
 void RegisterResizeSchemas(SchemaRegistry& registry);    // Resize, Upsample
-void RegisterSliceSchemas(SchemaRegistry& registry);     // Slice, Split, Pad
-void RegisterReduceSchemas(SchemaRegistry& registry);    // ReduceX, ArgMax
-void RegisterSoftmaxSchemas(SchemaRegistry& registry);   // (Log)Softmax
+void RegisterUnarySchemas(SchemaRegistry& registry);     // float unary math
+void RegisterTensorSchemas(
+    SchemaRegistry& registry);  // Transpose, Concat, Gather
+void RegisterSliceSchemas(SchemaRegistry& registry);    // Slice, Split, Pad
+void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX, ArgMax
+void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);
 
