@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/schema/gemm_schema.h"
+#include "engine/schema/normalization_schema.h"
 #include "engine/schema/op_schema.h"
+#include "engine/schema/softmax_schema.h"
 #include "engine/schema/tensor_schema.h"
 
 namespace coalesce {
@@ -38,7 +41,15 @@ class RowAnalysis {
   bool TransposeRows(const PlanNode& node) const;
   // The node's "axis" attribute (or `fallback`), against input 0's rank, is
   // not the batch axis.
-  bool AxisAfterBatch(const PlanNode& node, int64_t fallback) const;
+  // True when the resolved attributes' axis (null: none resolved) comes
+  // after the batch axis.
+  template <typename Attrs>
+  bool AxisAfterBatch(const PlanNode& node, const Attrs* attrs) const {
+    if (attrs == nullptr) return false;
+    const int64_t normalized =
+        attrs->axis < 0 ? attrs->axis + Rank(node.inputs[0]) : attrs->axis;
+    return normalized >= 1;
+  }
 
   int64_t Rank(int id) const {
     return static_cast<int64_t>(plan_.values[id].info.shape.size());
@@ -103,15 +114,16 @@ bool RowAnalysis::KeepsRows(const PlanNode& node) const {
   if (op == "MatMul" || op == "FusedMatMul") return MatMulRows(node);
   if (op == "Softmax") {
     return OnlyFirstBatched(node) &&
-           AxisAfterBatch(node, plan_.opset < 13 ? 1 : -1);
+           AxisAfterBatch(node, ResolvedAs<SoftmaxAttrs>(node.resolved));
   }
   if (op == "LayerNormalization")
-    return OnlyFirstBatched(node) && AxisAfterBatch(node, -1);
+    return OnlyFirstBatched(node) &&
+           AxisAfterBatch(node, ResolvedAs<LayerNormAttrs>(node.resolved));
   if (op == "Concat") {
     for (int id : node.inputs) {
       if (!Batched(id)) return false;
     }
-    return AxisAfterBatch(node, 0);
+    return AxisAfterBatch(node, ResolvedAs<ConcatAttrs>(node.resolved));
   }
   if (op == "Transpose") return TransposeRows(node);
   if (op == "Gather") return GatherRows(node);
@@ -154,8 +166,8 @@ bool RowAnalysis::ConvLike(const PlanNode& node) const {
 
 // A [batch, k] times an unbatched B; C broadcast over the rows.
 bool RowAnalysis::GemmRows(const PlanNode& node) const {
-  auto trans_a = node.attributes->GetInt("transA", 0);
-  if (!trans_a.ok() || *trans_a != 0) return false;
+  const GemmAttrs* attrs = ResolvedAs<GemmAttrs>(node.resolved);
+  if (attrs == nullptr || attrs->trans_a) return false;
   if (node.inputs.size() < 2 || !Batched(node.inputs[0]) ||
       Batched(node.inputs[1])) {
     return false;
@@ -196,13 +208,6 @@ bool RowAnalysis::TransposeRows(const PlanNode& node) const {
   if (attrs == nullptr) return false;
   const std::vector<int64_t> perm = TransposePerm(*attrs, Rank(node.inputs[0]));
   return !perm.empty() && perm[0] == 0;
-}
-
-bool RowAnalysis::AxisAfterBatch(const PlanNode& node, int64_t fallback) const {
-  auto axis = node.attributes->GetInt("axis", fallback);
-  if (!axis.ok()) return false;
-  const int64_t normalized = *axis < 0 ? *axis + Rank(node.inputs[0]) : *axis;
-  return normalized >= 1;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/device/device_ops_internal.h"
+#include "engine/schema/elementwise_schema.h"
 #include "engine/schema/quantize_schema.h"
 
 namespace coalesce {
@@ -35,9 +36,9 @@ absl::StatusOr<TypedOpInfo> TypedOpOf(const NodeView& v) {
   if (op == "Neg") return TypedOpInfo{D::kNeg, TypedOpInfo::kArithmetic};
   if (op == "Abs") return TypedOpInfo{D::kAbs, TypedOpInfo::kArithmetic};
   if (op == "Mod") {
-    auto fmod = v.attrs().GetInt("fmod", 0);
-    if (!fmod.ok()) return fmod.status();
-    return TypedOpInfo{*fmod != 0 ? D::kFmod : D::kMod,
+    auto attrs = v.resolved<ModAttrs>();
+    if (!attrs.ok()) return attrs.status();
+    return TypedOpInfo{(*attrs)->fmod ? D::kFmod : D::kMod,
                        TypedOpInfo::kArithmetic};
   }
   if (op == "Equal") return TypedOpInfo{D::kEqual, TypedOpInfo::kComparable};
@@ -54,17 +55,14 @@ absl::StatusOr<TypedOpInfo> TypedOpOf(const NodeView& v) {
   if (op == "Not") return TypedOpInfo{D::kNot, TypedOpInfo::kBool};
   if (op == "IsNaN") return TypedOpInfo{D::kIsNaN, TypedOpInfo::kFloat};
   if (op == "IsInf") {
-    auto neg = v.attrs().GetInt("detect_negative", 1);
-    auto pos = v.attrs().GetInt("detect_positive", 1);
-    if (!neg.ok()) return neg.status();
-    if (!pos.ok()) return pos.status();
-    if (*neg == 0 && *pos == 0) {
+    auto attrs = v.resolved<FloatClassAttrs>();
+    if (!attrs.ok()) return attrs.status();
+    const bool neg = (*attrs)->negative, pos = (*attrs)->positive;
+    if (!neg && !pos) {
       return absl::UnimplementedError(
           "IsInf detecting neither sign (always false)");
     }
-    const D test = *neg == 0   ? D::kIsPosInf
-                   : *pos == 0 ? D::kIsNegInf
-                               : D::kIsInf;
+    const D test = !neg ? D::kIsPosInf : !pos ? D::kIsNegInf : D::kIsInf;
     return TypedOpInfo{test, TypedOpInfo::kFloat};
   }
   return absl::InternalError(absl::StrCat(op, " is not a typed operator"));

@@ -12,6 +12,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/elementwise_schema.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace coalesce {
@@ -68,15 +69,12 @@ OpFactory BinaryFactory(kernels::BinaryOp op) {
   };
 }
 
+// Mod's fmod comes from its schema (engine/schema/elementwise_schema.h).
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateMod(const OpNode& node) {
-  absl::StatusOr<int64_t> fmod = node.GetInt("fmod", 0);
-  if (!fmod.ok()) return fmod.status();
-  if (*fmod != 0 && *fmod != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'fmod' must be 0 or 1, got ", *fmod));
-  }
-  return std::make_unique<BinaryOpKernel>(*fmod ? kernels::BinaryOp::kFmod
-                                                : kernels::BinaryOp::kMod);
+  const ModAttrs* attrs = node.resolved_as<ModAttrs>();
+  if (attrs == nullptr) return absl::InternalError("Mod has no schema");
+  return std::make_unique<BinaryOpKernel>(
+      attrs->fmod ? kernels::BinaryOp::kFmod : kernels::BinaryOp::kMod);
 }
 
 // Sign, Abs and Neg on every arithmetic type.

@@ -13,6 +13,7 @@
 #include "engine/op_registry.h"
 #include "engine/ops/numeric_types.h"
 #include "engine/ops/register_ops.h"
+#include "engine/schema/elementwise_schema.h"
 #include "engine/string_ref.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/half.h"
@@ -125,43 +126,15 @@ class LogicalOp : public OpKernel {
   kernels::CompareOp op_;
 };
 
-bool IsFloatType(DataType t) {
-  return t == DataType::kFp32 || t == DataType::kFp64 || t == DataType::kFp16 ||
-         t == DataType::kBf16;
-}
-
-// IsNaN and IsInf: a float tensor classified element by element.
-class FloatClassOp : public OpKernel {
+// IsNaN and IsInf (engine/schema/elementwise_schema.h): a float tensor
+// classified element by element.
+class FloatClassOp : public SchemaKernel {
  public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> CreateIsNaN(
-      const OpNode& node) {
-    return std::make_unique<FloatClassOp>(/*is_nan=*/true, false, false);
-  }
-  static absl::StatusOr<std::unique_ptr<OpKernel>> CreateIsInf(
-      const OpNode& node) {
-    absl::StatusOr<int64_t> positive = node.GetInt("detect_positive", 1);
-    if (!positive.ok()) return positive.status();
-    absl::StatusOr<int64_t> negative = node.GetInt("detect_negative", 1);
-    if (!negative.ok()) return negative.status();
-    return std::make_unique<FloatClassOp>(/*is_nan=*/false, *positive != 0,
-                                          *negative != 0);
-  }
-
-  FloatClassOp(bool is_nan, bool positive, bool negative)
-      : is_nan_(is_nan), positive_(positive), negative_(negative) {}
-
-  absl::Status Infer(absl::Span<const TensorInfo> in,
-                     absl::Span<TensorInfo> out) const override {
-    if (in.empty() || !in[0].present())
-      return absl::InvalidArgumentError("needs one input");
-    if (!IsFloatType(in[0].dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input 0 has type ", std::string(DataTypeName(in[0].dtype)),
-          " (FP32, FP64, FP16 and BF16 are supported)"));
-    }
-    out[0] = {DataType::kBool, in[0].shape, nullptr};
-    return absl::OkStatus();
-  }
+  FloatClassOp(const OpNode& node, const FloatClassAttrs& attrs)
+      : SchemaKernel(node),
+        is_nan_(attrs.is_nan),
+        positive_(attrs.positive),
+        negative_(attrs.negative) {}
 
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
@@ -254,8 +227,8 @@ void RegisterCompareOps(OpRegistry& registry) {
   registry.Register("And", &LogicalOp::Create<kernels::CompareOp::kAnd>);
   registry.Register("Or", &LogicalOp::Create<kernels::CompareOp::kOr>);
   registry.Register("Xor", &LogicalOp::Create<kernels::CompareOp::kXor>);
-  registry.Register("IsNaN", &FloatClassOp::CreateIsNaN);
-  registry.Register("IsInf", &FloatClassOp::CreateIsInf);
+  registry.Register("IsNaN", SchemaFactoryOf<FloatClassOp, FloatClassAttrs>());
+  registry.Register("IsInf", SchemaFactoryOf<FloatClassOp, FloatClassAttrs>());
   registry.Register("Not", FactoryOf<NotOp>());
   registry.Register("Where", FactoryOf<WhereOp>());
 }

@@ -7,6 +7,7 @@ void RegisterBuiltinSchemas(SchemaRegistry& registry) {
   RegisterGemmSchemas(registry);
   RegisterIndexingSchemas(registry);
   RegisterSliceSchemas(registry);
+  RegisterElementwiseSchemas(registry);
   RegisterTensorSchemas(registry);
   RegisterUnarySchemas(registry);
   RegisterResizeSchemas(registry);

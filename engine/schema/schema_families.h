@@ -21,9 +21,10 @@ void RegisterResizeSchemas(SchemaRegistry& registry);    // Resize, Upsample
 void RegisterUnarySchemas(SchemaRegistry& registry);     // float unary math
 void RegisterTensorSchemas(
     SchemaRegistry& registry);  // Transpose, Concat, Gather
-void RegisterSliceSchemas(SchemaRegistry& registry);    // Slice, Split, Pad
-void RegisterReduceSchemas(SchemaRegistry& registry);   // ReduceX, ArgMax
-void RegisterSoftmaxSchemas(SchemaRegistry& registry);  // (Log)Softmax
+void RegisterElementwiseSchemas(SchemaRegistry& registry);  // IsNaN/IsInf, Mod
+void RegisterSliceSchemas(SchemaRegistry& registry);        // Slice, Split, Pad
+void RegisterReduceSchemas(SchemaRegistry& registry);       // ReduceX, ArgMax
+void RegisterSoftmaxSchemas(SchemaRegistry& registry);      // (Log)Softmax
 
 void RegisterBuiltinSchemas(SchemaRegistry& registry);
 

@@ -138,24 +138,25 @@ void RegisterUnarySchemas(SchemaRegistry& registry) {
                                  {"Mish", K::kMish}}) {
     registry.Register(op, Schema(Plain(kind)));
   }
-  registry.Register("LeakyRelu", Schema(Plain(K::kLeakyRelu,
-                                              {.alpha = "alpha",
-                                               .alpha_default = 0.01f})));
+  registry.Register(
+      "LeakyRelu",
+      Schema(Plain(K::kLeakyRelu, {.alpha = "alpha", .alpha_default = 0.01f})));
   registry.Register(
       "Elu", Schema(Plain(K::kElu, {.alpha = "alpha", .alpha_default = 1.0f})));
   registry.Register(
-      "Selu", Schema(Plain(K::kSelu,
-                           {.alpha = "alpha",
-                            .alpha_default = 1.67326319217681884765625f,
-                            .gamma = "gamma",
-                            .gamma_default = 1.05070102214813232421875f})));
-  registry.Register("HardSigmoid", Schema(Plain(K::kHardSigmoid,
-                                                {.alpha = "alpha",
-                                                 .alpha_default = 0.2f,
-                                                 .beta = "beta",
-                                                 .beta_default = 0.5f})));
-  registry.Register("Celu", Schema(Plain(K::kCelu, {.alpha = "alpha",
-                                                    .alpha_default = 1.0f})));
+      "Selu",
+      Schema(Plain(K::kSelu, {.alpha = "alpha",
+                              .alpha_default = 1.67326319217681884765625f,
+                              .gamma = "gamma",
+                              .gamma_default = 1.05070102214813232421875f})));
+  registry.Register("HardSigmoid",
+                    Schema(Plain(K::kHardSigmoid, {.alpha = "alpha",
+                                                   .alpha_default = 0.2f,
+                                                   .beta = "beta",
+                                                   .beta_default = 0.5f})));
+  registry.Register(
+      "Celu",
+      Schema(Plain(K::kCelu, {.alpha = "alpha", .alpha_default = 1.0f})));
   registry.Register("ThresholdedRelu",
                     Schema(Plain(K::kThresholdedRelu,
                                  {.alpha = "alpha", .alpha_default = 1.0f})));
