@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/external_data.h"
 #include "engine/onnx_import.h"
 #include "engine/op_registry.h"
@@ -21,6 +22,35 @@ absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& proto) {
       return opset.version();
   }
   return absl::InvalidArgumentError("model imports no default-domain opset");
+}
+
+// NonZero's output shape is its input's count of nonzero values, so the
+// planner must know that input: computed from initializers and shapes
+// (Shape, Size), never from a request's data. Refused at load, naming every
+// such node, rather than at the first request.
+absl::Status RefuseRunTimeNonZero(const Graph& graph) {
+  std::vector<bool> from_data(graph.value_names.size(), false);
+  for (int id : graph.inputs) from_data[id] = true;
+  std::vector<std::string> refused;
+  for (const GraphNode& node : graph.nodes) {
+    bool data = false;
+    if (node.op_type != "Shape" && node.op_type != "Size") {
+      for (int id : node.inputs) data = data || (id >= 0 && from_data[id]);
+    }
+    for (int id : node.outputs)
+      if (id >= 0) from_data[id] = data;
+    if (node.op_type == "NonZero" && node.domain.empty() &&
+        !node.inputs.empty() && node.inputs[0] >= 0 &&
+        from_data[node.inputs[0]]) {
+      refused.push_back(absl::StrCat("node '", node.name, "' (op 'NonZero')"));
+    }
+  }
+  if (refused.empty()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      absl::StrJoin(refused, ", "),
+      ": NonZero of data known only at run time (its output shape depends on "
+      "the values) is not supported; its input must be computed from "
+      "constants or shapes"));
 }
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
@@ -76,6 +106,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(
   absl::StatusOr<Graph> graph =
       BuildGraph(proto.graph(), *opset, OpRegistry::Builtin(), external);
   if (!graph.ok()) return graph.status();
+  if (absl::Status s = RefuseRunTimeNonZero(*graph); !s.ok()) return s;
   model->graph_ = *std::move(graph);
 
   // The graph's inputs are the listed inputs that nothing else defines (an

@@ -300,6 +300,34 @@ class OneHotOp : public SchemaKernel {
   const OneHotAttrs attrs_;
 };
 
+// NonZero's coordinates: row d of the output holds axis d's coordinate of
+// each nonzero element, in row-major order (the planner computes it: its
+// input is known while planning).
+class NonZeroOp : public SchemaKernel {
+ public:
+  NonZeroOp(const OpNode& node, const NonZeroAttrs&) : SchemaKernel(node) {}
+
+  absl::Status Run(absl::Span<const ConstTensorView> in,
+                   absl::Span<const TensorView> out) const override {
+    const Shape& x = *in[0].shape;
+    const int64_t n = DimProduct(x, 0, x.size());
+    const int64_t count = (*out[0].shape)[1];
+    int64_t* y = out[0].as<int64_t>();
+    int64_t k = 0;
+    for (int64_t i = 0; i < n && k < count; ++i) {
+      if (!ElementIsNonZero(in[0].dtype, in[0].data, i)) continue;
+      int64_t rest = i;
+      for (size_t d = x.size(); d-- > 0;) {
+        y[d * count + k] = rest % x[d];
+        rest /= x[d];
+      }
+      if (x.empty()) y[k] = 0;
+      ++k;
+    }
+    return absl::OkStatus();
+  }
+};
+
 // Combines an update into the destination: a copy or a reduction in T.
 template <typename T>
 auto ReductionOf(ScatterReduction reduction) {
@@ -388,6 +416,7 @@ void RegisterIndexingOps(OpRegistry& registry) {
   registry.Register("ScatterND", FactoryOf<ScatterNDOp>());
   registry.Register("Trilu", FactoryOf<TriluOp>());
   registry.Register("CumSum", SchemaFactoryOf<CumSumOp, CumSumAttrs>());
+  registry.Register("NonZero", SchemaFactoryOf<NonZeroOp, NonZeroAttrs>());
 }
 
 }  // namespace coalesce

@@ -22,8 +22,8 @@ absl::StatusOr<FloatClassAttrs> ResolveIsInf(const SchemaNode& node) {
 }
 
 bool IsFloatType(DataType t) {
-  return t == DataType::kFp32 || t == DataType::kFp64 ||
-         t == DataType::kFp16 || t == DataType::kBf16;
+  return t == DataType::kFp32 || t == DataType::kFp64 || t == DataType::kFp16 ||
+         t == DataType::kBf16;
 }
 
 absl::Status InferFloatClass(const FloatClassAttrs&,
@@ -54,16 +54,15 @@ absl::StatusOr<ModAttrs> ResolveMod(const SchemaNode& node) {
 
 void RegisterElementwiseSchemas(SchemaRegistry& registry) {
   registry.Register(
-      "IsNaN",
-      std::make_shared<FunctionSchema<FloatClassAttrs>>(
-          [](const SchemaNode&) -> absl::StatusOr<FloatClassAttrs> {
-            return FloatClassAttrs{true, false, false};
-          },
-          &InferFloatClass));
+      "IsNaN", std::make_shared<FunctionSchema<FloatClassAttrs>>(
+                   [](const SchemaNode&) -> absl::StatusOr<FloatClassAttrs> {
+                     return FloatClassAttrs{true, false, false};
+                   },
+                   &InferFloatClass));
   registry.Register("IsInf", std::make_shared<FunctionSchema<FloatClassAttrs>>(
                                  &ResolveIsInf, &InferFloatClass));
-  registry.Register("Mod", std::make_shared<FunctionSchema<ModAttrs>>(
-                               &ResolveMod, nullptr));
+  registry.Register(
+      "Mod", std::make_shared<FunctionSchema<ModAttrs>>(&ResolveMod, nullptr));
 }
 
 }  // namespace coalesce

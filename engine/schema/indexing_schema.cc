@@ -1,6 +1,7 @@
 #include "engine/schema/indexing_schema.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -231,6 +232,29 @@ absl::Status InferCumSum(const CumSumAttrs&, absl::Span<const TensorInfo> in,
 
 }  // namespace
 
+bool ElementIsNonZero(DataType type, const char* data, int64_t i) {
+  auto read = [&](auto tag) {
+    decltype(tag) v;
+    std::memcpy(&v, data + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  switch (type) {
+    case DataType::kFp32:
+      return read(float{}) != 0.0f;
+    case DataType::kFp64:
+      return read(double{}) != 0.0;
+    case DataType::kFp16:
+    case DataType::kBf16:  // all but the sign bit zero: +-0
+      return (read(uint16_t{}) & 0x7fff) != 0;
+    default:
+      break;
+  }
+  const size_t bytes = ElementByteSize(type);
+  for (size_t b = 0; b < bytes; ++b)
+    if (data[i * bytes + b] != 0) return true;
+  return false;
+}
+
 absl::StatusOr<int64_t> CumSumAxis(const TensorInfo& axis, const void* data,
                                    const Shape& shape) {
   const int64_t value = axis.dtype == DataType::kInt64
@@ -241,6 +265,33 @@ absl::StatusOr<int64_t> CumSumAxis(const TensorInfo& axis, const void* data,
 }
 
 namespace {
+
+// ---- NonZero
+// -----------------------------------------------------------------
+
+absl::Status InferNonZero(const NonZeroAttrs&, absl::Span<const TensorInfo> in,
+                          absl::Span<TensorInfo> out) {
+  if (in.empty() || !in[0].present())
+    return absl::InvalidArgumentError("input 0 is required");
+  const DataType t = in[0].dtype;
+  if (t == DataType::kBytes || t == DataType::kInvalid) {
+    return absl::InvalidArgumentError(absl::StrCat("input 0 has type ",
+                                                   std::string(DataTypeName(t)),
+                                                   "; numbers expected"));
+  }
+  if (in[0].constant_data == nullptr) {
+    return absl::UnimplementedError(
+        "NonZero of data known only at run time (its output shape depends on "
+        "the values); its input must be computed from constants or shapes");
+  }
+  const int64_t n = DimProduct(in[0].shape, 0, in[0].shape.size());
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i)
+    count += ElementIsNonZero(t, in[0].constant_data, i) ? 1 : 0;
+  const int64_t rank = std::max<int64_t>(in[0].shape.size(), 1);
+  out[0] = {DataType::kInt64, {rank, count}, nullptr};
+  return absl::OkStatus();
+}
 
 // ---- ScatterElements ------------------------------------------------------
 
@@ -477,6 +528,12 @@ void RegisterIndexingSchemas(SchemaRegistry& registry) {
                         &ResolveGatherElements, &InferGatherElements));
   registry.Register("GatherND", std::make_shared<FunctionSchema<GatherNdAttrs>>(
                                     &ResolveGatherNd, &InferGatherNd));
+  registry.Register("NonZero",
+                    std::make_shared<FunctionSchema<NonZeroAttrs>>(
+                        [](const SchemaNode&) {
+                          return absl::StatusOr<NonZeroAttrs>(NonZeroAttrs{});
+                        },
+                        &InferNonZero));
   registry.Register("CumSum", std::make_shared<FunctionSchema<CumSumAttrs>>(
                                   &ResolveCumSum, &InferCumSum));
 }

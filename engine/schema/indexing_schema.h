@@ -13,7 +13,12 @@
 //   GatherND (batch_dims): slices of data selected by index tuples (the
 //   indices' last axis), any element type;
 //   CumSum (exclusive, reverse; the axis input, one INT64 or INT32 value):
-//   running sums of FP32, FP64, INT32, INT64, UINT32 or UINT64.
+//   running sums of FP32, FP64, INT32, INT64, UINT32 or UINT64;
+//   NonZero: the int64 coordinates [rank, count] of the nonzero elements of
+//   a numeric tensor (a scalar counts as rank 1), in row-major order. Its
+//   output shape depends on the data, so its input must be known while
+//   planning (computed from constants or shapes); a NonZero of run-time
+//   data is refused by name when the model is planned.
 #ifndef COALESCE_ENGINE_SCHEMA_INDEXING_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_INDEXING_SCHEMA_H_
 
@@ -62,6 +67,12 @@ struct CumSumAttrs {
 // normalized for an input of `shape` (a scalar has one axis).
 absl::StatusOr<int64_t> CumSumAxis(const TensorInfo& axis, const void* data,
                                    const Shape& shape);
+
+struct NonZeroAttrs {};
+
+// True when element i of a tensor of `type` at `data` is not zero (-0.0 is
+// zero; NaN is not). REQUIRES: `type` is numeric.
+bool ElementIsNonZero(DataType type, const char* data, int64_t i);
 
 struct EinsumAttrs {
   std::string equation;

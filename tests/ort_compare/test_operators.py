@@ -216,6 +216,12 @@ CASES = [
          constants={"roi": np.zeros(0, np.float32),
                     "scales": np.array([1, 1, 2, 2], dtype=np.float32)},
          device_refusal="cubic Resize"),
+    # NonZero's output shape depends on its data: its input must be known
+    # while planning (here an initializer; -0.0 and 0 are zero, NaN is not).
+    Case("nonzero_constant", "NonZero", {}, np.int64,
+         constants={"x": np.array([[0.0, -0.0, 1.5], [np.nan, 0.0, -2.0]], dtype=np.float32)}),
+    Case("nonzero_constant_int_3d", "NonZero", {}, np.int64,
+         constants={"x": _ints(2, 3, 4, low=-1, high=2)}),
     Case("gather_nd", "GatherND",
          {"data": _floats(4, 5, 6), "indices": _ints(3, 2, low=-4, high=4)}, np.float32),
     Case("gather_nd_batch_dims", "GatherND",
