@@ -658,13 +658,17 @@ class CudaKernels : public DeviceKernels {
         "cast kernel");
   }
 
-  absl::Status StridedCopy(DeviceStream& stream, const void* x, int64_t,
+  absl::Status StridedCopy(DeviceStream& stream, const void* x, int64_t x_count,
                            int64_t offset, const std::vector<int64_t>& strides,
                            const Shape& y_shape, size_t element_bytes,
                            void* y) override {
     kc::TransposeIndexer ix;
     const int64_t n = StridedIndexerFor(strides, y_shape, &ix);
     if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
+    if (!StridedViewInBounds(x_count, offset, strides, y_shape)) {
+      return absl::InvalidArgumentError(
+          "strided copy reads outside its source");
+    }
     if (n == 0) return absl::OkStatus();
     if (absl::Status s = Current(); !s.ok()) return s;
     const char* base = static_cast<const char*>(x) + offset * element_bytes;

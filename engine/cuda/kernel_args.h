@@ -376,6 +376,21 @@ inline int64_t StridedIndexerFor(const std::vector<int64_t>& strides,
   return count;
 }
 
+// True when every element a strided view (offset, strides over y's dims)
+// reads lies in x's `x_count` elements: the extremes of the view are at
+// the corners of its box. A GPU would read past x silently.
+inline bool StridedViewInBounds(int64_t x_count, int64_t offset,
+                                const std::vector<int64_t>& strides,
+                                const Shape& y) {
+  int64_t lo = offset, hi = offset, count = 1;
+  for (size_t d = 0; d < y.size() && d < strides.size(); ++d) {
+    count *= y[d];
+    const int64_t span = (y[d] - 1) * strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return count == 0 || (lo >= 0 && hi < x_count);
+}
+
 // The Pad kernel's indexer; y's element count, or -1 for a rank above 8 or
 // shapes of different ranks.
 inline int64_t PadIndexerFor(const PadArgs& a, kernels::cuda::PadIndexer* ix) {

@@ -374,6 +374,22 @@ TEST(CudaMathTest, CastFollowsTheCpuEnginesRules) {
   EXPECT_EQ(ReadAsByte(f, 7, T::kFloat, true), 0);
   EXPECT_EQ(ReadAsByte(i64, 1, T::kInt64, false), 1);  // 257 wraps
   EXPECT_EQ(ReadAsByte(i64, 1, T::kInt64, true), 1);
+  EXPECT_EQ(ReadAsByte(b, 1, T::kBool, false), 1);  // a bool byte of 2 is 1
+}
+
+TEST(CudaMathTest, BoolOperandsCompareByTruth) {
+  // Equal on bool reads any nonzero byte as true, as the CPU does.
+  const int64_t dims[] = {2};
+  const int64_t* both[] = {dims, dims};
+  const int ranks[] = {1, 1};
+  TypedIndexer ix;
+  ASSERT_EQ(MakeTypedIndexer(2, both, ranks, dims, 1, &ix), 2);
+  const uint8_t a[] = {2, 0}, b[] = {1, 0};
+  uint8_t y[2];
+  for (int64_t i = 0; i < 2; ++i)
+    TypedElement(TypedOp::kEqual, ElementType::kBool, ix, a, b, y, i);
+  EXPECT_EQ(y[0], 1);
+  EXPECT_EQ(y[1], 1);
 }
 
 TEST(CudaMathTest, TypedIndexerBroadcastsThreeInputs) {

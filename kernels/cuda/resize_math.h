@@ -142,7 +142,7 @@ COALESCE_HD float ResizeElement(const ResizeIndexer& ix, const float* x,
       offset = offset * ix.in[d] + index[d][pick[d]];
       w *= weight[d][pick[d]];
     }
-    if (w != 0.0f) sum += w * x[offset];
+    sum += w * x[offset];  // a zero weight too: inf * 0 is NaN, as on the CPU
     int d = ix.rank - 1;
     while (d >= 0 && ++pick[d] == taps[d]) pick[d--] = 0;
     if (d < 0) break;

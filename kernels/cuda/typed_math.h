@@ -267,8 +267,8 @@ COALESCE_HD int32_t ReadConverted<int32_t>(const void* x, int64_t i,
   return ReadConvertedInteger<int32_t>(x, i, type);
 }
 
-// To uint8: integers wrap; floats truncate and saturate to [0, 255].
-// To bool (as uint8 0/1): "!= 0", NaN is true.
+// To uint8: integers wrap, bools give 0 or 1; floats truncate and saturate
+// to [0, 255]. To bool (as uint8 0/1): "!= 0", NaN is true.
 COALESCE_HD uint8_t ReadAsByte(const void* x, int64_t i, ElementType type,
                                bool to_bool) {
   if (type == ElementType::kFloat) {
@@ -281,7 +281,8 @@ COALESCE_HD uint8_t ReadAsByte(const void* x, int64_t i, ElementType type,
       type == ElementType::kInt64   ? static_cast<const int64_t*>(x)[i]
       : type == ElementType::kInt32 ? static_cast<const int32_t*>(x)[i]
                                     : static_cast<const uint8_t*>(x)[i];
-  if (to_bool) return v != 0;
+  // A bool's byte reads as 0 or 1 (any nonzero byte is true).
+  if (to_bool || type == ElementType::kBool) return v != 0;
   return static_cast<uint8_t>(v);
 }
 
@@ -338,14 +339,20 @@ inline int64_t MakeTypedIndexer(int inputs, const int64_t* const* dims,
   return count;
 }
 
+// `truth`: the operands are bool, read as 0 or 1 whatever their byte (as
+// the CPU reads a bool), so Equal(2, 1) is true.
 template <typename T>
 COALESCE_HD void TypedElementAs(TypedOp op, const TypedIndexer& ix,
                                 const void* a, const void* b, void* y,
-                                int64_t i) {
+                                int64_t i, bool truth = false) {
   int64_t at[kMaxTypedInputs];
   TypedOffsets(ix, i, at);
-  const T x = static_cast<const T*>(a)[at[0]];
-  const T z = IsUnaryTyped(op) ? x : static_cast<const T*>(b)[at[1]];
+  T x = static_cast<const T*>(a)[at[0]];
+  T z = IsUnaryTyped(op) ? x : static_cast<const T*>(b)[at[1]];
+  if (truth) {
+    x = x != T{0} ? T{1} : T{0};
+    z = z != T{0} ? T{1} : T{0};
+  }
   if (IsPredicate(op)) {
     static_cast<uint8_t*>(y)[i] = Predicate<T>(op, x, z) ? 1 : 0;
   } else {
@@ -366,8 +373,9 @@ COALESCE_HD void TypedElement(TypedOp op, ElementType type,
     case ElementType::kInt32:
       return TypedElementAs<int32_t>(op, ix, a, b, y, i);
     case ElementType::kUint8:
-    case ElementType::kBool:
       return TypedElementAs<uint8_t>(op, ix, a, b, y, i);
+    case ElementType::kBool:
+      return TypedElementAs<uint8_t>(op, ix, a, b, y, i, /*truth=*/true);
     case ElementType::kFloat:
       break;
   }

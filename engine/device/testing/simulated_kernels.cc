@@ -390,16 +390,9 @@ class SimulatedKernels : public DeviceKernels {
     kc::TransposeIndexer ix;
     const int64_t n = StridedIndexerFor(strides, y_shape, &ix);
     if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
-    // Every element read must lie in x (the GPU would read past it
-    // silently): the view's extremes are at the corners of its box.
-    int64_t lo = offset, hi = offset;
-    for (size_t d = 0; d < y_shape.size() && n > 0; ++d) {
-      const int64_t span = (y_shape[d] - 1) * strides[d];
-      (span < 0 ? lo : hi) += span;
-    }
-    if (n > 0 && (lo < 0 || hi >= x_count)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strided copy reads elements ", lo, " to ", hi, " of ", x_count));
+    if (!StridedViewInBounds(x_count, offset, strides, y_shape)) {
+      return absl::InvalidArgumentError(
+          "strided copy reads outside its source");
     }
     return Launch(stream, "strided_copy",
                   {{x, static_cast<size_t>(x_count) * element_bytes}},
