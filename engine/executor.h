@@ -1,6 +1,7 @@
 // ExecutorInstance and BatchSlot: the narrow device interface every executor
-// (CPU now, CUDA later) implements, and the only part of the engine that the
-// batching layer drives.
+// (the CPU executor, the pipelined device executor on CUDA or the simulated
+// device) implements, and the only part of the engine that the batching
+// layer drives.
 //
 // An ExecutorInstance is one model instance on one device: it owns a stream of
 // work (a worker thread on the CPU, a cudaStream_t on a GPU) and one or more

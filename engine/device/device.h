@@ -1,8 +1,8 @@
 // Device: the narrow interface through which a pipelined executor reaches an
 // accelerator: memory, copies, streams, events. Two implementations: CUDA
-// (the plugin, later) and SimulatedDevice (simulated_device.h), which runs the
-// same pipeline logic in CI without a GPU. Computation is enqueued by a
-// DeviceProgram (device_program.h) bound to one implementation.
+// (the plugin, engine/cuda/) and SimulatedDevice (simulated_device.h), which
+// runs the same pipeline logic in CI without a GPU. Computation is enqueued by
+// a DeviceProgram (device_program.h) bound to one implementation.
 //
 // Semantics follow CUDA's:
 //   - Work enqueued on one stream runs in order; streams run concurrently.
