@@ -19,11 +19,22 @@ TEST(FakeClockTest, TimeMovesOnlyOnAdvance) {
 }
 
 TEST(FakeClockTest, PastDeadlineReturnsAtOnce) {
+  // Nothing advances the clock or signals: the waits return by themselves
+  // (a wait that parked would hang the test) and time stays put.
   FakeClock clock;
+  const Clock::TimePoint start = clock.Now();
   absl::Mutex mu;
   absl::CondVar cv;
-  absl::MutexLock lock(&mu);
-  clock.WaitUntil(&mu, &cv, clock.Now());
+  int returned = 0;
+  {
+    absl::MutexLock lock(&mu);
+    clock.WaitUntil(&mu, &cv, start);
+    ++returned;
+    clock.WaitUntil(&mu, &cv, start - Ms(5));
+    ++returned;
+  }
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(clock.Now(), start);
 }
 
 TEST(FakeClockTest, AdvanceWakesAWaiterOnlyOnceItsDeadlinePassed) {
@@ -53,18 +64,23 @@ TEST(FakeClockTest, SignalWakesAWaiterWithoutDeadline) {
   FakeClock clock;
   absl::Mutex mu;
   absl::CondVar cv;
-  bool ready = false;
+  const Clock::TimePoint start = clock.Now();
+  bool ready = false, woke = false;
   std::thread waiter([&] {
     absl::MutexLock lock(&mu);
     while (!ready) clock.WaitUntil(&mu, &cv, Clock::TimePoint::max());
+    woke = true;
   });
   clock.AwaitWaiterWithDeadline(Clock::TimePoint::max());
   {
     absl::MutexLock lock(&mu);
+    EXPECT_FALSE(woke);  // parked until the signal
     ready = true;
   }
   cv.Signal();
   waiter.join();
+  EXPECT_TRUE(woke);
+  EXPECT_EQ(clock.Now(), start);  // the signal, not time, woke it
 }
 
 }  // namespace

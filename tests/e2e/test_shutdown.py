@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import generate_models as gm
-from conftest import tiny_config
+from conftest import tiny_config, wait_for
 from e2e_util import fill_queue
+from test_metrics import model_series, scrape
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -55,7 +56,10 @@ def test_shutdown_flushes_queued_requests_at_once(start_server, tmp_path):
     xs = [np.full((1, 4), i + 1, np.float32) for i in range(3)]
     # 3 sent, the queue holds 2: once one is rejected the other two are queued
     collector, rejected, _ = fill_queue(client, "held", xs, queue_size=2, client_timeout=60)
-    time.sleep(0.2)
+    # The server's own count says both are held in the queue (no sleep).
+    wait_for(lambda: model_series(scrape(srv.metrics_url)[1],
+                                  "nv_inference_pending_request_count", "held") == 2,
+             timeout=10, what="both requests held in the queue")
     assert collector.q.empty(), "the two queued requests must be held by the 20 s delay"
 
     t_signal = time.monotonic()
