@@ -224,7 +224,7 @@ Reactor* InferenceService::RepositoryIndex(
     auto* model = resp->add_models();
     model->set_name(entry.name);
     model->set_version(entry.version);
-    model->set_state(entry.state);
+    model->set_state(std::string(ModelStateName(entry.state)));
     model->set_reason(entry.reason);
   }
   return Done(c, absl::OkStatus());

@@ -154,7 +154,7 @@ absl::Status ModelManager::Load(const std::string& name,
   if (!loaded.ok()) return RecordFailure(name, loaded.status());
   ModelRecord record;
   record.served = *std::move(loaded);
-  record.state = "READY";
+  record.state = ModelState::kReady;
   spdlog::info("model '{}' loaded ({} version(s))", name, record.served.size());
   std::vector<std::shared_ptr<ServedModel>> replaced;
   Record(name, std::move(record), &replaced);
@@ -176,7 +176,7 @@ absl::Status ModelManager::RecordFailure(const std::string& name,
           name, reason);
       return status;
     }
-    models_[name] = ModelRecord{{}, "UNAVAILABLE", reason};
+    models_[name] = ModelRecord{{}, ModelState::kUnavailable, reason};
   }
   spdlog::error("model '{}' failed to load: {}", name, reason);
   return status;
@@ -195,12 +195,13 @@ absl::Status ModelManager::Unload(const std::string& name) {
   {
     absl::MutexLock lock(&mu_);
     auto it = models_.find(name);
-    if (it == models_.end() || it->second.state != "READY") {
+    if (it == models_.end() || it->second.state != ModelState::kReady) {
       return absl::NotFoundError(
           absl::StrCat("model '", name, "' is not loaded"));
     }
   }
-  Record(name, ModelRecord{{}, "UNAVAILABLE", "unloaded"}, &replaced);
+  Record(name, ModelRecord{{}, ModelState::kUnavailable, "unloaded"},
+         &replaced);
   ShutdownEach(replaced);
   spdlog::info("model '{}' unloaded", name);
   return absl::OkStatus();
@@ -247,6 +248,18 @@ absl::StatusOr<std::vector<std::shared_ptr<ServedModel>>> ModelManager::Served(
   return out;
 }
 
+std::string_view ModelStateName(ModelState state) {
+  switch (state) {
+    case ModelState::kReady:
+      return "READY";
+    case ModelState::kUnavailable:
+      return "UNAVAILABLE";
+    case ModelState::kNeverLoaded:
+      break;
+  }
+  return "";
+}
+
 std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
   auto names = ListModelFolders(repository_);
   absl::MutexLock lock(&mu_);
@@ -259,11 +272,12 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
   for (const auto& [n, record] : all) {
     if (record != nullptr && !record->served.empty()) {
       for (const auto& [v, m] : record->served) {
-        entries.push_back({n, std::to_string(v), "READY", ""});
+        entries.push_back({n, std::to_string(v), ModelState::kReady, ""});
       }
     } else if (!ready_only) {
-      entries.push_back(
-          {n, "", record ? record->state : "", record ? record->reason : ""});
+      entries.push_back({n, "",
+                         record ? record->state : ModelState::kNeverLoaded,
+                         record ? record->reason : ""});
     }
   }
   return entries;

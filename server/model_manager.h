@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,11 +33,18 @@ struct LoadOverrides {
   std::map<std::string, std::string> files;
 };
 
+// A model's state in the repository index (Triton's names: READY,
+// UNAVAILABLE; a folder never loaded has none).
+enum class ModelState { kNeverLoaded, kReady, kUnavailable };
+
+// "READY", "UNAVAILABLE", or "" for kNeverLoaded (the protocol's string).
+std::string_view ModelStateName(ModelState state);
+
 // One row of RepositoryIndex.
 struct ModelIndexEntry {
   std::string name;
   std::string version;  // empty when the failure is not tied to a version
-  std::string state;    // READY, UNAVAILABLE, or empty when never loaded
+  ModelState state = ModelState::kNeverLoaded;
   std::string reason;
 };
 
@@ -84,7 +92,7 @@ class ModelManager {
  private:
   struct ModelRecord {
     std::map<int64_t, std::shared_ptr<ServedModel>> served;
-    std::string state;   // READY, UNAVAILABLE or empty (never loaded)
+    ModelState state = ModelState::kNeverLoaded;
     std::string reason;  // why UNAVAILABLE
   };
 
