@@ -503,24 +503,15 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
   return lowered;
 }
 
-// What the Transpose kernel copies (Transpose, Expand): elements of 1, 2, 4
-// or 8 bytes, rank up to 8.
-absl::Status CheckGatherCopy(size_t element_bytes, size_t rank) {
-  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 &&
-      element_bytes != 8) {
-    return absl::UnimplementedError("elements of this type");
-  }
-  if (rank > 8) return absl::UnimplementedError("rank above 8");
-  return absl::OkStatus();
-}
-
 absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   const Shape& shape = v.in_shape(0);
   auto attrs = v.resolved<TransposeAttrs>();
   if (!attrs.ok()) return attrs.status();
   const std::vector<int64_t> perm = TransposePerm(**attrs, shape.size());
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (absl::Status s = CheckGatherCopy(elem, shape.size()); !s.ok()) return s;
+  if (absl::Status s = device_ops::CheckElementCopy(elem, shape.size());
+      !s.ok())
+    return s;
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};
@@ -538,7 +529,9 @@ absl::StatusOr<LoweredNode> LowerExpand(const NodeView& v) {
   const Shape& x_shape = v.in_shape(0);
   const Shape& y_shape = v.out_shape(0);
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (absl::Status s = CheckGatherCopy(elem, y_shape.size()); !s.ok()) return s;
+  if (absl::Status s = device_ops::CheckElementCopy(elem, y_shape.size());
+      !s.ok())
+    return s;
   const int x = v.in_id(0), y = v.out_id(0);
   LoweredNode lowered;
   lowered.reads = {x};

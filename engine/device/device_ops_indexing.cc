@@ -15,13 +15,6 @@ namespace coalesce {
 namespace device_ops {
 namespace {
 
-absl::Status CheckElementBytes(size_t elem, size_t rank) {
-  if (elem != 1 && elem != 2 && elem != 4 && elem != 8)
-    return absl::UnimplementedError("elements of this type");
-  if (rank > 8) return absl::UnimplementedError("rank above 8");
-  return absl::OkStatus();
-}
-
 // float32, int64 or int32: what CumSum and ArgMax compute on.
 absl::Status CheckArithmetic(const NodeView& v) {
   const DataType t = v.in(0).info.dtype;
@@ -40,7 +33,7 @@ absl::StatusOr<LoweredNode> LowerGatherNd(const NodeView& v) {
   const Shape& data = v.in_shape(0);
   const Shape& indices = v.in_shape(1);
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (absl::Status s = CheckElementBytes(elem, data.size()); !s.ok()) return s;
+  if (absl::Status s = CheckElementCopy(elem, data.size()); !s.ok()) return s;
   if (v.in(1).info.dtype != DataType::kInt64) {
     return absl::UnimplementedError("GatherND indices that are not int64");
   }
@@ -74,7 +67,7 @@ absl::StatusOr<LoweredNode> LowerGatherElements(const NodeView& v) {
   args.element_bytes = ElementByteSize(v.in(0).info.dtype);
   args.indices_int64 = v.in(1).info.dtype == DataType::kInt64;
   if (absl::Status s =
-          CheckElementBytes(args.element_bytes, args.data_shape.size());
+          CheckElementCopy(args.element_bytes, args.data_shape.size());
       !s.ok())
     return s;
   auto axis = NormalizeAxis((*attrs)->axis, args.data_shape.size());

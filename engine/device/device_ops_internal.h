@@ -102,6 +102,17 @@ inline int64_t Count(const Shape& shape) {
   return Product(shape, 0, shape.size());
 }
 
+// What the copying kernels move (Transpose, Expand, Where, the indexing
+// and movement families): elements of 1, 2, 4 or 8 bytes, rank up to 8.
+inline absl::Status CheckElementCopy(size_t element_bytes, size_t rank) {
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 &&
+      element_bytes != 8) {
+    return absl::UnimplementedError("elements of this type");
+  }
+  if (rank > 8) return absl::UnimplementedError("rank above 8");
+  return absl::OkStatus();
+}
+
 // A float16 operand of a product in FP16 mode (LoweringOptions::fp16): a
 // constant converted at lowering (derived_half) or a computed value that a
 // ToHalf step converts into scratch before each product.

@@ -38,11 +38,8 @@ std::vector<int64_t> DenseStrides(const Shape& shape) {
 }
 
 absl::Status CheckMovable(const NodeView& v) {
-  const size_t elem = ElementByteSize(v.in(0).info.dtype);
-  if (elem != 1 && elem != 2 && elem != 4 && elem != 8)
-    return absl::UnimplementedError("elements of this type");
-  if (v.in_shape(0).size() > 8) return absl::UnimplementedError("rank above 8");
-  return absl::OkStatus();
+  return CheckElementCopy(ElementByteSize(v.in(0).info.dtype),
+                          v.in_shape(0).size());
 }
 
 // A step copying the view (offset, strides) of input `x` into value `y`.

@@ -160,9 +160,8 @@ absl::StatusOr<LoweredNode> LowerWhere(const NodeView& v) {
     return absl::InvalidArgumentError("condition that is not bool");
   }
   const size_t elem = ElementByteSize(v.out(0).info.dtype);
-  if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
-    return absl::UnimplementedError("elements of this type");
-  }
+  if (absl::Status s = CheckElementCopy(elem, v.out_shape(0).size()); !s.ok())
+    return s;
   const int cond = v.in_id(0), x = v.in_id(1), z = v.in_id(2);
   const int y = v.out_id(0);
   const Shape cond_shape = v.in_shape(0), x_shape = v.in_shape(1),
