@@ -1,5 +1,7 @@
 #include "batching/clock.h"
 
+#include <thread>
+
 #include "absl/time/time.h"
 
 namespace coalesce {
@@ -19,9 +21,20 @@ class SteadyClock final : public Clock {
     if (remaining <= Duration::zero()) return;
     cv->WaitWithTimeout(mu, absl::FromChrono(remaining));
   }
+
+  void SleepUntil(TimePoint deadline) override {
+    std::this_thread::sleep_until(deadline);
+  }
 };
 
 }  // namespace
+
+void Clock::SleepUntil(TimePoint deadline) {
+  absl::Mutex mu;
+  absl::CondVar never_signalled;
+  absl::MutexLock lock(&mu);
+  while (Now() < deadline) WaitUntil(&mu, &never_signalled, deadline);
+}
 
 Clock* RealClock() {
   static Clock* const clock = new SteadyClock();

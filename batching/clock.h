@@ -1,8 +1,11 @@
-// Clock: the batcher's only source of time, waits included.
+// Clock: the only source of time, waits included, for the batcher and for
+// coalesce-bench's load generator (its own target, coalesce_clock, so the
+// load tester links it without the batcher).
 //
-// Every timestamp and every timed wait in batching/ goes through a Clock so
-// tests can substitute a FakeClock and step time by hand. RealClock() is the
-// process-wide steady clock. Implementations are thread-safe.
+// Every timestamp and every timed wait goes through a Clock so tests can
+// substitute a FakeClock (batching/fake_clock.h) and step time by hand.
+// RealClock() is the process-wide steady clock. Implementations are
+// thread-safe.
 #ifndef COALESCE_BATCHING_CLOCK_H_
 #define COALESCE_BATCHING_CLOCK_H_
 
@@ -27,6 +30,11 @@ class Clock {
   // REQUIRES: *mu held by the caller.
   virtual void WaitUntil(absl::Mutex* mu, absl::CondVar* cv,
                          TimePoint deadline) = 0;
+
+  // Returns once Now() >= deadline (at once when it already is): a wait
+  // nobody signals. The default waits through WaitUntil on a private
+  // condition.
+  virtual void SleepUntil(TimePoint deadline);
 };
 
 // The process-wide steady clock. Never null; never destroyed.

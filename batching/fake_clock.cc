@@ -27,15 +27,48 @@ void FakeClock::WaitUntil(absl::Mutex* mu, absl::CondVar* cv,
   waiters_.erase(self);
 }
 
+void FakeClock::SleepUntil(TimePoint deadline) {
+  if (!sleep_advances_) return Clock::SleepUntil(deadline);
+  const TimePoint from = Now();
+  if (deadline <= from) return;
+  if (on_sleep_) on_sleep_(from, deadline);
+  AdvanceTo(deadline);
+}
+
+void FakeClock::set_sleep_advances(SleepHook hook) {
+  sleep_advances_ = true;
+  on_sleep_ = std::move(hook);
+}
+
 void FakeClock::Advance(Duration d) {
   std::vector<Waiter> due;
   {
     absl::MutexLock lock(&mu_);
     now_ += d;
-    for (const Waiter& w : waiters_) {
-      if (w.deadline <= now_) due.push_back(w);
-    }
+    due = DueWaiters();
   }
+  Wake(due);
+}
+
+void FakeClock::AdvanceTo(TimePoint t) {
+  std::vector<Waiter> due;
+  {
+    absl::MutexLock lock(&mu_);
+    if (t > now_) now_ = t;
+    due = DueWaiters();
+  }
+  Wake(due);
+}
+
+std::vector<FakeClock::Waiter> FakeClock::DueWaiters() const {
+  std::vector<Waiter> due;
+  for (const Waiter& w : waiters_) {
+    if (w.deadline <= now_) due.push_back(w);
+  }
+  return due;
+}
+
+void FakeClock::Wake(const std::vector<Waiter>& due) {
   for (const Waiter& w : due) {
     absl::MutexLock lock(w.mu);
     w.cv->SignalAll();

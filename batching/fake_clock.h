@@ -7,12 +7,21 @@
 // block until the code under test is parked, so "advance 9 ms, nothing
 // happened; advance 1 ms, it happened" needs no real sleep.
 //
+// SleepUntil parks like WaitUntil, until Advance reaches the deadline. A test
+// whose only driver of time is the sleeper itself (coalesce-bench's
+// single-threaded load loops) calls set_sleep_advances instead: SleepUntil
+// then runs the optional hook with the interval being slept through (to
+// inject what happens "during" it) and moves time to the deadline itself,
+// waking the waiters it reaches.
+//
 // Lock order: a waiter's mutex before the clock's internal mutex; Advance never
 // holds the internal mutex while taking a waiter's mutex. Thread-safe.
 #ifndef COALESCE_BATCHING_FAKE_CLOCK_H_
 #define COALESCE_BATCHING_FAKE_CLOCK_H_
 
+#include <functional>
 #include <list>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -28,6 +37,7 @@ class FakeClock final : public Clock {
   TimePoint Now() const override;
   void WaitUntil(absl::Mutex* mu, absl::CondVar* cv,
                  TimePoint deadline) override;
+  void SleepUntil(TimePoint deadline) override;
 
   // Moves time forward by `d` (>= 0) and wakes every waiter whose deadline
   // is now reached. Returns after those waiters have been signalled (not
@@ -42,6 +52,12 @@ class FakeClock final : public Clock {
   // deadline still in the future.
   void AwaitWaiters(int count);
 
+  // Makes SleepUntil advance time itself, after calling `hook(from, to)`
+  // when there is one.
+  // REQUIRES: called before the clock is shared with other threads.
+  using SleepHook = std::function<void(TimePoint from, TimePoint to)>;
+  void set_sleep_advances(SleepHook hook = {});
+
  private:
   struct Waiter {
     absl::Mutex* mu;
@@ -49,10 +65,19 @@ class FakeClock final : public Clock {
     TimePoint deadline;
   };
 
+  std::vector<Waiter> DueWaiters() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Signals each waiter while holding its own mutex (no lost wakeup).
+  static void Wake(const std::vector<Waiter>& due);
   bool HasWaiterWithDeadline(TimePoint deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int PendingWaiters() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Moves time to `t` (when later than now) and wakes the waiters it reaches.
+  void AdvanceTo(TimePoint t);
+
+  // Set before sharing; read-only afterwards.
+  bool sleep_advances_ = false;
+  SleepHook on_sleep_;
   mutable absl::Mutex mu_;
   TimePoint now_ ABSL_GUARDED_BY(mu_);
   std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);

@@ -4,6 +4,10 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
 
 namespace coalesce {
 namespace {
@@ -81,6 +85,49 @@ TEST(FakeClockTest, SignalWakesAWaiterWithoutDeadline) {
   waiter.join();
   EXPECT_TRUE(woke);
   EXPECT_EQ(clock.Now(), start);  // the signal, not time, woke it
+}
+
+TEST(FakeClockTest, SleepUntilParksUntilAdvanceReachesItsDeadline) {
+  FakeClock clock;
+  const Clock::TimePoint deadline = clock.Now() + Ms(10);
+  absl::Notification slept;
+  std::thread sleeper([&] {
+    clock.SleepUntil(deadline);
+    slept.Notify();
+  });
+  clock.AwaitWaiterWithDeadline(deadline);
+  clock.Advance(Ms(9));
+  clock.AwaitWaiters(1);
+  EXPECT_FALSE(slept.HasBeenNotified());
+  clock.Advance(Ms(1));
+  sleeper.join();
+  EXPECT_TRUE(slept.HasBeenNotified());
+  EXPECT_EQ(clock.Now(), deadline);
+}
+
+TEST(FakeClockTest, SleepAdvancesMovesTimeAfterTheHookAndWakesWaiters) {
+  FakeClock clock;
+  const Clock::TimePoint start = clock.Now();
+  std::vector<std::pair<Clock::TimePoint, Clock::TimePoint>> slept;
+  clock.set_sleep_advances([&](Clock::TimePoint from, Clock::TimePoint to) {
+    EXPECT_EQ(clock.Now(), from);  // the hook runs before time moves
+    slept.emplace_back(from, to);
+  });
+  absl::Mutex mu;
+  absl::CondVar cv;
+  std::thread waiter([&] {
+    absl::MutexLock lock(&mu);
+    while (clock.Now() < start + Ms(5))
+      clock.WaitUntil(&mu, &cv, start + Ms(5));
+  });
+  clock.AwaitWaiterWithDeadline(start + Ms(5));
+  clock.SleepUntil(start + Ms(8));
+  waiter.join();  // woken by the sleep's advance; a lost wakeup would hang
+  clock.SleepUntil(start + Ms(3));  // already past: no hook, no move
+  EXPECT_EQ(clock.Now(), start + Ms(8));
+  ASSERT_EQ(slept.size(), 1u);
+  EXPECT_EQ(slept[0].first, start);
+  EXPECT_EQ(slept[0].second, start + Ms(8));
 }
 
 }  // namespace

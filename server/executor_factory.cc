@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/gpu_instance.h"
 #include "server/executor_options_from_config.h"
-#include "server/gpu_instance.h"
 #include "server/resource_limits.h"
 #include "spdlog/spdlog.h"
 

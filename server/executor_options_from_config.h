@@ -31,9 +31,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/gpu_instance.h"
 #include "engine/device/pipelined_executor.h"
 #include "proto/model_config.pb.h"
-#include "server/gpu_instance.h"
 
 namespace coalesce {
 

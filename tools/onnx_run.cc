@@ -39,15 +39,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/gpu_instance.h"
 #include "engine/device/graph_program.h"
 #include "engine/device/plugin_loader.h"
 #include "engine/device/simulated_device.h"
-#include "engine/device/testing/simulated_kernels.h"
+#include "engine/device/simulated_kernels.h"
 #include "engine/model.h"
 #include "engine/neutral_planner.h"
 #include "engine/node_profile.h"
-#include "server/gpu_instance.h"
-#include "tests/conformance/conformance_util.h"
+#include "engine/tensor_file.h"
 #include "tools/json_string.h"
 #include "tools/profile_report.h"
 
@@ -55,7 +55,6 @@ namespace coalesce::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using conformance::HostTensor;
 
 constexpr char kUsage[] =
     "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
@@ -238,7 +237,7 @@ absl::StatusOr<std::vector<HostTensor>> ReadInputs(const Model& model,
     const auto given =
         std::find_if(flags.inputs.begin(), flags.inputs.end(),
                      [&](const auto& in) { return in.first == spec.name; });
-    absl::StatusOr<HostTensor> t = conformance::ReadTensorFile(given->second);
+    absl::StatusOr<HostTensor> t = ReadTensorFile(given->second);
     if (!t.ok()) return t.status();
     if (t->dtype != spec.dtype) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -316,8 +315,7 @@ absl::Status WriteOutputs(const Model& model, const BatchSlot& slot,
     HostTensor t{specs[i].name, specs[i].dtype, slot.output_shape(index),
                  std::string(data, slot.output_byte_size(index))};
     const std::string path = (dir / file).string();
-    if (absl::Status s = conformance::WriteTensorFile(t, path); !s.ok())
-      return s;
+    if (absl::Status s = WriteTensorFile(t, path); !s.ok()) return s;
     std::printf("output '%s' %s %s -> %s\n", t.name.c_str(),
                 std::string(DataTypeName(t.dtype)).c_str(),
                 ShapeToString(t.shape).c_str(), path.c_str());

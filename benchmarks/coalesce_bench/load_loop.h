@@ -26,8 +26,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "batching/clock.h"
 #include "benchmarks/coalesce_bench/arrival_schedule.h"
-#include "benchmarks/coalesce_bench/clock.h"
 #include "benchmarks/coalesce_bench/infer_sender.h"
 #include "benchmarks/coalesce_bench/window_recorder.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "benchmarks/coalesce_bench/fake_clock.h"
+#include "batching/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace coalesce::bench {
@@ -61,6 +61,7 @@ TEST(ClosedLoopTest, KeepsConcurrencyRequestsInFlight) {
   HeldSender sender;
   WindowRecorder recorder;
   FakeClock clock;
+  clock.set_sleep_advances();
   ClosedLoopGenerator loop(/*concurrency=*/3, &sender, &recorder, &clock);
   loop.Start();
   EXPECT_EQ(sender.pending(), 3u);
@@ -105,6 +106,7 @@ TEST(ClosedLoopTest, InlineCompletionsDoNotGrowTheStack) {
   InlineSender sender(/*limit=*/200000);
   WindowRecorder recorder;
   FakeClock clock;
+  clock.set_sleep_advances();
   ClosedLoopGenerator loop(/*concurrency=*/2, &sender, &recorder, &clock);
   sender.set_generator(&loop);
   loop.Start();  // runs the whole chain on this thread, then stops
@@ -143,6 +145,7 @@ ArrivalSchedule ConstantSchedule(double rate) {
 
 TEST(OpenLoopTest, SendsOnScheduleAndMeasuresFromIt) {
   FakeClock clock;
+  clock.set_sleep_advances();
   ServiceTimeSender sender(&clock, milliseconds(1), /*limit=*/50);
   WindowRecorder recorder;
   OpenLoopGenerator loop(ConstantSchedule(/*rate=*/100), /*max_inflight=*/10,
@@ -167,6 +170,7 @@ TEST(OpenLoopTest, FallingBehindCountsTheDelay) {
   // request k is scheduled at 10k but sent at 25k, and completes at 25k+25.
   // Its latency is measured from 10k: 15k + 25 ms.
   FakeClock clock;
+  clock.set_sleep_advances();
   ServiceTimeSender sender(&clock, milliseconds(25), /*limit=*/20);
   WindowRecorder recorder;
   OpenLoopGenerator loop(ConstantSchedule(/*rate=*/100), /*max_inflight=*/10,
@@ -185,6 +189,7 @@ TEST(OpenLoopTest, FallingBehindCountsTheDelay) {
 
 TEST(OpenLoopTest, MaxInflightHoldsSendsBack) {
   FakeClock clock;
+  clock.set_sleep_advances();
   HeldSender sender;
   WindowRecorder recorder;
   OpenLoopGenerator loop(ConstantSchedule(/*rate=*/1000), /*max_inflight=*/2,

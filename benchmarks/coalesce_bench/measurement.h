@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "benchmarks/coalesce_bench/clock.h"
+#include "batching/clock.h"
 #include "benchmarks/coalesce_bench/server_stats.h"
 #include "benchmarks/coalesce_bench/stats.h"
 #include "benchmarks/coalesce_bench/window_recorder.h"

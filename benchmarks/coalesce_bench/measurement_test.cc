@@ -2,7 +2,7 @@
 // sleep hook, so every window's contents are known exactly.
 #include "benchmarks/coalesce_bench/measurement.h"
 
-#include "benchmarks/coalesce_bench/fake_clock.h"
+#include "batching/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace coalesce::bench {
@@ -47,7 +47,7 @@ TEST(MeasurementTest, SteadyLoadIsStableAfterThreeWindows) {
   FakeClock clock;
   WindowRecorder recorder;
   const Clock::TimePoint start = clock.Now();
-  clock.set_on_sleep([&](Clock::TimePoint from, Clock::TimePoint to) {
+  clock.set_sleep_advances([&](Clock::TimePoint from, Clock::TimePoint to) {
     const bool warmup = from < start + milliseconds(100);
     Inject(&recorder, from, to, /*per_ms=*/1, warmup ? 50 * kMs : 2 * kMs);
   });
@@ -89,7 +89,7 @@ TEST(MeasurementTest, UnstableLoadRunsMaxWindowsAndMergesTheLastThree) {
   FakeClock clock;
   WindowRecorder recorder;
   int sleeps = 0;
-  clock.set_on_sleep([&](Clock::TimePoint from, Clock::TimePoint to) {
+  clock.set_sleep_advances([&](Clock::TimePoint from, Clock::TimePoint to) {
     // warm-up sleep first, then windows alternating 1 and 2 per ms
     const int per_ms = (sleeps++ % 2 == 0) ? 1 : 2;
     Inject(&recorder, from, to, per_ms, (3 - per_ms) * kMs);
@@ -115,7 +115,7 @@ TEST(MeasurementTest, UnstableLoadRunsMaxWindowsAndMergesTheLastThree) {
 TEST(MeasurementTest, ErrorsAreCountedByCode) {
   FakeClock clock;
   WindowRecorder recorder;
-  clock.set_on_sleep([&](Clock::TimePoint from, Clock::TimePoint to) {
+  clock.set_sleep_advances([&](Clock::TimePoint from, Clock::TimePoint to) {
     Inject(&recorder, from, to, 1, kMs);
     recorder.RecordError(14, "queue full");
     recorder.RecordError(4, "deadline");
@@ -136,7 +136,7 @@ TEST(MeasurementTest, WarmupByCountWaitsForCompletions) {
   FakeClock clock;
   WindowRecorder recorder;
   int sleeps = 0;
-  clock.set_on_sleep([&](Clock::TimePoint, Clock::TimePoint) {
+  clock.set_sleep_advances([&](Clock::TimePoint, Clock::TimePoint) {
     ++sleeps;
     recorder.RecordSuccess(kMs);
   });
@@ -153,6 +153,7 @@ TEST(MeasurementTest, WarmupByCountWaitsForCompletions) {
 
 TEST(MeasurementTest, WarmupByCountThatNeverCompletesFails) {
   FakeClock clock;
+  clock.set_sleep_advances();
   WindowRecorder recorder;
   MeasureOptions o = Options(/*max_windows=*/3);
   o.warmup_requests = 1;

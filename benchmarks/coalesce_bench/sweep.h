@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "benchmarks/coalesce_bench/clock.h"
+#include "batching/clock.h"
 #include "benchmarks/coalesce_bench/infer_sender.h"
 #include "benchmarks/coalesce_bench/measurement.h"
 #include "benchmarks/coalesce_bench/options.h"

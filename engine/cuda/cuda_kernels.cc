@@ -15,7 +15,7 @@
 #include "engine/cuda/cublaslt_library.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cudnn_library.h"
-#include "engine/cuda/kernel_args.h"
+#include "engine/device/kernel_args.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gather.h"
 #include "kernels/cuda/half.h"

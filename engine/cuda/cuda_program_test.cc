@@ -1,7 +1,7 @@
 // The GPU tests: every device test case (device_test_cases.h: one per
 // operator variant a device lowers, and whole models) on a real GPU through
 // the CUDA plugin, exactly as the server builds a KIND_GPU instance
-// (server/gpu_instance.h), against the CPU engine on fresh random inputs
+// (engine/device/gpu_instance.h), against the CPU engine on fresh random inputs
 // with each case's tolerance. Without a usable GPU every test reports
 // SKIPPED with the plugin's reason, never passed. scripts/gpu-check runs
 // this binary from the bundle.
@@ -13,10 +13,10 @@
 #include <memory>
 #include <string>
 
+#include "engine/device/gpu_instance.h"
 #include "engine/device/plugin_loader.h"
 #include "engine/device/testing/device_test_cases.h"
 #include "gtest/gtest.h"
-#include "server/gpu_instance.h"
 
 namespace coalesce {
 namespace {
@@ -63,7 +63,7 @@ TEST_P(GpuCaseTest, MatchesCpu) {
   ASSERT_TRUE(model.ok()) << model.status();
   for (int slots : {1, 2}) {
     auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model,
-                                      GpuInstanceOptions{{slots}, {}});
+                                      GpuInstanceOptions{{slots}, {}, {}});
     ASSERT_TRUE(instance.ok()) << instance.status();
     EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "")
         << slots << " slot(s)";

@@ -13,8 +13,8 @@
 
 #include "engine/device/pipelined_executor.h"
 #include "engine/device/simulated_device.h"
+#include "engine/device/simulated_kernels.h"
 #include "engine/device/testing/device_test_cases.h"
-#include "engine/device/testing/simulated_kernels.h"
 #include "engine/model.h"
 #include "engine/neutral_planner.h"
 #include "engine/testing/onnx_model_builder.h"

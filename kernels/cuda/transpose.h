@@ -2,7 +2,7 @@
 // bytes (rank <= 8). The index math is in transpose_math.h. Enqueues one
 // kernel on `stream` and returns the launch's error. Any indexer works: one
 // with zero strides on some axes broadcasts x along them (Expand,
-// engine/cuda/kernel_args.h's ExpandIndexerFor).
+// engine/device/kernel_args.h's ExpandIndexerFor).
 #ifndef COALESCE_KERNELS_CUDA_TRANSPOSE_H_
 #define COALESCE_KERNELS_CUDA_TRANSPOSE_H_
 

@@ -1,11 +1,14 @@
 // CreateGpuInstance: one executor instance of an ONNX model on one GPU, the
-// way the server makes every KIND_GPU instance (executor_factory.h): a
+// way the server makes every KIND_GPU instance (server/executor_factory.h): a
 // device context and kernels from the device plugin, the model's
 // GraphProgram on them (engine/device/graph_program.h), and a
 // PipelinedExecutor over it. Also used by coalesce-onnx-run --device gpu and
 // the GPU tests, so they measure and check exactly what the server runs.
-#ifndef COALESCE_SERVER_GPU_INSTANCE_H_
-#define COALESCE_SERVER_GPU_INSTANCE_H_
+// The one file of engine/device/ that sees the engine's planner
+// (engine/model.h, engine/neutral_planner.h): its own library,
+// coalesce_gpu_instance, and its own row in docs/layers.json.
+#ifndef COALESCE_ENGINE_DEVICE_GPU_INSTANCE_H_
+#define COALESCE_ENGINE_DEVICE_GPU_INSTANCE_H_
 
 #include <memory>
 
@@ -32,4 +35,4 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
 
 }  // namespace coalesce
 
-#endif  // COALESCE_SERVER_GPU_INSTANCE_H_
+#endif  // COALESCE_ENGINE_DEVICE_GPU_INSTANCE_H_

@@ -1,10 +1,10 @@
 // DeviceKernels' arguments (engine/device/device_kernels.h) as kernels/cuda/
 // takes them: the enums mapped, and the index descriptors of broadcasting
 // and transposition built from shapes. Header-only and free of CUDA
-// includes, so the simulated device's kernels (engine/device/testing/),
+// includes, so the simulated device's kernels (engine/device/),
 // which run the same math on the host, build them the same way.
-#ifndef COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
-#define COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
+#ifndef COALESCE_ENGINE_DEVICE_KERNEL_ARGS_H_
+#define COALESCE_ENGINE_DEVICE_KERNEL_ARGS_H_
 
 #include <cstdint>
 #include <vector>
@@ -417,4 +417,4 @@ inline int64_t PadIndexerFor(const PadArgs& a, kernels::cuda::PadIndexer* ix) {
 
 }  // namespace coalesce
 
-#endif  // COALESCE_ENGINE_CUDA_KERNEL_ARGS_H_
+#endif  // COALESCE_ENGINE_DEVICE_KERNEL_ARGS_H_

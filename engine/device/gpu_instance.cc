@@ -1,4 +1,4 @@
-#include "server/gpu_instance.h"
+#include "engine/device/gpu_instance.h"
 
 #include <utility>
 

@@ -5,8 +5,8 @@
 // activations, broadcasting, Softmax's row reduction, transpose indexing);
 // the GEMM is a plain triple loop accumulating in double. Launches declare
 // the memory they read and write, so the device's race check sees them.
-#ifndef COALESCE_ENGINE_DEVICE_TESTING_SIMULATED_KERNELS_H_
-#define COALESCE_ENGINE_DEVICE_TESTING_SIMULATED_KERNELS_H_
+#ifndef COALESCE_ENGINE_DEVICE_SIMULATED_KERNELS_H_
+#define COALESCE_ENGINE_DEVICE_SIMULATED_KERNELS_H_
 
 #include <chrono>
 #include <memory>
@@ -24,4 +24,4 @@ std::unique_ptr<DeviceKernels> CreateSimulatedKernels(
 
 }  // namespace coalesce
 
-#endif  // COALESCE_ENGINE_DEVICE_TESTING_SIMULATED_KERNELS_H_
+#endif  // COALESCE_ENGINE_DEVICE_SIMULATED_KERNELS_H_

@@ -1,4 +1,4 @@
-#include "engine/device/testing/simulated_kernels.h"
+#include "engine/device/simulated_kernels.h"
 
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/kernel_args.h"
+#include "engine/device/kernel_args.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
