@@ -235,6 +235,11 @@ int64_t DynamicBatcher::QueuedRequests() const {
   return static_cast<int64_t>(queue_.size());
 }
 
+int DynamicBatcher::InFlightBatches() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
 std::vector<size_t> DynamicBatcher::QueuedRequestsByLevel() const {
   absl::MutexLock lock(&mu_);
   return queue_.LevelSizes();

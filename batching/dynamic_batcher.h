@@ -92,6 +92,9 @@ class DynamicBatcher {
   int64_t QueuedRequests() const;
   std::vector<size_t> QueuedRequestsByLevel() const;
 
+  // Batches handed to an executor instance and not yet answered.
+  int InFlightBatches() const;
+
   // Per executor instance, in creation order: where its time went since the
   // batcher started (instance_timeline.h).
   std::vector<InstanceStateTotals> InstanceStates() const;

@@ -151,8 +151,7 @@ TEST(TensorFromProtoTest, RejectsExternalData) {
   location->set_value("w.bin");
   absl::StatusOr<HostTensor> t = TensorFromProto(proto);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(t.status().message().find("'w'"), std::string::npos)
-      << t.status();
+  EXPECT_NE(t.status().message().find("'w'"), std::string::npos) << t.status();
 }
 
 }  // namespace

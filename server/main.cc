@@ -82,6 +82,13 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   spdlog::info("received signal {}", signal_number);
-  (*server)->Shutdown(options->exit_timeout);
+  if (absl::Status s = (*server)->Shutdown(options->exit_timeout); !s.ok()) {
+    // A batch that never completes (a hung device) must not keep the
+    // process past its exit timeout. The shutdown goes on in a thread that
+    // still uses the server, so exit without destroying anything.
+    spdlog::error("{}", std::string(s.message()));
+    spdlog::shutdown();
+    std::_Exit(1);
+  }
   return 0;
 }

@@ -294,4 +294,21 @@ void ModelManager::ShutdownAll() {
   ShutdownEach(all);
 }
 
+std::vector<std::string> ModelManager::Unfinished() const {
+  std::vector<std::string> lines;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, record] : models_) {
+    for (const auto& [version, model] : record.served) {
+      const int batches = model->batcher->InFlightBatches();
+      const int64_t queued = model->batcher->QueuedRequests();
+      if (batches == 0 && queued == 0) continue;
+      lines.push_back(absl::StrCat(
+          "'", name, "' version ", version, ": ", batches,
+          batches == 1 ? " batch" : " batches", " in flight, ", queued,
+          queued == 1 ? " request" : " requests", " queued"));
+    }
+  }
+  return lines;
+}
+
 }  // namespace coalesce

@@ -89,6 +89,12 @@ class ModelManager {
   // Drains and shuts down every served model. Idempotent.
   void ShutdownAll();
 
+  // One line per served model version that still has queued requests or
+  // batches in flight ("'resnet' version 1: 1 batch in flight, 3 requests
+  // queued"); empty when every model is drained. Thread-safe, also while
+  // ShutdownAll runs: it is what a shutdown that gave up abandons.
+  std::vector<std::string> Unfinished() const;
+
  private:
   struct ModelRecord {
     std::map<int64_t, std::shared_ptr<ServedModel>> served;

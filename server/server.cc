@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "spdlog/spdlog.h"
@@ -124,7 +126,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         options.metrics_address, options.metrics_port, server->manager_.get(),
         server->diagnostics_.get());
     if (!metrics.ok()) {
-      server->Shutdown(std::chrono::seconds(0));
+      server->Shutdown(std::chrono::seconds(0)).IgnoreError();
       return metrics.status();
     }
     server->metrics_ = *std::move(metrics);
@@ -133,7 +135,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
 
   if (absl::Status s = LoadModels(options, server->manager_.get()); !s.ok()) {
-    server->Shutdown(std::chrono::seconds(0));
+    server->Shutdown(std::chrono::seconds(0)).IgnoreError();
     return s;
   }
   server->diagnostics_->Start();
@@ -149,22 +151,41 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   return server;
 }
 
-Server::~Server() { Shutdown(std::chrono::seconds(0)); }
+Server::~Server() {
+  Shutdown(std::chrono::seconds(0)).IgnoreError();
+  if (shutdown_thread_.joinable()) shutdown_thread_.join();
+}
 
-void Server::Shutdown(std::chrono::seconds grace) {
-  if (shut_down_ || grpc_server_ == nullptr) return;
+absl::Status Server::Shutdown(std::chrono::seconds grace) {
+  if (shut_down_ || grpc_server_ == nullptr) return absl::OkStatus();
   shut_down_ = true;
   service_->set_ready(false);
   SetServing(grpc_server_.get(), false);
   spdlog::info(
       "shutting down: finishing queued and in-flight requests (up to {} s)",
       grace.count());
+  diagnostics_->Stop();
+  if (poller_ != nullptr) poller_->Stop();
+  shutdown_thread_ = std::thread([this, grace] { DrainAndStop(grace); });
+  if (shutdown_done_.WaitForNotificationWithTimeout(
+          absl::FromChrono(grace + kShutdownSlack))) {
+    shutdown_thread_.join();
+    spdlog::info("shut down");
+    return absl::OkStatus();
+  }
+  std::vector<std::string> unfinished = manager_->Unfinished();
+  if (unfinished.empty()) unfinished.push_back("RPCs that did not finish");
+  return absl::DeadlineExceededError(
+      absl::StrCat("shutdown did not finish within ", grace.count(), " s + ",
+                   kShutdownSlack.count(),
+                   " s; abandoned: ", absl::StrJoin(unfinished, "; ")));
+}
+
+void Server::DrainAndStop(std::chrono::seconds grace) {
   // Draining the batchers first sends every queued request to execution at
   // once instead of after its batching delay, and refuses new ones; gRPC
   // meanwhile stops accepting calls and waits for the running ones until the
   // grace period ends, then cancels what is left.
-  diagnostics_->Stop();
-  if (poller_ != nullptr) poller_->Stop();
   std::thread drain([this] {
     manager_->ShutdownAll();
     // Streams a client keeps open would otherwise hold gRPC's shutdown
@@ -174,7 +195,7 @@ void Server::Shutdown(std::chrono::seconds grace) {
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
   drain.join();
   grpc_server_->Wait();
-  spdlog::info("shut down");
+  shutdown_done_.Notify();
 }
 
 }  // namespace coalesce

@@ -9,8 +9,11 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
 #include "server/idle_diagnostics.h"
 #include "server/inference_service.h"
@@ -38,10 +41,25 @@ class Server {
   // Turns not ready (health NOT_SERVING), flushes every model's queue to
   // execution at once and refuses new requests, stops accepting RPCs, lets
   // running ones finish for up to `grace`, then cancels what is left.
-  void Shutdown(std::chrono::seconds grace);
+  //
+  // Bounded: returns by `grace` + kShutdownSlack even when a batch never
+  // completes (a hung device). OK when everything finished; otherwise
+  // DeadlineExceeded naming what was abandoned (ModelManager::Unfinished),
+  // and the shutdown goes on in the background: the caller must then end
+  // the process without destroying the server (std::_Exit), since the
+  // destructor waits for that background shutdown to finish.
+  absl::Status Shutdown(std::chrono::seconds grace);
+
+  // What a shutdown waits beyond its grace period for cancelled RPCs to
+  // finish before it gives up.
+  static constexpr std::chrono::seconds kShutdownSlack{2};
 
  private:
   Server() = default;
+
+  // The shutdown steps after readiness is withdrawn; runs on
+  // shutdown_thread_ and notifies shutdown_done_.
+  void DrainAndStop(std::chrono::seconds grace);
 
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<IdleDiagnostics> diagnostics_;  // reads manager_
@@ -51,6 +69,8 @@ class Server {
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   bool shut_down_ = false;
+  std::thread shutdown_thread_;
+  absl::Notification shutdown_done_;
 };
 
 }  // namespace coalesce

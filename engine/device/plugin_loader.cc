@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -50,6 +51,10 @@ absl::StatusOr<DevicePlugin*> LoadDevicePlugin(const std::string& path) {
 }
 
 std::string DefaultCudaPluginPath() {
+  if (const char* path = std::getenv("COALESCE_DEVICE_PLUGIN");
+      path != nullptr && path[0] != '\0') {
+    return path;
+  }
   std::error_code error;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   const auto dir = error ? std::filesystem::path(".") : exe.parent_path();

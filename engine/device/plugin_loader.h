@@ -21,6 +21,8 @@ absl::StatusOr<DevicePlugin*> LoadDevicePlugin(const std::string& path);
 // Where the server looks for libcoalesce_cuda.so: `<dir of the running
 // executable>/../lib/`, which is build/lib/ in a build tree (the server is
 // build/server/coalesce-server) and lib/ in a bundle (bin/coalesce-server).
+// $COALESCE_DEVICE_PLUGIN, when set and not empty, names another plugin
+// instead (the tests' simulated device, tests/simulated_plugin/).
 std::string DefaultCudaPluginPath();
 
 }  // namespace coalesce

@@ -1,5 +1,7 @@
-"""Graceful shutdown: queued requests finish after SIGTERM and the server exits 0."""
+"""Graceful shutdown: queued requests finish after SIGTERM and the server exits 0;
+a batch that never finishes does not hold the exit past the timeout."""
 
+import os
 import signal
 import time
 
@@ -8,7 +10,7 @@ import pytest
 
 import generate_models as gm
 from conftest import tiny_config, wait_for
-from e2e_util import fill_queue
+from e2e_util import fill_queue, make_inputs
 from test_metrics import model_series, scrape
 
 
@@ -115,3 +117,38 @@ def test_open_idle_stream_does_not_hold_shutdown(start_server, tmp_path):
         assert time.monotonic() - t0 < 10, "the open stream held shutdown"
     finally:
         client.stop_stream()
+
+
+def test_a_hung_batch_does_not_hold_exit_past_the_timeout(start_server, tmp_path):
+    """A KIND_GPU model on the simulated device plugin whose first output copy
+    never finishes (a hung GPU): after SIGTERM with --exit-timeout-secs 1 the
+    server gives up after the grace period plus its 2 s slack, names what it
+    abandoned, and exits 1 instead of waiting forever for the batch."""
+    plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
+    assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
+    repo = tmp_path / "repo_hung"
+    gm.write_model(repo, "hung", gm.make_tiny_model(),
+                   tiny_config("hung").replace("kind: KIND_CPU", "kind: KIND_GPU"))
+    marker = tmp_path / "device_hung"
+    srv = start_server(repo, "--exit-timeout-secs", "1",
+                       env={"COALESCE_DEVICE_PLUGIN": plugin,
+                            "COALESCE_SIMULATED_HOLD": "copy_to_host:0",
+                            "COALESCE_SIMULATED_HOLD_MARKER": str(marker)})
+    client = srv.client()
+    assert client.is_model_ready("hung"), srv.log()[-3000:]
+
+    answers = []
+    client.async_infer("hung", make_inputs(x=np.ones((1, 4), np.float32)),
+                       callback=lambda result, error: answers.append((result, error)),
+                       client_timeout=60)
+    wait_for(marker.exists, timeout=30, what="the device to hang on the batch's output copy")
+
+    t_signal = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    code = srv.wait(timeout=30)
+    exited = time.monotonic() - t_signal
+    log = srv.log()
+    assert code == 1, f"exit code {code}; log:\n{log[-4000:]}"
+    assert exited < 1 + 2 + 3, f"exit took {exited:.2f}s after SIGTERM with a 1 s grace"
+    assert "abandoned: 'hung' version 1: 1 batch in flight, 0 requests queued" in log, log[-4000:]
+    assert not any(error is None for _, error in answers), "the hung request cannot have succeeded"

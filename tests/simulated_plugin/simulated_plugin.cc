@@ -1,0 +1,91 @@
+// libcoalesce_simulated_plugin.so: a DevicePlugin (engine/device/
+// device_plugin.h) over the simulated device, so end-to-end tests serve
+// KIND_GPU models through the real plugin loader on machines without a GPU.
+// The server loads it when COALESCE_DEVICE_PLUGIN names it.
+//
+// One device ("Simulated GPU", 1 GiB). For tests of what the server does
+// when the device misbehaves:
+//   COALESCE_SIMULATED_HOLD=copy_to_host:N   op N (from 0) of that kind
+//                          copy_to_device:N  never finishes, on every device
+//                          kernel:N          opened: a hung GPU.
+//   COALESCE_SIMULATED_HOLD_MARKER=FILE      created once the held op has
+//                                            started, so a test knows the
+//                                            device is hung (no sleeping).
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/time.h"
+#include "absl/strings/str_split.h"
+#include "engine/device/device_plugin.h"
+#include "engine/device/simulated_device.h"
+#include "engine/device/simulated_kernels.h"
+
+namespace coalesce {
+namespace {
+
+// The hold COALESCE_SIMULATED_HOLD asks for, if any.
+void ApplyHold(const std::shared_ptr<SimulatedDevice>& device) {
+  const char* hold = std::getenv("COALESCE_SIMULATED_HOLD");
+  if (hold == nullptr) return;
+  std::vector<std::string> parts = absl::StrSplit(hold, ':');
+  int index = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &index)) return;
+  using Kind = SimulatedDevice::OpKind;
+  Kind kind;
+  if (parts[0] == "copy_to_host") {
+    kind = Kind::kCopyToHost;
+  } else if (parts[0] == "copy_to_device") {
+    kind = Kind::kCopyToDevice;
+  } else if (parts[0] == "kernel") {
+    kind = Kind::kKernel;
+  } else {
+    return;
+  }
+  device->Hold(kind, index);
+  const char* marker = std::getenv("COALESCE_SIMULATED_HOLD_MARKER");
+  if (marker == nullptr) return;
+  // The watcher keeps the device alive: a hung device is never released.
+  std::thread([device, kind, index, path = std::string(marker)] {
+    if (device->AwaitStart(kind, index, absl::Hours(24))) {
+      std::ofstream(path) << "held\n";
+    }
+  }).detach();
+}
+
+class SimulatedPlugin : public DevicePlugin {
+ public:
+  std::string platform() const override { return "simulated"; }
+
+  absl::StatusOr<std::vector<DeviceInfo>> Devices() override {
+    return std::vector<DeviceInfo>{{0, "Simulated GPU", size_t{1} << 30, 90}};
+  }
+
+  absl::StatusOr<std::shared_ptr<Device>> OpenDevice(int ordinal) override {
+    if (ordinal != 0) return absl::NotFoundError("one simulated device: 0");
+    auto device = std::make_shared<SimulatedDevice>(SimulatedDevice::Options{});
+    ApplyHold(device);
+    return std::shared_ptr<Device>(device);
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
+      std::shared_ptr<Device> device, const DeviceKernelOptions&) override {
+    auto simulated = std::dynamic_pointer_cast<SimulatedDevice>(device);
+    if (simulated == nullptr)
+      return absl::InvalidArgumentError("not a device of this plugin");
+    return CreateSimulatedKernels(simulated.get());
+  }
+};
+
+}  // namespace
+}  // namespace coalesce
+
+extern "C" __attribute__((visibility("default"))) coalesce::DevicePlugin*
+coalesce_device_plugin_v1() {
+  static auto* plugin = new coalesce::SimulatedPlugin();
+  return plugin;
+}
