@@ -57,7 +57,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libspdlog-dev prometheus-cpp-dev libonnx-dev libabsl-dev libdnnl-dev \
-      ocl-icd-opencl-dev opencl-headers \
+      nlohmann-json3-dev ocl-icd-opencl-dev opencl-headers \
  && rm -rf /var/lib/apt/lists/*
 
 # The sources both builds compile (copied into each build after its own

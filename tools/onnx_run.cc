@@ -48,7 +48,7 @@
 #include "engine/neutral_planner.h"
 #include "engine/node_profile.h"
 #include "engine/tensor_file.h"
-#include "tools/json_string.h"
+#include "nlohmann/json.hpp"
 #include "tools/profile_report.h"
 
 namespace coalesce::tools {
@@ -371,18 +371,23 @@ absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
 }
 
 absl::Status WriteTimingJson(const Flags& flags, const TimingSummary& t) {
+  const nlohmann::ordered_json timing{
+      {"model", flags.model},
+      {"device", flags.device},
+      {"threads", flags.threads},
+      {"graph_optimizations", flags.graph_optimizations},
+      {"warmup", flags.warmup},
+      {"repeat", flags.repeat},
+      {"median_ms", t.median_ms},
+      {"mean_ms", t.mean_ms},
+      {"p90_ms", t.p90_ms},
+      {"min_ms", t.min_ms},
+      {"max_ms", t.max_ms},
+      {"runs_ms", t.runs_ms}};
   std::ofstream file(flags.timing_json, std::ios::trunc);
-  file << "{\n  \"model\": " << JsonString(flags.model) << ",\n  \"device\": \""
-       << flags.device << "\""
-       << ",\n  \"threads\": " << flags.threads
-       << ",\n  \"graph_optimizations\": "
-       << (flags.graph_optimizations ? "true" : "false")
-       << ",\n  \"warmup\": " << flags.warmup
-       << ",\n  \"repeat\": " << flags.repeat
-       << ",\n  \"median_ms\": " << t.median_ms
-       << ",\n  \"mean_ms\": " << t.mean_ms << ",\n  \"p90_ms\": " << t.p90_ms
-       << ",\n  \"min_ms\": " << t.min_ms << ",\n  \"max_ms\": " << t.max_ms
-       << ",\n  \"runs_ms\": [" << absl::StrJoin(t.runs_ms, ", ") << "]\n}\n";
+  file << timing.dump(2, ' ', false,
+                      nlohmann::ordered_json::error_handler_t::replace)
+       << "\n";
   if (!file.flush()) {
     return absl::InternalError(
         absl::StrCat("cannot write '", flags.timing_json, "'"));

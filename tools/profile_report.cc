@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tools/json_string.h"
+#include "nlohmann/json.hpp"
 
 namespace coalesce::tools {
 namespace {
@@ -82,27 +82,29 @@ std::string ProfileTable(const Model& model, const NodeProfile& profile,
 
 std::string ProfileJson(const Model& model, const NodeProfile& profile,
                         int runs) {
+  using Json = nlohmann::ordered_json;
   const double total = TotalMsPerRun(profile, runs);
   auto format = [total](const Row& row) {
-    return absl::StrCat(
-        "{\"op_type\": ", JsonString(row.op_type),
-        row.node.empty() ? absl::StrCat(", \"nodes\": ", row.nodes)
-                         : absl::StrCat(", \"name\": ", JsonString(row.node)),
-        ", \"ms_per_run\": ", absl::StrFormat("%.6f", row.ms_per_run),
-        ", \"share_percent\": ",
-        absl::StrFormat("%.3f", Share(row.ms_per_run, total)), "}");
+    Json item{{"op_type", row.op_type}};
+    if (row.node.empty()) {
+      item["nodes"] = row.nodes;
+    } else {
+      item["name"] = row.node;
+    }
+    item["ms_per_run"] = row.ms_per_run;
+    item["share_percent"] = Share(row.ms_per_run, total);
+    return item;
   };
-  std::vector<std::string> types, nodes;
+  Json types = Json::array(), nodes = Json::array();
   for (const Row& row : ByOpType(model, profile, runs))
     types.push_back(format(row));
   for (const Row& row : ByNode(model, profile, runs))
     nodes.push_back(format(row));
-  return absl::StrCat(
-      "{\n  \"runs\": ", runs,
-      ",\n  \"total_ms_per_run\": ", absl::StrFormat("%.6f", total),
-      ",\n  \"op_types\": [\n    ", absl::StrJoin(types, ",\n    "),
-      "\n  ],\n  \"nodes\": [\n    ", absl::StrJoin(nodes, ",\n    "),
-      "\n  ]\n}\n");
+  const Json report{{"runs", runs},
+                    {"total_ms_per_run", total},
+                    {"op_types", std::move(types)},
+                    {"nodes", std::move(nodes)}};
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace coalesce::tools

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmarks/coalesce_bench/cpu_usage.h"
 #include "benchmarks/coalesce_bench/window_recorder.h"
+#include "nlohmann/json.hpp"
 
 namespace coalesce::bench {
 namespace {
@@ -35,26 +36,6 @@ std::string ServerCell(const ServerSideSplit& s, double value) {
   return s.valid ? absl::StrFormat("%.1f", value) : "-";
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      absl::StrAppend(&out, "\\", std::string(1, c));
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
-
-// A finite number for JSON (NaN/inf would make the file invalid).
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  return absl::StrFormat("%.6g", v);
-}
-
 std::string CsvField(absl::string_view s) {
   if (s.find_first_of(",\"\n") == absl::string_view::npos) {
     return std::string(s);
@@ -67,71 +48,68 @@ std::string CsvField(absl::string_view s) {
   return out + "\"";
 }
 
-std::string JsonLatency(const LatencySummary& l) {
-  return absl::StrCat("{\"count\": ", l.count,
-                      ", \"min\": ", JsonNumber(Ms(l.min_ns)),
-                      ", \"mean\": ", JsonNumber(l.mean_ns / 1e6),
-                      ", \"p50\": ", JsonNumber(Ms(l.p50_ns)),
-                      ", \"p90\": ", JsonNumber(Ms(l.p90_ns)),
-                      ", \"p95\": ", JsonNumber(Ms(l.p95_ns)),
-                      ", \"p99\": ", JsonNumber(Ms(l.p99_ns)),
-                      ", \"p99_9\": ", JsonNumber(Ms(l.p999_ns)),
-                      ", \"max\": ", JsonNumber(Ms(l.max_ns)), "}");
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+// Non-finite doubles are written as null by the library, which keeps the
+// file valid JSON.
+Json JsonLatency(const LatencySummary& l) {
+  return Json{{"count", l.count},        {"min", Ms(l.min_ns)},
+              {"mean", l.mean_ns / 1e6}, {"p50", Ms(l.p50_ns)},
+              {"p90", Ms(l.p90_ns)},     {"p95", Ms(l.p95_ns)},
+              {"p99", Ms(l.p99_ns)},     {"p99_9", Ms(l.p999_ns)},
+              {"max", Ms(l.max_ns)}};
 }
 
-std::string JsonServer(const ServerSideSplit& s) {
-  if (!s.valid) return "null";
-  return absl::StrCat(
-      "{\"requests\": ", s.requests, ", \"failures\": ", s.failures,
-      ", \"inferences\": ", s.inferences, ", \"executions\": ", s.executions,
-      ", \"avg_request_us\": ", JsonNumber(s.avg_request_us),
-      ", \"avg_queue_us\": ", JsonNumber(s.avg_queue_us),
-      ", \"avg_compute_input_us\": ", JsonNumber(s.avg_compute_input_us),
-      ", \"avg_compute_infer_us\": ", JsonNumber(s.avg_compute_infer_us),
-      ", \"avg_compute_output_us\": ", JsonNumber(s.avg_compute_output_us),
-      ", \"avg_batch_size\": ", JsonNumber(s.avg_batch_size), "}");
+Json JsonServer(const ServerSideSplit& s) {
+  if (!s.valid) return nullptr;
+  return Json{{"requests", s.requests},
+              {"failures", s.failures},
+              {"inferences", s.inferences},
+              {"executions", s.executions},
+              {"avg_request_us", s.avg_request_us},
+              {"avg_queue_us", s.avg_queue_us},
+              {"avg_compute_input_us", s.avg_compute_input_us},
+              {"avg_compute_infer_us", s.avg_compute_infer_us},
+              {"avg_compute_output_us", s.avg_compute_output_us},
+              {"avg_batch_size", s.avg_batch_size}};
 }
 
-std::string JsonErrors(const WindowResult& w) {
-  std::vector<std::string> items;
-  for (const auto& [code, count] : w.errors) {
-    items.push_back(absl::StrCat(JsonString(GrpcCodeName(code)), ": ", count));
-  }
-  return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
+Json JsonErrors(const WindowResult& w) {
+  Json errors = Json::object();
+  for (const auto& [code, count] : w.errors) errors[GrpcCodeName(code)] = count;
+  return errors;
 }
 
-std::string JsonWindow(const RunInfo& run, const WindowResult& w) {
-  return absl::StrCat(
-      "{\"duration_s\": ", JsonNumber(w.duration_s),
-      ", \"throughput_infer_per_s\": ", JsonNumber(InferPerSecond(run, w)),
-      ", \"throughput_requests_per_s\": ", JsonNumber(w.throughput_rps),
-      ", \"successes\": ", w.successes, ", \"error_count\": ", w.error_count,
-      ", \"errors\": ", JsonErrors(w),
-      ", \"latency_ms\": ", JsonLatency(w.latency),
-      ", \"server\": ", JsonServer(w.server),
-      ", \"client_cpu_percent\": ", JsonNumber(100 * w.client_cpu_cores),
-      ", \"sends\": ", w.sends, ", \"late_sends\": ", w.late_sends,
-      ", \"mean_send_lag_ms\": ",
-      JsonNumber(w.sends > 0 ? Ms(w.total_send_lag_ns) / w.sends : 0),
-      ", \"max_send_lag_ms\": ", JsonNumber(Ms(w.max_send_lag_ns)), "}");
+Json JsonWindow(const RunInfo& run, const WindowResult& w) {
+  return Json{{"duration_s", w.duration_s},
+              {"throughput_infer_per_s", InferPerSecond(run, w)},
+              {"throughput_requests_per_s", w.throughput_rps},
+              {"successes", w.successes},
+              {"error_count", w.error_count},
+              {"errors", JsonErrors(w)},
+              {"latency_ms", JsonLatency(w.latency)},
+              {"server", JsonServer(w.server)},
+              {"client_cpu_percent", 100 * w.client_cpu_cores},
+              {"sends", w.sends},
+              {"late_sends", w.late_sends},
+              {"mean_send_lag_ms",
+               w.sends > 0 ? Ms(w.total_send_lag_ns) / w.sends : 0.0},
+              {"max_send_lag_ms", Ms(w.max_send_lag_ns)}};
 }
 
-std::string JsonLevel(const RunInfo& run, const LevelReport& level) {
-  std::vector<std::string> windows;
+Json JsonLevel(const RunInfo& run, const LevelReport& level) {
+  Json windows = Json::array();
   for (const WindowResult& w : level.result.windows) {
     windows.push_back(JsonWindow(run, w));
   }
   const bool closed = level.mode == LoadMode::kClosedLoop;
-  return absl::StrCat(
-      "    {\"concurrency\": ",
-      closed ? absl::StrCat(level.concurrency) : "null",
-      ", \"request_rate\": ", closed ? "null" : JsonNumber(level.request_rate),
-      ", \"stable\": ", level.result.stable ? "true" : "false",
-      ", \"summarized_windows\": ", level.result.summarized_windows,
-      ", \"sender_thread_busy_percent\": ",
-      JsonNumber(100 * level.sender_thread_busy),
-      ",\n     \"summary\": ", JsonWindow(run, level.result.summary),
-      ",\n     \"windows\": [", absl::StrJoin(windows, ", "), "]}");
+  return Json{{"concurrency", closed ? Json(level.concurrency) : Json()},
+              {"request_rate", closed ? Json() : Json(level.request_rate)},
+              {"stable", level.result.stable},
+              {"summarized_windows", level.result.summarized_windows},
+              {"sender_thread_busy_percent", 100 * level.sender_thread_busy},
+              {"summary", JsonWindow(run, level.result.summary)},
+              {"windows", std::move(windows)}};
 }
 
 }  // namespace
@@ -261,26 +239,28 @@ std::string CsvText(const RunInfo& run,
 
 std::string JsonText(const RunInfo& run,
                      const std::vector<LevelReport>& levels) {
-  std::vector<std::string> items;
+  Json items = Json::array();
   for (const LevelReport& level : levels)
     items.push_back(JsonLevel(run, level));
   const bool closed = run.mode == LoadMode::kClosedLoop;
-  return absl::StrCat(
-      "{\n  \"tool\": \"coalesce-bench\",\n  \"model\": ",
-      JsonString(run.model),
-      ",\n  \"model_version\": ", JsonString(run.model_version),
-      ",\n  \"url\": ", JsonString(run.url),
-      ",\n  \"mode\": ", closed ? "\"closed\"" : "\"open\"",
-      ",\n  \"arrival\": ",
-      closed ? "null" : JsonString(ArrivalName(run.arrival)),
-      ",\n  \"batch_size\": ", run.batch_size,
-      ",\n  \"channels\": ", run.channels, ",\n  \"rpc\": ",
-      run.streaming ? "\"ModelStreamInfer\"" : "\"ModelInfer\"",
-      ",\n  \"inputs\": ", JsonString(run.shapes),
-      ",\n  \"server_statistics\": ", run.server_stats ? "true" : "false",
-      ",\n  \"client_cores\": ", run.cores,
-      ",\n  \"latency_unit\": \"ms\", \"server_time_unit\": \"us\"",
-      ",\n  \"levels\": [\n", absl::StrJoin(items, ",\n"), "\n  ]\n}\n");
+  const Json report{
+      {"tool", "coalesce-bench"},
+      {"model", run.model},
+      {"model_version", run.model_version},
+      {"url", run.url},
+      {"mode", closed ? "closed" : "open"},
+      {"arrival", closed ? Json() : Json(ArrivalName(run.arrival))},
+      {"batch_size", run.batch_size},
+      {"channels", run.channels},
+      {"rpc", run.streaming ? "ModelStreamInfer" : "ModelInfer"},
+      {"inputs", run.shapes},
+      {"server_statistics", run.server_stats},
+      {"client_cores", run.cores},
+      {"latency_unit", "ms"},
+      {"server_time_unit", "us"},
+      {"levels", std::move(items)}};
+  // Invalid UTF-8 in a name is replaced rather than thrown on.
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace coalesce::bench

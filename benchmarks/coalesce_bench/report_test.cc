@@ -2,6 +2,7 @@
 
 #include "benchmarks/coalesce_bench/svg_plot.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace coalesce::bench {
 namespace {
@@ -50,12 +51,20 @@ TEST(ReportTest, CsvHasAHeaderAndOneRowPerLevel) {
 TEST(ReportTest, JsonHasEveryLevel) {
   RunInfo run;
   run.model = "m\"q";
-  const std::string json =
+  const std::string text =
       JsonText(run, {Level(1, 100, 2'000'000), Level(4, 250, 5'000'000)});
-  EXPECT_NE(json.find("\"model\": \"m\\\"q\""), std::string::npos) << json;
-  EXPECT_EQ(Count(json, "\"concurrency\": "), 2u);
-  EXPECT_NE(json.find("\"UNAVAILABLE\": 2"), std::string::npos);
-  EXPECT_NE(json.find("\"server\": null"), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(text);
+  EXPECT_EQ(json["model"], "m\"q");
+  EXPECT_EQ(json["mode"], "closed");
+  EXPECT_TRUE(json["arrival"].is_null());
+  ASSERT_EQ(json["levels"].size(), 2u);
+  EXPECT_EQ(json["levels"][0]["concurrency"], 1);
+  EXPECT_EQ(json["levels"][1]["concurrency"], 4);
+  EXPECT_TRUE(json["levels"][0]["request_rate"].is_null());
+  const nlohmann::json& summary = json["levels"][0]["summary"];
+  EXPECT_EQ(summary["errors"]["UNAVAILABLE"], 2);
+  EXPECT_TRUE(summary["server"].is_null());
+  EXPECT_DOUBLE_EQ(summary["latency_ms"]["p50"].get<double>(), 2.0) << text;
 }
 
 TEST(ReportTest, WarningsForErrorsAndClientSaturation) {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/time/time.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "engine/device/device_plugin.h"
 #include "engine/device/simulated_device.h"
 #include "engine/device/simulated_kernels.h"
