@@ -57,7 +57,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libspdlog-dev prometheus-cpp-dev libonnx-dev libabsl-dev libdnnl-dev \
-      nlohmann-json3-dev ocl-icd-opencl-dev opencl-headers \
+      nlohmann-json3-dev libcurl4-openssl-dev ocl-icd-opencl-dev opencl-headers \
  && rm -rf /var/lib/apt/lists/*
 
 # The sources both builds compile (copied into each build after its own
@@ -157,7 +157,8 @@ CMD ["--model-repository=/models"]
 # ---------------------------------------------------------------------------
 # Target cpu (the default). The runtime packages of every library
 # coalesce-server and coalesce-bench link (ldd, mapped with dpkg -S), less
-# libc6 and libgcc-s1, which every Debian image has.
+# libc6 and libgcc-s1, which every Debian image has; apt brings what those
+# libraries need in turn (libcurl4's TLS and compression libraries).
 FROM debian:12.11-slim AS cpu
 ARG DEBIAN_FRONTEND=noninteractive
 ARG COALESCE_VERSION=0.1.0
@@ -171,7 +172,7 @@ LABEL org.opencontainers.image.title="coalesce-server" \
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libabsl20220623 libc-ares2 libcivetweb1 libdnnl2 libfmt9 libgomp1 \
+      libabsl20220623 libc-ares2 libcivetweb1 libcurl4 libdnnl2 libfmt9 libgomp1 \
       libgrpc++1.51 libgrpc29 libonnx1 libprometheus-cpp-core1.0 \
       libprometheus-cpp-pull1.0 libprotobuf32 libre2-9 libspdlog1.10 libssl3 \
       libstdc++6 ocl-icd-libopencl1 zlib1g \

@@ -21,6 +21,7 @@
 #include "benchmarks/coalesce_bench/cpu_usage.h"
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
 #include "benchmarks/coalesce_bench/grpc_stream_infer_sender.h"
+#include "benchmarks/coalesce_bench/http_get.h"
 #include "benchmarks/coalesce_bench/infer_request.h"
 #include "benchmarks/coalesce_bench/metrics_scrape.h"
 #include "benchmarks/coalesce_bench/model_client.h"

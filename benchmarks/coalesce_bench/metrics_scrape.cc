@@ -1,10 +1,5 @@
 #include "benchmarks/coalesce_bench/metrics_scrape.h"
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -18,65 +13,6 @@
 
 namespace coalesce::bench {
 namespace {
-
-struct Target {
-  std::string host, port, path;
-};
-
-absl::StatusOr<Target> ParseUrl(absl::string_view url) {
-  absl::ConsumePrefix(&url, "http://");
-  const size_t slash = url.find('/');
-  absl::string_view authority = url.substr(0, slash);
-  Target t;
-  t.path = slash == absl::string_view::npos ? "/metrics"
-                                            : std::string(url.substr(slash));
-  const size_t colon = authority.rfind(':');
-  if (colon == absl::string_view::npos || colon + 1 == authority.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics URL '", url, "' needs HOST:PORT"));
-  }
-  t.host = std::string(absl::StripPrefix(
-      absl::StripSuffix(authority.substr(0, colon), "]"), "["));
-  t.port = std::string(authority.substr(colon + 1));
-  return t;
-}
-
-// One connected TCP socket to host:port, or -1.
-int Connect(const Target& t) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(t.host.c_str(), t.port.c_str(), &hints, &found) != 0) {
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  return fd;
-}
-
-// Reads until the peer closes, the deadline passes or an error occurs.
-bool ReadAll(int fd, std::chrono::steady_clock::time_point deadline,
-             std::string* out) {
-  char buffer[16384];
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) return false;
-    if (n == 0) return true;
-    out->append(buffer, static_cast<size_t>(n));
-  }
-}
 
 // Unescapes a label value (\\, \", \n).
 std::string Unescape(absl::string_view v) {
@@ -141,46 +77,6 @@ std::optional<int> InstanceOf(const Sample& s, const std::string& model) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> HttpGet(const std::string& url,
-                                    std::chrono::milliseconds timeout) {
-  absl::StatusOr<Target> t = ParseUrl(url);
-  if (!t.ok()) return t.status();
-  const int fd = Connect(*t);
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot connect to ", t->host, ":", t->port));
-  }
-  const std::string request =
-      absl::StrCat("GET ", t->path, " HTTP/1.1\r\nHost: ", t->host, ":",
-                   t->port, "\r\nConnection: close\r\n\r\n");
-  std::string response;
-  const bool sent = write(fd, request.data(), request.size()) ==
-                    static_cast<ssize_t>(request.size());
-  const bool read =
-      sent &&
-      ReadAll(fd, std::chrono::steady_clock::now() + timeout, &response);
-  close(fd);
-  if (!read) {
-    return absl::UnavailableError(
-        absl::StrCat("no complete answer from ", url));
-  }
-  if (!absl::StartsWith(response, "HTTP/1.1 200") &&
-      !absl::StartsWith(response, "HTTP/1.0 200")) {
-    return absl::UnavailableError(absl::StrCat(
-        url, " answered '", response.substr(0, response.find('\r')), "'"));
-  }
-  const size_t body = response.find("\r\n\r\n");
-  if (body == std::string::npos) {
-    return absl::UnavailableError(absl::StrCat("malformed answer from ", url));
-  }
-  if (absl::StrContains(absl::AsciiStrToLower(response.substr(0, body)),
-                        "transfer-encoding: chunked")) {
-    return absl::UnavailableError(
-        absl::StrCat(url, " answered chunked, which is not read here"));
-  }
-  return response.substr(body + 4);
-}
 
 std::map<int, StateSeconds> ParseInstanceStates(absl::string_view text,
                                                 const std::string& model) {

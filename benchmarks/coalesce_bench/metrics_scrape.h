@@ -2,28 +2,19 @@
 // model instance's time went and the server's idle diagnosis, to print next
 // to the client-side numbers.
 //
-// HttpGet is a minimal HTTP/1.1 client for http://HOST:PORT/PATH (no TLS, no
-// redirects, bounded by a timeout); the parsers read the text exposition
-// format. Pure functions apart from HttpGet; thread-compatible.
+// The scrape itself is HttpGet (http_get.h, libcurl); the parsers here read
+// the text exposition format. Pure functions; thread-safe.
 #ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_METRICS_SCRAPE_H_
 #define COALESCE_BENCHMARKS_COALESCE_BENCH_METRICS_SCRAPE_H_
 
 #include <array>
-#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace coalesce::bench {
-
-// The body of a 200 answer to GET `url` ("http://host:port/path" or
-// "host:port/path"). Unavailable when the server cannot be reached or
-// answers otherwise, InvalidArgument for a URL it cannot read.
-absl::StatusOr<std::string> HttpGet(const std::string& url,
-                                    std::chrono::milliseconds timeout);
 
 // The instance states of coalesce_instance_state_seconds_total, in this order.
 inline constexpr std::array<const char*, 6> kInstanceStateNames = {

@@ -20,8 +20,10 @@ What is checked, and how far each check goes:
     targets the builds name exist, and the COALESCE_* variables set with ENV
     are read by the server;
   - the cpu image installs the package of every shared library that this
-    machine's build of coalesce-server and coalesce-bench links (ldd, then
-    dpkg -S);
+    machine's build of coalesce-server and coalesce-bench needs directly
+    (their DT_NEEDED entries, resolved by ldd, then dpkg -S); apt brings
+    those packages' own dependencies (libcurl4's TLS and compression
+    libraries, for one);
   - the final stages (cpu, cuda) install no compiler, build tool or -dev
     package and are not based on a devel image, run as a numeric non-root
     user, expose 8001 and 8002, stop with SIGTERM, declare the /models volume
@@ -417,12 +419,26 @@ def test_bootstrap_build_dependencies_are_in_a_build_stage():
                          "installs: add them there, or to NOT_IN_IMAGES with why")
 
 
+def needed_sonames(binary: Path) -> set:
+    """The DT_NEEDED entries of `binary` (readelf -d): what it links directly."""
+    proc = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", proc.stdout))
+
+
 def linked_packages(binary: Path) -> dict:
-    """Debian package -> libraries of `binary` it provides (ldd, dpkg -S)."""
+    """Debian package -> libraries `binary` links directly that it provides
+    (readelf -d for the names, ldd for their paths, dpkg -S for the owner).
+    Indirect libraries come with those packages' Depends."""
     proc = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    libs = sorted(set(re.findall(r"=>\s+(/\S+)", proc.stdout)))
-    assert libs and "not found" not in proc.stdout, proc.stdout
+    assert "not found" not in proc.stdout, proc.stdout
+    needed = needed_sonames(binary)
+    resolved = dict(re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", proc.stdout, re.M))
+    assert needed <= resolved.keys(), f"ldd did not resolve {needed - resolved.keys()}"
+    libs = sorted({resolved[name] for name in needed})
+    assert libs, proc.stdout
     paths = sorted(set(libs) | {os.path.realpath(lib) for lib in libs})
     out = subprocess.run(["dpkg", "-S", *paths], capture_output=True, text=True, timeout=120).stdout
     owner_of = {}
@@ -439,8 +455,8 @@ def linked_packages(binary: Path) -> dict:
 
 
 def test_cpu_image_installs_every_linked_library():
-    if shutil.which("ldd") is None or shutil.which("dpkg") is None:
-        unusable("ldd or dpkg not found: the check needs a Debian machine")
+    if any(shutil.which(tool) is None for tool in ("ldd", "dpkg", "readelf")):
+        unusable("ldd, dpkg or readelf not found: the check needs a Debian machine")
     binaries = [server_binary()]
     bench = os.environ.get("COALESCE_BENCH")
     binaries.append(Path(bench) if bench else REPO_ROOT / "build" / "benchmarks" / "coalesce_bench" / "coalesce-bench")
