@@ -57,13 +57,15 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libspdlog-dev prometheus-cpp-dev libonnx-dev libabsl-dev libdnnl-dev \
-      nlohmann-json3-dev libcurl4-openssl-dev ocl-icd-opencl-dev opencl-headers \
+      nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev \
+      ocl-icd-opencl-dev opencl-headers \
  && rm -rf /var/lib/apt/lists/*
 
 # The sources both builds compile (copied into each build after its own
 # dependencies, so a source change does not redo them).
 FROM scratch AS sources
 COPY CMakeLists.txt /src/
+COPY base /src/base
 COPY batching /src/batching
 COPY benchmarks /src/benchmarks
 COPY engine /src/engine

@@ -1,5 +1,6 @@
 #include "server/server_options.h"
 
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -147,6 +148,36 @@ TEST(ServerOptionsTest, PollMode) {
   EXPECT_EQ(Parse({"--model-repository", "/m"})->repository_poll.count(), 15);
   EXPECT_FALSE(
       Parse({"--model-repository", "/m", "--repository-poll-secs", "0"}).ok());
+}
+
+}  // namespace
+}  // namespace coalesce
+
+namespace coalesce {
+namespace {
+
+TEST(ServerOptionsTest, RestrictedProtocolsRepeatWithCommasInValues) {
+  auto options =
+      Parse({"--model-repository", "/m", "--grpc-restricted-protocol",
+             "model-repository,shared-memory:admin-key=s3cret",
+             "--grpc-restricted-protocol=inference:infer-key=abc"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  auto no_header = [](absl::string_view) {
+    return std::optional<absl::string_view>();
+  };
+  const ProtocolRestrictions& r = options->grpc_restricted_protocols;
+  for (ProtocolGroup g :
+       {ProtocolGroup::kModelRepository, ProtocolGroup::kSharedMemory,
+        ProtocolGroup::kInference}) {
+    EXPECT_FALSE(r.Check(g, no_header).ok()) << static_cast<int>(g);
+  }
+  EXPECT_TRUE(r.Check(ProtocolGroup::kHealth, no_header).ok());
+  auto bad = Parse({"--model-repository", "/m", "--grpc-restricted-protocol",
+                    "inference=no-colon"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--grpc-restricted-protocol"),
+            std::string::npos)
+      << bad.status();
 }
 
 }  // namespace

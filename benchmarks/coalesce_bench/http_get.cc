@@ -38,9 +38,8 @@ absl::StatusOr<std::string> NormalizeUrl(const std::string& text) {
   std::unique_ptr<CURLU, UrlDeleter> url(curl_url());
   if (url == nullptr) return absl::InternalError("curl_url failed");
   // curl would read "127.0.0.1:8002" as a scheme and a path.
-  const std::string full_text = absl::StrContains(text, "://")
-                                    ? text
-                                    : absl::StrCat("http://", text);
+  const std::string full_text =
+      absl::StrContains(text, "://") ? text : absl::StrCat("http://", text);
   if (curl_url_set(url.get(), CURLUPART_URL, full_text.c_str(), 0) !=
       CURLUE_OK) {
     return absl::InvalidArgumentError(

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKER = ROOT / "tests" / "layering" / "check_layering.py"
-FOLDERS = ("kernels", "engine", "batching", "proto", "server", "tools", "tests", "benchmarks")
+FOLDERS = ("base", "kernels", "engine", "batching", "proto", "server", "tools", "tests", "benchmarks")
 
 
 def run_checker(root: Path) -> subprocess.CompletedProcess:
