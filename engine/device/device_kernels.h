@@ -236,6 +236,174 @@ struct ResizeArgs {
   NearestRounding nearest = NearestRounding::kRoundPreferFloor;
 };
 
+// Binary: y = a op b with NumPy broadcasting of the two shapes (rank <= 8)
+// to y's. y may equal a or b when that input is not broadcast.
+struct BinaryArgs {
+  DeviceBinaryOp op = DeviceBinaryOp::kAdd;
+  const float* a = nullptr;
+  Shape a_shape;
+  const float* b = nullptr;
+  Shape b_shape;
+  float* y = nullptr;
+};
+
+// Transpose: y = x with its axes permuted (y's axis i is x's axis
+// perm[i]), rank <= 8.
+struct TransposeArgs {
+  const void* x = nullptr;
+  Shape x_shape;
+  std::vector<int64_t> perm;  // x's rank
+  size_t element_bytes = 4;   // 1, 2, 4 or 8
+  void* y = nullptr;
+};
+
+// Broadcast (ONNX Expand): y = x broadcast to y_shape by NumPy's rules
+// (x's rank <= y's, counted from the right; each x dim 1 or y's), rank <= 8.
+struct BroadcastArgs {
+  const void* x = nullptr;
+  Shape x_shape;
+  Shape y_shape;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  void* y = nullptr;
+};
+
+// LayerNormalization of each row of a [rows, cols] matrix:
+// (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32.
+struct LayerNormArgs {
+  const float* x = nullptr;
+  const float* scale = nullptr;  // cols elements
+  const float* bias = nullptr;   // cols elements, or null (0)
+  float* y = nullptr;
+  int64_t rows = 0, cols = 0;
+  float epsilon = 1e-5f;  // ONNX's default
+};
+
+// Gather of `data`, viewed as [outer, axis_dim, inner] elements, by
+// `num_indices` indices into y [outer, num_indices, inner]. Negative indices
+// count from the end; an index out of range gives zeros (the device cannot
+// fail one batch from inside a kernel).
+struct GatherArgs {
+  const void* data = nullptr;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  int64_t outer = 1, axis_dim = 0, inner = 1;
+  const void* indices = nullptr;
+  bool indices_int64 = true;  // else int32
+  int64_t num_indices = 0;
+  void* y = nullptr;
+};
+
+// Typed: y = op(a, b) with a and b broadcast to y_shape by NumPy's rules
+// (rank <= 8); unary ops read a only (b may be null, b_shape empty).
+// Operands are of `type`: float32, int64 or int32 (bool for And, Or, Xor
+// and Not); y has that type, or is bool for comparisons, logic and the
+// IsNaN/IsInf tests.
+struct TypedArgs {
+  DeviceTypedOp op = DeviceTypedOp::kAdd;
+  DataType type = DataType::kFp32;
+  const void* a = nullptr;
+  Shape a_shape;
+  const void* b = nullptr;
+  Shape b_shape;
+  void* y = nullptr;
+  Shape y_shape;
+};
+
+// Where: y = cond ? x : z (ONNX Where), each broadcast to y_shape (rank
+// <= 8); cond is bool.
+struct WhereArgs {
+  const void* cond = nullptr;
+  Shape cond_shape;
+  const void* x = nullptr;
+  Shape x_shape;
+  const void* z = nullptr;
+  Shape z_shape;
+  size_t element_bytes = 4;  // of x, z and y: 1, 2, 4 or 8
+  void* y = nullptr;
+  Shape y_shape;
+};
+
+// Cast: y = x converted from `from` to `to` (each float32, int64, int32,
+// uint8 or bool) for `count` elements, by the CPU engine's Cast rules: to
+// bool is "!= 0", float to integer truncates (NaN: 0) and saturates,
+// integers wrap.
+struct CastArgs {
+  DataType from = DataType::kFp32;
+  const void* x = nullptr;
+  DataType to = DataType::kFp32;
+  void* y = nullptr;
+  int64_t count = 0;
+};
+
+// StridedCopy: y = the elements of x at offset + sum over d of coordinate_d
+// * strides[d], for every coordinate of y_shape: a strided view (Slice with
+// any steps, a part of Split), rank <= 8. Strides may be negative; every
+// element read must lie in x's x_count elements.
+struct StridedCopyArgs {
+  const void* x = nullptr;
+  int64_t x_count = 0;           // elements
+  int64_t offset = 0;            // elements
+  std::vector<int64_t> strides;  // elements, y's rank
+  Shape y_shape;
+  size_t element_bytes = 4;  // 1, 2, 4 or 8
+  void* y = nullptr;
+};
+
+// CumSum: running sums along the middle axis of [outer, n, inner] (ONNX
+// CumSum) of `type`: float32 (accumulated in double), int64 or int32
+// (wrapping).
+struct CumSumArgs {
+  DataType type = DataType::kFp32;
+  const void* x = nullptr;
+  void* y = nullptr;
+  int64_t outer = 1, n = 0, inner = 1;
+  bool exclusive = false;  // leave out the element itself
+  bool reverse = false;    // sum from the end
+};
+
+// ArgMax: y[o, i] = the index of the largest x[o, :, i] of [outer, n,
+// inner], x of `type` (float32, int64 or int32); ties go to the first
+// index, or the last with select_last.
+struct ArgMaxArgs {
+  DataType type = DataType::kFp32;
+  const void* x = nullptr;
+  int64_t* y = nullptr;
+  int64_t outer = 1, n = 0, inner = 1;
+  bool select_last = false;
+};
+
+// LRN across channels of [batch, channels, spatial]: x / (bias + alpha /
+// size * sum of x^2 over the `size` channels around) ^ beta. Defaults as
+// ONNX's.
+struct LrnArgs {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t batch = 0, channels = 0, spatial = 0;
+  int64_t size = 1;
+  float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;
+};
+
+// ChannelAffine: y = act(x * scale[c] + shift[c]) over [batch, channels,
+// spatial]; y may equal x.
+struct ChannelAffineArgs {
+  const float* x = nullptr;
+  const float* scale = nullptr;  // channels elements, or null (1)
+  const float* shift = nullptr;  // channels elements, or null (0)
+  float* y = nullptr;
+  int64_t batch = 0, channels = 0, spatial = 0;
+  ActivationSpec activation;
+};
+
+// Copy2D: `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
+// apart to rows `dst_pitch` bytes apart, device to device (Concat).
+struct Copy2DArgs {
+  void* dst = nullptr;
+  size_t dst_pitch = 0;
+  const void* src = nullptr;
+  size_t src_pitch = 0;
+  size_t row_bytes = 0;
+  size_t rows = 0;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -253,55 +421,29 @@ class DeviceKernels {
   // "cuBLASLt 13.0.0 (libcublasLt.so.13 from ...)": for logs and gpu-check.
   virtual std::string description() const = 0;
 
+  // Each primitive enqueues the work its Args describe on `stream`.
   virtual absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) = 0;
 
   // y = f(x) for `count` elements; y may equal x.
   virtual absl::Status Activation(DeviceStream& stream, ActivationSpec f,
                                   const float* x, float* y, int64_t count) = 0;
 
-  // y = a op b with NumPy broadcasting of the two shapes (rank <= 8) to
-  // y's. y may equal a or b when that input is not broadcast.
-  virtual absl::Status Binary(DeviceStream& stream, DeviceBinaryOp op,
-                              const float* a, const Shape& a_shape,
-                              const float* b, const Shape& b_shape,
-                              float* y) = 0;
+  virtual absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) = 0;
 
   // Softmax over each row of a [rows, cols] matrix.
   virtual absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
                                int64_t rows, int64_t cols) = 0;
 
-  // y = x with its axes permuted (y's axis i is x's axis perm[i]), for
-  // elements of `element_bytes` (1, 2, 4 or 8) bytes and rank <= 8.
-  virtual absl::Status Transpose(DeviceStream& stream, const void* x,
-                                 const Shape& x_shape,
-                                 const std::vector<int64_t>& perm,
-                                 size_t element_bytes, void* y) = 0;
+  virtual absl::Status Transpose(DeviceStream& stream,
+                                 const TransposeArgs& args) = 0;
 
-  // y = x broadcast to y_shape by NumPy's rules (x's rank <= y's, counted
-  // from the right; each x dim 1 or y's): ONNX Expand, for elements of
-  // `element_bytes` (1, 2, 4 or 8) bytes and rank <= 8.
-  virtual absl::Status Broadcast(DeviceStream& stream, const void* x,
-                                 const Shape& x_shape, const Shape& y_shape,
-                                 size_t element_bytes, void* y) = 0;
+  virtual absl::Status Broadcast(DeviceStream& stream,
+                                 const BroadcastArgs& args) = 0;
 
-  // LayerNormalization of each row of a [rows, cols] matrix:
-  // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32;
-  // scale and bias have cols elements, bias may be null.
-  virtual absl::Status LayerNorm(DeviceStream& stream, const float* x,
-                                 const float* scale, const float* bias,
-                                 float* y, int64_t rows, int64_t cols,
-                                 float epsilon) = 0;
+  virtual absl::Status LayerNorm(DeviceStream& stream,
+                                 const LayerNormArgs& args) = 0;
 
-  // Gather of `data`, viewed as [outer, axis_dim, inner] elements of
-  // `element_bytes` (1, 2, 4 or 8), by `num_indices` int64 (or int32) indices
-  // into y [outer, num_indices, inner]. Negative indices count from the end; an
-  // index out of range gives zeros (the device cannot fail one batch from
-  // inside a kernel).
-  virtual absl::Status Gather(DeviceStream& stream, const void* data,
-                              size_t element_bytes, int64_t outer,
-                              int64_t axis_dim, int64_t inner,
-                              const void* indices, bool indices_int64,
-                              int64_t num_indices, void* y) = 0;
+  virtual absl::Status Gather(DeviceStream& stream, const GatherArgs& args) = 0;
 
   // y = float16(x), rounded to nearest even (beyond float16's range: an
   // infinity), for `count` elements.
@@ -312,39 +454,14 @@ class DeviceKernels {
   virtual absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
                                 int64_t count) = 0;
 
-  // y = op(a, b) with a and b broadcast to y_shape by NumPy's rules (rank
-  // <= 8); unary ops read a only (b may be null). Operands are of `type`:
-  // float32, int64 or int32 (bool for And, Or, Xor and Not); y has that
-  // type, or is bool for comparisons, logic and the IsNaN/IsInf tests.
-  virtual absl::Status Typed(DeviceStream& stream, DeviceTypedOp op,
-                             DataType type, const void* a, const Shape& a_shape,
-                             const void* b, const Shape& b_shape, void* y,
-                             const Shape& y_shape) = 0;
+  virtual absl::Status Typed(DeviceStream& stream, const TypedArgs& args) = 0;
 
-  // y = cond ? x : z (ONNX Where), each broadcast to y_shape (rank <= 8),
-  // for elements of `element_bytes` (1, 2, 4 or 8); cond is bool.
-  virtual absl::Status Where(DeviceStream& stream, const void* cond,
-                             const Shape& cond_shape, const void* x,
-                             const Shape& x_shape, const void* z,
-                             const Shape& z_shape, size_t element_bytes,
-                             void* y, const Shape& y_shape) = 0;
+  virtual absl::Status Where(DeviceStream& stream, const WhereArgs& args) = 0;
 
-  // y = x converted from `from` to `to` (each float32, int64, int32, uint8
-  // or bool) for `count` elements, by the CPU engine's Cast rules: to bool
-  // is "!= 0", float to integer truncates (NaN: 0) and saturates, integers
-  // wrap.
-  virtual absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
-                            DataType to, void* y, int64_t count) = 0;
+  virtual absl::Status Cast(DeviceStream& stream, const CastArgs& args) = 0;
 
-  // y = the elements of x (x_count elements) at offset + sum over d of
-  // coordinate_d * strides[d], for every coordinate of y_shape: a strided
-  // view (Slice with any steps, a part of Split), elements of
-  // `element_bytes` (1, 2, 4 or 8), rank <= 8. Strides may be negative.
-  virtual absl::Status StridedCopy(DeviceStream& stream, const void* x,
-                                   int64_t x_count, int64_t offset,
-                                   const std::vector<int64_t>& strides,
-                                   const Shape& y_shape, size_t element_bytes,
-                                   void* y) = 0;
+  virtual absl::Status StridedCopy(DeviceStream& stream,
+                                   const StridedCopyArgs& args) = 0;
 
   virtual absl::Status Pad(DeviceStream& stream, const PadArgs& args) = 0;
 
@@ -359,44 +476,21 @@ class DeviceKernels {
   virtual absl::Status GatherElements(DeviceStream& stream,
                                       const GatherElementsArgs& args) = 0;
 
-  // Running sums along the middle axis of [outer, n, inner] (ONNX CumSum):
-  // exclusive leaves out the element itself, reverse sums from the end.
-  // float32 (accumulated in double), int64 or int32 (wrapping).
-  virtual absl::Status CumSum(DeviceStream& stream, DataType type,
-                              const void* x, void* y, int64_t outer, int64_t n,
-                              int64_t inner, bool exclusive, bool reverse) = 0;
+  virtual absl::Status CumSum(DeviceStream& stream, const CumSumArgs& args) = 0;
 
-  // y[o, i] = the index (int64) of the largest x[o, :, i] of [outer, n,
-  // inner]; ties go to the first index, or the last with select_last.
-  // float32, int64 or int32.
-  virtual absl::Status ArgMax(DeviceStream& stream, DataType type,
-                              const void* x, int64_t* y, int64_t outer,
-                              int64_t n, int64_t inner, bool select_last) = 0;
+  virtual absl::Status ArgMax(DeviceStream& stream, const ArgMaxArgs& args) = 0;
 
   virtual absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) = 0;
 
   virtual absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
                               const float* x, float* y) = 0;
 
-  // LRN across channels of [batch, channels, spatial]: x / (bias + alpha /
-  // size * sum of x^2 over the `size` channels around) ^ beta.
-  virtual absl::Status Lrn(DeviceStream& stream, const float* x, float* y,
-                           int64_t batch, int64_t channels, int64_t spatial,
-                           int64_t size, float alpha, float beta,
-                           float bias) = 0;
+  virtual absl::Status Lrn(DeviceStream& stream, const LrnArgs& args) = 0;
 
-  // y = act(x * scale[c] + shift[c]) over [batch, channels, spatial];
-  // scale/shift may be null (1/0); y may equal x.
-  virtual absl::Status ChannelAffine(DeviceStream& stream, const float* x,
-                                     const float* scale, const float* shift,
-                                     float* y, int64_t batch, int64_t channels,
-                                     int64_t spatial, ActivationSpec act) = 0;
+  virtual absl::Status ChannelAffine(DeviceStream& stream,
+                                     const ChannelAffineArgs& args) = 0;
 
-  // Copies `rows` rows of `row_bytes` bytes, from rows `src_pitch` bytes
-  // apart to rows `dst_pitch` bytes apart, device to device (Concat).
-  virtual absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
-                              const void* src, size_t src_pitch,
-                              size_t row_bytes, size_t rows) = 0;
+  virtual absl::Status Copy2D(DeviceStream& stream, const Copy2DArgs& args) = 0;
 };
 
 }  // namespace coalesce

@@ -132,6 +132,17 @@ DeviceBinaryOp BinaryOf(const std::string& op) {
   return DeviceBinaryOp::kAdd;
 }
 
+// A step running Binary(`args`) over the float values a and b into y.
+DeviceStep BinaryStep(BinaryArgs args, int a, int b, int y) {
+  return [=](const StepContext& c) {
+    BinaryArgs run = args;
+    run.a = F(c, a);
+    run.b = F(c, b);
+    run.y = F(c, y);
+    return c.kernels.Binary(c.stream, run);
+  };
+}
+
 absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
   if (v.in(0).info.dtype != DataType::kFp32) return device_ops::LowerTyped(v);
   if (absl::Status s = v.RequireFloat({0, 1}); !s.ok()) return s;
@@ -143,10 +154,8 @@ absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
   const DeviceBinaryOp op = BinaryOf(*v.node().op_type);
   LoweredNode lowered;
   lowered.reads = {a, b};
-  lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Binary(c.stream, op, F(c, a), a_shape, F(c, b), b_shape,
-                            F(c, y));
-  });
+  lowered.steps.push_back(
+      BinaryStep({.op = op, .a_shape = a_shape, .b_shape = b_shape}, a, b, y));
   return lowered;
 }
 
@@ -176,10 +185,9 @@ absl::StatusOr<LoweredNode> LowerSum(const NodeView& v) {
   }
   for (size_t i = 1; i < inputs.size(); ++i) {
     const int a = i == 1 ? inputs[0] : y, b = inputs[i];
-    lowered.steps.push_back([=](const StepContext& c) {
-      return c.kernels.Binary(c.stream, DeviceBinaryOp::kAdd, F(c, a), shape,
-                              F(c, b), shape, F(c, y));
-    });
+    lowered.steps.push_back(BinaryStep(
+        {.op = DeviceBinaryOp::kAdd, .a_shape = shape, .b_shape = shape}, a, b,
+        y));
   }
   return lowered;
 }
@@ -192,10 +200,9 @@ void AddEpilogue(LoweredNode& lowered, int y, const Shape& y_shape, int c,
                  const Shape& c_shape, ActivationSpec act) {
   if (c >= 0) {
     lowered.reads.push_back(c);
-    lowered.steps.push_back([=](const StepContext& ctx) {
-      return ctx.kernels.Binary(ctx.stream, DeviceBinaryOp::kAdd, F(ctx, y),
-                                y_shape, F(ctx, c), c_shape, F(ctx, y));
-    });
+    lowered.steps.push_back(BinaryStep(
+        {.op = DeviceBinaryOp::kAdd, .a_shape = y_shape, .b_shape = c_shape}, y,
+        c, y));
   }
   if (act.kind != DeviceActivation::kIdentity) {
     const int64_t n = Count(y_shape);
@@ -396,9 +403,14 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
   if (bias >= 0) lowered.reads.push_back(bias);
   if (rows * cols == 0) return lowered;
   lowered.steps.push_back([=, eps = epsilon](const StepContext& c) {
-    return c.kernels.LayerNorm(c.stream, F(c, x), F(c, scale),
-                               bias >= 0 ? F(c, bias) : nullptr, F(c, y), rows,
-                               cols, eps);
+    return c.kernels.LayerNorm(c.stream,
+                               {.x = F(c, x),
+                                .scale = F(c, scale),
+                                .bias = bias >= 0 ? F(c, bias) : nullptr,
+                                .y = F(c, y),
+                                .rows = rows,
+                                .cols = cols,
+                                .epsilon = eps});
   });
   return lowered;
 }
@@ -430,9 +442,15 @@ absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
   lowered.reads = {d, ix};
   if (outer * num_indices * inner == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Gather(c.stream, c.addresses[d], elem, outer, axis_dim,
-                            inner, c.addresses[ix], int64_indices, num_indices,
-                            c.addresses[y]);
+    return c.kernels.Gather(c.stream, {.data = c.addresses[d],
+                                       .element_bytes = elem,
+                                       .outer = outer,
+                                       .axis_dim = axis_dim,
+                                       .inner = inner,
+                                       .indices = c.addresses[ix],
+                                       .indices_int64 = int64_indices,
+                                       .num_indices = num_indices,
+                                       .y = c.addresses[y]});
   });
   return lowered;
 }
@@ -494,8 +512,12 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
     if (row_bytes > 0 && rows > 0) {
       lowered.steps.push_back([=](const StepContext& c) {
         return c.kernels.Copy2D(
-            c.stream, static_cast<char*>(c.addresses[y]) + offset, dst_pitch,
-            c.addresses[x], row_bytes, row_bytes, rows);
+            c.stream, {.dst = static_cast<char*>(c.addresses[y]) + offset,
+                       .dst_pitch = dst_pitch,
+                       .src = c.addresses[x],
+                       .src_pitch = row_bytes,
+                       .row_bytes = row_bytes,
+                       .rows = rows});
       });
     }
     offset += row_bytes;
@@ -517,8 +539,11 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   lowered.reads = {x};
   if (Count(shape) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Transpose(c.stream, c.addresses[x], shape, perm, elem,
-                               c.addresses[y]);
+    return c.kernels.Transpose(c.stream, {.x = c.addresses[x],
+                                          .x_shape = shape,
+                                          .perm = perm,
+                                          .element_bytes = elem,
+                                          .y = c.addresses[y]});
   });
   return lowered;
 }
@@ -537,8 +562,11 @@ absl::StatusOr<LoweredNode> LowerExpand(const NodeView& v) {
   lowered.reads = {x};
   if (Count(y_shape) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Broadcast(c.stream, c.addresses[x], x_shape, y_shape, elem,
-                               c.addresses[y]);
+    return c.kernels.Broadcast(c.stream, {.x = c.addresses[x],
+                                          .x_shape = x_shape,
+                                          .y_shape = y_shape,
+                                          .element_bytes = elem,
+                                          .y = c.addresses[y]});
   });
   return lowered;
 }

@@ -191,8 +191,15 @@ absl::StatusOr<LoweredNode> LowerLrn(const NodeView& v) {
   lowered.reads = {ix};
   if (n * channels * spatial == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Lrn(c.stream, F(c, ix), F(c, iy), n, channels, spatial,
-                         p.size, p.alpha, p.beta, p.bias);
+    return c.kernels.Lrn(c.stream, {.x = F(c, ix),
+                                    .y = F(c, iy),
+                                    .batch = n,
+                                    .channels = channels,
+                                    .spatial = spatial,
+                                    .size = p.size,
+                                    .alpha = p.alpha,
+                                    .beta = p.beta,
+                                    .bias = p.bias});
   });
   return lowered;
 }
@@ -231,9 +238,14 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   lowered.derived = {std::move(a), std::move(shift)};
   if (n * channels * spatial == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.ChannelAffine(c.stream, F(c, ix), c.derived[0],
-                                   c.derived[1], F(c, iy), n, channels, spatial,
-                                   ActivationSpec{});
+    return c.kernels.ChannelAffine(c.stream, {.x = F(c, ix),
+                                              .scale = c.derived[0],
+                                              .shift = c.derived[1],
+                                              .y = F(c, iy),
+                                              .batch = n,
+                                              .channels = channels,
+                                              .spatial = spatial,
+                                              .activation = ActivationSpec{}});
   });
   return lowered;
 }

@@ -110,8 +110,14 @@ absl::StatusOr<LoweredNode> LowerCumSum(const NodeView& v) {
   lowered.reads = {x};
   if (Count(shape) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.CumSum(c.stream, type, c.addresses[x], c.addresses[y],
-                            outer, n, inner, exclusive, reverse);
+    return c.kernels.CumSum(c.stream, {.type = type,
+                                       .x = c.addresses[x],
+                                       .y = c.addresses[y],
+                                       .outer = outer,
+                                       .n = n,
+                                       .inner = inner,
+                                       .exclusive = exclusive,
+                                       .reverse = reverse});
   });
   return lowered;
 }
@@ -132,9 +138,14 @@ absl::StatusOr<LoweredNode> LowerArgMax(const NodeView& v) {
   lowered.reads = {x};
   if (Count(v.out_shape(0)) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.ArgMax(c.stream, type, c.addresses[x],
-                            static_cast<int64_t*>(c.addresses[y]), outer, n,
-                            inner, last);
+    return c.kernels.ArgMax(c.stream,
+                            {.type = type,
+                             .x = c.addresses[x],
+                             .y = static_cast<int64_t*>(c.addresses[y]),
+                             .outer = outer,
+                             .n = n,
+                             .inner = inner,
+                             .select_last = last});
   });
   return lowered;
 }

@@ -48,8 +48,13 @@ DeviceStep StridedStep(const NodeView& v, int x, int y, int64_t offset,
   const int64_t x_count = Count(v.in_shape(0));
   const size_t elem = ElementByteSize(v.in(0).info.dtype);
   return [=](const StepContext& c) {
-    return c.kernels.StridedCopy(c.stream, c.addresses[x], x_count, offset,
-                                 strides, y_shape, elem, c.addresses[y]);
+    return c.kernels.StridedCopy(c.stream, {.x = c.addresses[x],
+                                            .x_count = x_count,
+                                            .offset = offset,
+                                            .strides = strides,
+                                            .y_shape = y_shape,
+                                            .element_bytes = elem,
+                                            .y = c.addresses[y]});
   };
 }
 

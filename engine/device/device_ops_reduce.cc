@@ -84,8 +84,12 @@ absl::StatusOr<LoweredNode> LowerReduce(const NodeView& v) {
     }
     absl::Status s = c.kernels.Pool2D(c.stream, args, x, F(c, iy));
     if (s.ok() && scale) {
-      s = c.kernels.Binary(c.stream, DeviceBinaryOp::kMul, F(c, iy), {rows},
-                           c.derived[0], {1}, F(c, iy));
+      s = c.kernels.Binary(c.stream, {.op = DeviceBinaryOp::kMul,
+                                      .a = F(c, iy),
+                                      .a_shape = {rows},
+                                      .b = c.derived[0],
+                                      .b_shape = {1},
+                                      .y = F(c, iy)});
     }
     if (s.ok() && after) {
       s = c.kernels.Activation(c.stream, *after, F(c, iy), F(c, iy), rows);

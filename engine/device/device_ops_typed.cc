@@ -105,6 +105,17 @@ absl::Status CheckRank(const NodeView& v) {
   return absl::OkStatus();
 }
 
+// A step running Typed(`args`) over the values a and b into y.
+DeviceStep TypedStep(TypedArgs args, int a, int b, int y) {
+  return [=](const StepContext& c) {
+    TypedArgs run = args;
+    run.a = c.addresses[a];
+    run.b = c.addresses[b];
+    run.y = c.addresses[y];
+    return c.kernels.Typed(c.stream, run);
+  };
+}
+
 }  // namespace
 
 // Every typed operator of one or more inputs. Variadic Max and Min fold
@@ -135,10 +146,12 @@ absl::StatusOr<LoweredNode> LowerTyped(const NodeView& v) {
     const int x = v.in_id(inputs[0]);
     const Shape x_shape = v.in_shape(inputs[0]);
     const DeviceTypedOp one = unary ? op : DeviceTypedOp::kMax;
-    lowered.steps.push_back([=](const StepContext& c) {
-      return c.kernels.Typed(c.stream, one, type, c.addresses[x], x_shape,
-                             c.addresses[x], x_shape, c.addresses[y], y_shape);
-    });
+    lowered.steps.push_back(TypedStep({.op = one,
+                                       .type = type,
+                                       .a_shape = x_shape,
+                                       .b_shape = x_shape,
+                                       .y_shape = y_shape},
+                                      x, x, y));
     return lowered;
   }
   for (size_t k = 1; k < inputs.size(); ++k) {
@@ -146,10 +159,12 @@ absl::StatusOr<LoweredNode> LowerTyped(const NodeView& v) {
     const Shape a_shape = k == 1 ? v.in_shape(inputs[0]) : y_shape;
     const int b = v.in_id(inputs[k]);
     const Shape b_shape = v.in_shape(inputs[k]);
-    lowered.steps.push_back([=](const StepContext& c) {
-      return c.kernels.Typed(c.stream, op, type, c.addresses[a], a_shape,
-                             c.addresses[b], b_shape, c.addresses[y], y_shape);
-    });
+    lowered.steps.push_back(TypedStep({.op = op,
+                                       .type = type,
+                                       .a_shape = a_shape,
+                                       .b_shape = b_shape,
+                                       .y_shape = y_shape},
+                                      a, b, y));
   }
   return lowered;
 }
@@ -170,9 +185,15 @@ absl::StatusOr<LoweredNode> LowerWhere(const NodeView& v) {
   lowered.reads = {cond, x, z};
   if (Count(y_shape) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Where(c.stream, c.addresses[cond], cond_shape,
-                           c.addresses[x], x_shape, c.addresses[z], z_shape,
-                           elem, c.addresses[y], y_shape);
+    return c.kernels.Where(c.stream, {.cond = c.addresses[cond],
+                                      .cond_shape = cond_shape,
+                                      .x = c.addresses[x],
+                                      .x_shape = x_shape,
+                                      .z = c.addresses[z],
+                                      .z_shape = z_shape,
+                                      .element_bytes = elem,
+                                      .y = c.addresses[y],
+                                      .y_shape = y_shape});
   });
   return lowered;
 }
@@ -195,8 +216,11 @@ absl::StatusOr<LoweredNode> LowerCast(const NodeView& v) {
   lowered.reads = {x};
   if (n == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Cast(c.stream, from, c.addresses[x], to, c.addresses[y],
-                          n);
+    return c.kernels.Cast(c.stream, {.from = from,
+                                     .x = c.addresses[x],
+                                     .to = to,
+                                     .y = c.addresses[y],
+                                     .count = n});
   });
   return lowered;
 }

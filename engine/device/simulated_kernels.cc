@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/device/kernel_args.h"
+#include "engine/device/kernel_checks.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
@@ -57,15 +58,6 @@ Region Bytes(const void* p, const Shape& shape, size_t element_bytes) {
   return {p, static_cast<size_t>(Count(shape)) * element_bytes};
 }
 
-absl::Status NoBroadcast(const std::vector<const Shape*>& inputs,
-                         const Shape& y) {
-  std::string shapes;
-  for (const Shape* s : inputs)
-    absl::StrAppend(&shapes, ShapeToString(*s), " ");
-  return absl::InvalidArgumentError(absl::StrCat(
-      "shapes ", shapes, "do not broadcast to ", ShapeToString(y)));
-}
-
 // Copies element `src` of data into element `i` of y, or zeros it when src
 // is -1 (an index out of range).
 void CopyElement(const void* data, int64_t src, size_t element_bytes, void* y,
@@ -77,6 +69,22 @@ void CopyElement(const void* data, int64_t src, size_t element_bytes, void* y,
     std::memcpy(out, static_cast<const char*>(data) + src * element_bytes,
                 element_bytes);
   }
+}
+
+// y[i] = element offset + TransposeSourceOffset(ix, i) of x, for i < n:
+// Transpose, Broadcast and StridedCopy (every index they read is in x).
+void CopyIndexed(const kc::TransposeIndexer& ix, const void* x, int64_t offset,
+                 size_t element_bytes, void* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    CopyElement(x, offset + kc::TransposeSourceOffset(ix, i), element_bytes, y,
+                i);
+  }
+}
+
+// Index `pos` of int64 or int32 indices.
+int64_t IndexAt(const void* indices, bool int64, int64_t pos) {
+  return int64 ? static_cast<const int64_t*>(indices)[pos]
+               : static_cast<const int32_t*>(indices)[pos];
 }
 
 // fn(T{}) for the arithmetic type of `type` (float32, int64, int32).
@@ -124,6 +132,22 @@ void WhereAs(const kc::TypedIndexer& ix, const uint8_t* cond, const void* x,
              const void* z, void* y, int64_t i) {
   kc::WhereElement(ix, cond, static_cast<const T*>(x), static_cast<const T*>(z),
                    static_cast<T*>(y), i);
+}
+
+// Element i of Where for elements of `element_bytes` (1, 2, 4 or 8).
+void WhereAt(size_t element_bytes, const kc::TypedIndexer& ix,
+             const uint8_t* cond, const void* x, const void* z, void* y,
+             int64_t i) {
+  switch (element_bytes) {
+    case 1:
+      return WhereAs<uint8_t>(ix, cond, x, z, y, i);
+    case 2:
+      return WhereAs<uint16_t>(ix, cond, x, z, y, i);
+    case 4:
+      return WhereAs<uint32_t>(ix, cond, x, z, y, i);
+    default:
+      return WhereAs<uint64_t>(ix, cond, x, z, y, i);
+  }
 }
 
 class SimulatedKernels : public DeviceKernels {
@@ -184,26 +208,21 @@ class SimulatedKernels : public DeviceKernels {
                   });
   }
 
-  absl::Status Binary(DeviceStream& stream, DeviceBinaryOp op, const float* a,
-                      const Shape& a_shape, const float* b,
-                      const Shape& b_shape, float* y) override {
+  absl::Status Binary(DeviceStream& stream, const BinaryArgs& a) override {
     kc::BroadcastIndexer ix;
-    const int64_t n = BroadcastIndexerFor(a_shape, b_shape, &ix);
-    if (n < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shapes ", ShapeToString(a_shape), " and ",
-                       ShapeToString(b_shape), " do not broadcast"));
-    }
-    return Launch(stream, "binary",
-                  {Floats(a, Count(a_shape)), Floats(b, Count(b_shape))},
-                  {Floats(y, n)}, [=] {
-                    const kc::BinaryOp kop = ToKernel(op);
-                    for (int64_t i = 0; i < n; ++i) {
-                      int64_t ai = 0, bi = 0;
-                      kc::BroadcastOffsets(ix, i, &ai, &bi);
-                      y[i] = kc::ApplyBinary(kop, a[ai], b[bi]);
-                    }
-                  });
+    absl::StatusOr<int64_t> n = CheckBinary(a, &ix);
+    if (!n.ok()) return n.status();
+    return Launch(
+        stream, "binary",
+        {Floats(a.a, Count(a.a_shape)), Floats(a.b, Count(a.b_shape))},
+        {Floats(a.y, *n)},
+        [=, op = ToKernel(a.op), x = a.a, z = a.b, y = a.y, n = *n] {
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t xi = 0, zi = 0;
+            kc::BroadcastOffsets(ix, i, &xi, &zi);
+            y[i] = kc::ApplyBinary(op, x[xi], z[zi]);
+          }
+        });
   }
 
   absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
@@ -221,195 +240,125 @@ class SimulatedKernels : public DeviceKernels {
                   });
   }
 
-  absl::Status Transpose(DeviceStream& stream, const void* x,
-                         const Shape& x_shape, const std::vector<int64_t>& perm,
-                         size_t element_bytes, void* y) override {
+  absl::Status Transpose(DeviceStream& stream,
+                         const TransposeArgs& a) override {
     kc::TransposeIndexer ix;
-    const int64_t n = TransposeIndexerFor(x_shape, perm, &ix);
-    if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
-    const size_t bytes = static_cast<size_t>(n) * element_bytes;
-    return Launch(stream, "transpose", {{x, bytes}}, {{y, bytes}}, [=] {
-      const char* in = static_cast<const char*>(x);
-      char* out = static_cast<char*>(y);
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(out + i * element_bytes,
-                    in + kc::TransposeSourceOffset(ix, i) * element_bytes,
-                    element_bytes);
-      }
-    });
+    absl::StatusOr<int64_t> n = CheckTranspose(a, &ix);
+    if (!n.ok()) return n.status();
+    const size_t bytes = static_cast<size_t>(*n) * a.element_bytes;
+    return Launch(stream, "transpose", {{a.x, bytes}}, {{a.y, bytes}},
+                  [=, n = *n, elem = a.element_bytes, x = a.x, y = a.y] {
+                    CopyIndexed(ix, x, /*offset=*/0, elem, y, n);
+                  });
   }
 
-  absl::Status Broadcast(DeviceStream& stream, const void* x,
-                         const Shape& x_shape, const Shape& y_shape,
-                         size_t element_bytes, void* y) override {
+  absl::Status Broadcast(DeviceStream& stream,
+                         const BroadcastArgs& a) override {
     kc::TransposeIndexer ix;
-    const int64_t n = ExpandIndexerFor(x_shape, y_shape, &ix);
-    if (n < 0) return absl::InvalidArgumentError("shapes do not broadcast");
-    const size_t in_bytes = static_cast<size_t>(Count(x_shape)) * element_bytes;
-    const size_t out_bytes = static_cast<size_t>(n) * element_bytes;
-    return Launch(stream, "broadcast", {{x, in_bytes}}, {{y, out_bytes}}, [=] {
-      const char* in = static_cast<const char*>(x);
-      char* out = static_cast<char*>(y);
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(out + i * element_bytes,
-                    in + kc::TransposeSourceOffset(ix, i) * element_bytes,
-                    element_bytes);
-      }
-    });
+    absl::StatusOr<int64_t> n = CheckBroadcast(a, &ix);
+    if (!n.ok()) return n.status();
+    const size_t out_bytes = static_cast<size_t>(*n) * a.element_bytes;
+    return Launch(stream, "broadcast", {Bytes(a.x, a.x_shape, a.element_bytes)},
+                  {{a.y, out_bytes}},
+                  [=, n = *n, elem = a.element_bytes, x = a.x, y = a.y] {
+                    CopyIndexed(ix, x, /*offset=*/0, elem, y, n);
+                  });
   }
 
-  absl::Status LayerNorm(DeviceStream& stream, const float* x,
-                         const float* scale, const float* bias, float* y,
-                         int64_t rows, int64_t cols, float epsilon) override {
-    std::vector<Region> reads = {Floats(x, rows * cols), Floats(scale, cols)};
-    if (bias != nullptr) reads.push_back(Floats(bias, cols));
-    return Launch(
-        stream, "layer_norm", std::move(reads), {Floats(y, rows * cols)}, [=] {
-          for (int64_t r = 0; r < rows; ++r) {
-            const float* in = x + r * cols;
-            kc::MeanM2 row = kc::EmptyMeanM2();
-            for (int64_t c = 0; c < cols; ++c) row = kc::AddValue(row, in[c]);
-            const float inv = kc::InvStdDev(row, epsilon);
-            for (int64_t c = 0; c < cols; ++c) {
-              y[r * cols + c] =
-                  kc::LayerNormValue(in[c], row.mean, inv, scale[c],
-                                     bias != nullptr ? bias[c] : 0.0f);
-            }
-          }
-        });
+  absl::Status LayerNorm(DeviceStream& stream,
+                         const LayerNormArgs& a) override {
+    std::vector<Region> reads = {Floats(a.x, a.rows * a.cols),
+                                 Floats(a.scale, a.cols)};
+    if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.cols));
+    return Launch(stream, "layer_norm", std::move(reads),
+                  {Floats(a.y, a.rows * a.cols)}, [a] { RunLayerNorm(a); });
   }
 
-  absl::Status Gather(DeviceStream& stream, const void* data,
-                      size_t element_bytes, int64_t outer, int64_t axis_dim,
-                      int64_t inner, const void* indices, bool indices_int64,
-                      int64_t num_indices, void* y) override {
-    const int64_t n = outer * num_indices * inner;
-    const size_t index_bytes = indices_int64 ? 8 : 4;
+  absl::Status Gather(DeviceStream& stream, const GatherArgs& a) override {
+    const int64_t n = a.outer * a.num_indices * a.inner;
+    const size_t data_bytes =
+        static_cast<size_t>(a.outer * a.axis_dim * a.inner) * a.element_bytes;
+    const size_t index_bytes =
+        static_cast<size_t>(a.num_indices) * (a.indices_int64 ? 8 : 4);
     return Launch(
-        stream, "gather",
-        {{data, static_cast<size_t>(outer * axis_dim * inner) * element_bytes},
-         {indices, static_cast<size_t>(num_indices) * index_bytes}},
-        {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
+        stream, "gather", {{a.data, data_bytes}, {a.indices, index_bytes}},
+        {{a.y, static_cast<size_t>(n) * a.element_bytes}}, [=] {
           for (int64_t i = 0; i < n; ++i) {
-            const int64_t pos = kc::GatherIndexPosition(i, num_indices, inner);
-            const int64_t index =
-                indices_int64 ? static_cast<const int64_t*>(indices)[pos]
-                              : static_cast<const int32_t*>(indices)[pos];
-            CopyElement(
-                data,
-                kc::GatherSourceOffset(i, index, axis_dim, num_indices, inner),
-                element_bytes, y, i);
+            const int64_t pos =
+                kc::GatherIndexPosition(i, a.num_indices, a.inner);
+            const int64_t index = IndexAt(a.indices, a.indices_int64, pos);
+            CopyElement(a.data,
+                        kc::GatherSourceOffset(i, index, a.axis_dim,
+                                               a.num_indices, a.inner),
+                        a.element_bytes, a.y, i);
           }
         });
   }
 
-  absl::Status Typed(DeviceStream& stream, DeviceTypedOp op, DataType type,
-                     const void* a, const Shape& a_shape, const void* b,
-                     const Shape& b_shape, void* y,
-                     const Shape& y_shape) override {
+  absl::Status Typed(DeviceStream& stream, const TypedArgs& a) override {
     kc::ElementType element;
-    if (!ElementTypeOf(type, &element)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "typed kernels do not take ", std::string(DataTypeName(type))));
-    }
-    const kc::TypedOp kop = ToKernel(op);
-    const bool unary = kc::IsUnaryTyped(kop);
     kc::TypedIndexer ix;
-    const int64_t n = unary
-                          ? TypedIndexerFor({&a_shape}, y_shape, &ix)
-                          : TypedIndexerFor({&a_shape, &b_shape}, y_shape, &ix);
-    if (n < 0) return NoBroadcast({&a_shape, &b_shape}, y_shape);
-    const size_t elem = ElementByteSize(type);
-    const size_t y_elem = kc::IsPredicate(kop) ? 1 : elem;
-    std::vector<Region> reads = {Bytes(a, a_shape, elem)};
-    if (!unary) reads.push_back(Bytes(b, b_shape, elem));
+    absl::StatusOr<int64_t> n = CheckTyped(a, &element, &ix);
+    if (!n.ok()) return n.status();
+    const kc::TypedOp op = ToKernel(a.op);
+    const size_t elem = ElementByteSize(a.type);
+    const size_t y_elem = kc::IsPredicate(op) ? 1 : elem;
+    std::vector<Region> reads = {Bytes(a.a, a.a_shape, elem)};
+    if (!kc::IsUnaryTyped(op)) reads.push_back(Bytes(a.b, a.b_shape, elem));
     return Launch(stream, "typed", std::move(reads),
-                  {{y, static_cast<size_t>(n) * y_elem}}, [=] {
+                  {{a.y, static_cast<size_t>(*n) * y_elem}},
+                  [=, n = *n, x = a.a, z = a.b, y = a.y] {
                     for (int64_t i = 0; i < n; ++i)
-                      kc::TypedElement(kop, element, ix, a, b, y, i);
+                      kc::TypedElement(op, element, ix, x, z, y, i);
                   });
   }
 
-  absl::Status Where(DeviceStream& stream, const void* cond,
-                     const Shape& cond_shape, const void* x,
-                     const Shape& x_shape, const void* z, const Shape& z_shape,
-                     size_t element_bytes, void* y,
-                     const Shape& y_shape) override {
+  absl::Status Where(DeviceStream& stream, const WhereArgs& a) override {
     kc::TypedIndexer ix;
-    const int64_t n =
-        TypedIndexerFor({&cond_shape, &x_shape, &z_shape}, y_shape, &ix);
-    if (n < 0) return NoBroadcast({&cond_shape, &x_shape, &z_shape}, y_shape);
-    if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 &&
-        element_bytes != 8) {
-      return absl::InvalidArgumentError("Where of elements of this size");
-    }
-    std::vector<Region> reads = {Bytes(cond, cond_shape, 1),
-                                 Bytes(x, x_shape, element_bytes),
-                                 Bytes(z, z_shape, element_bytes)};
-    const auto* c = static_cast<const uint8_t*>(cond);
+    absl::StatusOr<int64_t> n = CheckWhere(a, &ix);
+    if (!n.ok()) return n.status();
+    std::vector<Region> reads = {Bytes(a.cond, a.cond_shape, 1),
+                                 Bytes(a.x, a.x_shape, a.element_bytes),
+                                 Bytes(a.z, a.z_shape, a.element_bytes)};
     return Launch(stream, "where", std::move(reads),
-                  {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
-                    for (int64_t i = 0; i < n; ++i) {
-                      switch (element_bytes) {
-                        case 1:
-                          WhereAs<uint8_t>(ix, c, x, z, y, i);
-                          break;
-                        case 2:
-                          WhereAs<uint16_t>(ix, c, x, z, y, i);
-                          break;
-                        case 4:
-                          WhereAs<uint32_t>(ix, c, x, z, y, i);
-                          break;
-                        default:
-                          WhereAs<uint64_t>(ix, c, x, z, y, i);
-                      }
-                    }
+                  {{a.y, static_cast<size_t>(*n) * a.element_bytes}},
+                  [=, n = *n, c = static_cast<const uint8_t*>(a.cond)] {
+                    for (int64_t i = 0; i < n; ++i)
+                      WhereAt(a.element_bytes, ix, c, a.x, a.z, a.y, i);
                   });
   }
 
-  absl::Status Cast(DeviceStream& stream, DataType from, const void* x,
-                    DataType to, void* y, int64_t count) override {
+  absl::Status Cast(DeviceStream& stream, const CastArgs& a) override {
     kc::ElementType source, target;
-    if (!ElementTypeOf(from, &source) || !ElementTypeOf(to, &target)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cast kernel does not take ", std::string(DataTypeName(from)), " to ",
-          std::string(DataTypeName(to))));
-    }
-    const size_t n = static_cast<size_t>(count);
-    return Launch(stream, "cast", {{x, n * ElementByteSize(from)}},
-                  {{y, n * ElementByteSize(to)}}, [=] {
-                    for (int64_t i = 0; i < count; ++i)
-                      kc::CastElement(source, x, target, y, i);
+    if (absl::Status s = CheckCast(a, &source, &target); !s.ok()) return s;
+    const size_t n = static_cast<size_t>(a.count);
+    return Launch(stream, "cast", {{a.x, n * ElementByteSize(a.from)}},
+                  {{a.y, n * ElementByteSize(a.to)}}, [=] {
+                    for (int64_t i = 0; i < a.count; ++i)
+                      kc::CastElement(source, a.x, target, a.y, i);
                   });
   }
 
-  absl::Status StridedCopy(DeviceStream& stream, const void* x, int64_t x_count,
-                           int64_t offset, const std::vector<int64_t>& strides,
-                           const Shape& y_shape, size_t element_bytes,
-                           void* y) override {
+  absl::Status StridedCopy(DeviceStream& stream,
+                           const StridedCopyArgs& a) override {
     kc::TransposeIndexer ix;
-    const int64_t n = StridedIndexerFor(strides, y_shape, &ix);
-    if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
-    if (!StridedViewInBounds(x_count, offset, strides, y_shape)) {
-      return absl::InvalidArgumentError(
-          "strided copy reads outside its source");
-    }
+    absl::StatusOr<int64_t> n = CheckStridedCopy(a, &ix);
+    if (!n.ok()) return n.status();
+    const size_t elem = a.element_bytes;
     return Launch(stream, "strided_copy",
-                  {{x, static_cast<size_t>(x_count) * element_bytes}},
-                  {{y, static_cast<size_t>(n) * element_bytes}}, [=] {
-                    for (int64_t i = 0; i < n; ++i) {
-                      CopyElement(x, offset + kc::TransposeSourceOffset(ix, i),
-                                  element_bytes, y, i);
-                    }
+                  {{a.x, static_cast<size_t>(a.x_count) * elem}},
+                  {{a.y, static_cast<size_t>(*n) * elem}},
+                  [=, n = *n, x = a.x, offset = a.offset, y = a.y] {
+                    CopyIndexed(ix, x, offset, elem, y, n);
                   });
   }
 
   absl::Status Pad(DeviceStream& stream, const PadArgs& a) override {
     kc::PadIndexer ix;
-    const int64_t n = PadIndexerFor(a, &ix);
-    if (n < 0) return absl::InvalidArgumentError("Pad shapes");
+    absl::StatusOr<int64_t> n = CheckPad(a, &ix);
+    if (!n.ok()) return n.status();
     return Launch(stream, "pad", {Bytes(a.x, a.x_shape, a.element_bytes)},
-                  {Bytes(a.y, a.y_shape, a.element_bytes)}, [=] {
+                  {Bytes(a.y, a.y_shape, a.element_bytes)}, [=, n = *n] {
                     for (int64_t i = 0; i < n; ++i) {
                       const int64_t src = kc::PadSource(ix, i);
                       if (src < 0) {  // the fill's low bytes (little-endian)
@@ -425,11 +374,7 @@ class SimulatedKernels : public DeviceKernels {
 
   absl::Status Quantize(DeviceStream& stream, const QuantizeArgs& a) override {
     kc::QuantType type;
-    if (!QuantTypeOf(a.quantized, &type) ||
-        (a.quantize && a.quantized == DataType::kInt32)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "quantized type ", std::string(DataTypeName(a.quantized))));
-    }
+    if (absl::Status s = CheckQuantize(a, &type); !s.ok()) return s;
     const int64_t n = a.outer * a.channels * a.inner;
     const size_t q = ElementByteSize(a.quantized);
     const size_t x_bytes = n * (a.quantize ? sizeof(float) : q);
@@ -444,20 +389,20 @@ class SimulatedKernels : public DeviceKernels {
 
   absl::Status Resize(DeviceStream& stream, const ResizeArgs& a) override {
     kc::ResizeIndexer ix;
-    const int64_t n = ResizeIndexerFor(a, &ix);
-    if (n < 0) return absl::InvalidArgumentError("a Resize the kernel lacks");
+    absl::StatusOr<int64_t> n = CheckResize(a, &ix);
+    if (!n.ok()) return n.status();
     int64_t in = 1;
     for (const ResizeAxisSpec& axis : a.axes) in *= axis.in;
-    return Launch(stream, "resize", {Floats(a.x, in)}, {Floats(a.y, n)}, [=] {
-      for (int64_t i = 0; i < n; ++i) a.y[i] = kc::ResizeElement(ix, a.x, i);
-    });
+    return Launch(stream, "resize", {Floats(a.x, in)}, {Floats(a.y, *n)},
+                  [=, n = *n] {
+                    for (int64_t i = 0; i < n; ++i)
+                      a.y[i] = kc::ResizeElement(ix, a.x, i);
+                  });
   }
 
   absl::Status GatherNd(DeviceStream& stream, const GatherNdArgs& a) override {
     kc::GatherNdIndexer ix;
-    if (!GatherNdIndexerFor(a, &ix)) {
-      return absl::InvalidArgumentError("GatherND index tuples above 8");
-    }
+    if (absl::Status s = CheckGatherNd(a, &ix); !s.ok()) return s;
     const int64_t rows = a.batches * a.rows_per_batch;
     const int64_t n = rows * a.slice;
     const size_t data_bytes =
@@ -476,9 +421,7 @@ class SimulatedKernels : public DeviceKernels {
   absl::Status GatherElements(DeviceStream& stream,
                               const GatherElementsArgs& a) override {
     kc::GatherElementsIndexer ix;
-    if (!GatherElementsIndexerFor(a, &ix)) {
-      return absl::InvalidArgumentError("GatherElements shapes or axis");
-    }
+    if (absl::Status s = CheckGatherElements(a, &ix); !s.ok()) return s;
     const int64_t n = Count(a.indices_shape);
     const size_t index_bytes = a.indices_int64 ? 8 : 4;
     return Launch(
@@ -487,44 +430,41 @@ class SimulatedKernels : public DeviceKernels {
          Bytes(a.indices, a.indices_shape, index_bytes)},
         {Bytes(a.y, a.indices_shape, a.element_bytes)}, [=] {
           for (int64_t i = 0; i < n; ++i) {
-            const int64_t index =
-                a.indices_int64 ? static_cast<const int64_t*>(a.indices)[i]
-                                : static_cast<const int32_t*>(a.indices)[i];
+            const int64_t index = IndexAt(a.indices, a.indices_int64, i);
             CopyElement(a.data, kc::GatherElementsSource(ix, index, i),
                         a.element_bytes, a.y, i);
           }
         });
   }
 
-  absl::Status CumSum(DeviceStream& stream, DataType type, const void* x,
-                      void* y, int64_t outer, int64_t n, int64_t inner,
-                      bool exclusive, bool reverse) override {
+  absl::Status CumSum(DeviceStream& stream, const CumSumArgs& a) override {
+    if (absl::Status s = CheckArithmetic(a.type, "CumSum"); !s.ok()) return s;
     const size_t bytes =
-        static_cast<size_t>(outer * n * inner) * ElementByteSize(type);
-    return ForArithmetic(type, [&](auto tag) {
+        static_cast<size_t>(a.outer * a.n * a.inner) * ElementByteSize(a.type);
+    return ForArithmetic(a.type, [&](auto tag) {
       using T = decltype(tag);
-      return Launch(stream, "cumsum", {{x, bytes}}, {{y, bytes}}, [=] {
-        for (int64_t line = 0; line < outer * inner; ++line) {
-          kc::CumSumLine(static_cast<const T*>(x), static_cast<T*>(y), line, n,
-                         inner, exclusive, reverse);
+      return Launch(stream, "cumsum", {{a.x, bytes}}, {{a.y, bytes}}, [=] {
+        for (int64_t line = 0; line < a.outer * a.inner; ++line) {
+          kc::CumSumLine(static_cast<const T*>(a.x), static_cast<T*>(a.y), line,
+                         a.n, a.inner, a.exclusive, a.reverse);
         }
       });
     });
   }
 
-  absl::Status ArgMax(DeviceStream& stream, DataType type, const void* x,
-                      int64_t* y, int64_t outer, int64_t n, int64_t inner,
-                      bool select_last) override {
+  absl::Status ArgMax(DeviceStream& stream, const ArgMaxArgs& a) override {
+    if (absl::Status s = CheckArithmetic(a.type, "ArgMax"); !s.ok()) return s;
     const size_t bytes =
-        static_cast<size_t>(outer * n * inner) * ElementByteSize(type);
-    const int64_t lines = n == 0 ? 0 : outer * inner;
-    return ForArithmetic(type, [&](auto tag) {
+        static_cast<size_t>(a.outer * a.n * a.inner) * ElementByteSize(a.type);
+    const int64_t lines = a.n == 0 ? 0 : a.outer * a.inner;
+    return ForArithmetic(a.type, [&](auto tag) {
       using T = decltype(tag);
-      return Launch(stream, "argmax", {{x, bytes}},
-                    {{y, static_cast<size_t>(lines) * sizeof(int64_t)}}, [=] {
+      return Launch(stream, "argmax", {{a.x, bytes}},
+                    {{a.y, static_cast<size_t>(lines) * sizeof(int64_t)}}, [=] {
                       for (int64_t line = 0; line < lines; ++line) {
-                        y[line] = kc::ArgMaxLine(static_cast<const T*>(x), line,
-                                                 n, inner, select_last);
+                        a.y[line] =
+                            kc::ArgMaxLine(static_cast<const T*>(a.x), line,
+                                           a.n, a.inner, a.select_last);
                       }
                     });
     });
@@ -592,50 +532,47 @@ class SimulatedKernels : public DeviceKernels {
                   });
   }
 
-  absl::Status Lrn(DeviceStream& stream, const float* x, float* y,
-                   int64_t batch, int64_t channels, int64_t spatial,
-                   int64_t size, float alpha, float beta, float bias) override {
-    const int64_t n = batch * channels * spatial;
-    return Launch(stream, "lrn", {Floats(x, n)}, {Floats(y, n)}, [=] {
-      const int64_t image = channels * spatial;
+  absl::Status Lrn(DeviceStream& stream, const LrnArgs& a) override {
+    const int64_t n = a.batch * a.channels * a.spatial;
+    return Launch(stream, "lrn", {Floats(a.x, n)}, {Floats(a.y, n)}, [=] {
+      const int64_t image = a.channels * a.spatial;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t b = i / image, r = i % image;
-        y[i] = kc::LrnValue(x + b * image, channels, spatial, r / spatial,
-                            r % spatial, size, alpha, beta, bias);
+        a.y[i] =
+            kc::LrnValue(a.x + b * image, a.channels, a.spatial, r / a.spatial,
+                         r % a.spatial, a.size, a.alpha, a.beta, a.bias);
       }
     });
   }
 
-  absl::Status ChannelAffine(DeviceStream& stream, const float* x,
-                             const float* scale, const float* shift, float* y,
-                             int64_t batch, int64_t channels, int64_t spatial,
-                             ActivationSpec act) override {
-    const int64_t n = batch * channels * spatial;
-    std::vector<Region> reads = {Floats(x, n)};
-    if (scale != nullptr) reads.push_back(Floats(scale, channels));
-    if (shift != nullptr) reads.push_back(Floats(shift, channels));
+  absl::Status ChannelAffine(DeviceStream& stream,
+                             const ChannelAffineArgs& a) override {
+    const int64_t n = a.batch * a.channels * a.spatial;
+    std::vector<Region> reads = {Floats(a.x, n)};
+    if (a.scale != nullptr) reads.push_back(Floats(a.scale, a.channels));
+    if (a.shift != nullptr) reads.push_back(Floats(a.shift, a.channels));
     return Launch(
-        stream, "channel_affine", std::move(reads), {Floats(y, n)}, [=] {
-          const kc::Activation f = ToKernel(act.kind);
+        stream, "channel_affine", std::move(reads), {Floats(a.y, n)}, [=] {
+          const kc::Activation f = ToKernel(a.activation.kind);
           for (int64_t i = 0; i < n; ++i) {
-            const int64_t c = kc::ChannelOf(i, channels, spatial);
-            const float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) +
-                            (shift != nullptr ? shift[c] : 0.0f);
-            y[i] = kc::ApplyActivation(f, v, act.alpha, act.beta);
+            const int64_t c = kc::ChannelOf(i, a.channels, a.spatial);
+            const float v = a.x[i] * (a.scale != nullptr ? a.scale[c] : 1.0f) +
+                            (a.shift != nullptr ? a.shift[c] : 0.0f);
+            a.y[i] = kc::ApplyActivation(f, v, a.activation.alpha,
+                                         a.activation.beta);
           }
         });
   }
 
-  absl::Status Copy2D(DeviceStream& stream, void* dst, size_t dst_pitch,
-                      const void* src, size_t src_pitch, size_t row_bytes,
-                      size_t rows) override {
-    if (rows == 0) return absl::OkStatus();
-    const Region read = {src, (rows - 1) * src_pitch + row_bytes};
-    const Region write = {dst, (rows - 1) * dst_pitch + row_bytes};
+  absl::Status Copy2D(DeviceStream& stream, const Copy2DArgs& a) override {
+    if (a.rows == 0) return absl::OkStatus();
+    const Region read = {a.src, (a.rows - 1) * a.src_pitch + a.row_bytes};
+    const Region write = {a.dst, (a.rows - 1) * a.dst_pitch + a.row_bytes};
     return Launch(stream, "copy2d", {read}, {write}, [=] {
-      for (size_t r = 0; r < rows; ++r) {
-        std::memcpy(static_cast<char*>(dst) + r * dst_pitch,
-                    static_cast<const char*>(src) + r * src_pitch, row_bytes);
+      for (size_t r = 0; r < a.rows; ++r) {
+        std::memcpy(static_cast<char*>(a.dst) + r * a.dst_pitch,
+                    static_cast<const char*>(a.src) + r * a.src_pitch,
+                    a.row_bytes);
       }
     });
   }
@@ -660,6 +597,20 @@ class SimulatedKernels : public DeviceKernels {
           c[i * g.n + j] = kc::ApplyActivation(act, v, g.activation.alpha,
                                                g.activation.beta);
         }
+      }
+    }
+  }
+
+  static void RunLayerNorm(const LayerNormArgs& a) {
+    for (int64_t r = 0; r < a.rows; ++r) {
+      const float* in = a.x + r * a.cols;
+      kc::MeanM2 row = kc::EmptyMeanM2();
+      for (int64_t c = 0; c < a.cols; ++c) row = kc::AddValue(row, in[c]);
+      const float inv = kc::InvStdDev(row, a.epsilon);
+      for (int64_t c = 0; c < a.cols; ++c) {
+        a.y[r * a.cols + c] =
+            kc::LayerNormValue(in[c], row.mean, inv, a.scale[c],
+                               a.bias != nullptr ? a.bias[c] : 0.0f);
       }
     }
   }

@@ -1,0 +1,269 @@
+#include "engine/cuda/cuda_gemm.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace coalesce {
+namespace {
+
+// The epilogue cuBLASLt applies for `act` with or without a bias; `fused`
+// is false when the activation must run as its own kernel afterwards.
+cublasLtEpilogue_t EpilogueOf(DeviceActivation act, bool bias, bool* fused) {
+  *fused = true;
+  switch (act) {
+    case DeviceActivation::kIdentity:
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case DeviceActivation::kRelu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case DeviceActivation::kGeluTanh:
+      return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default:
+      *fused = false;
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+// The largest power of two up to 256 dividing every address in `ptrs`
+// and every byte stride in `strides` (0 strides ignored): the alignment
+// cuBLASLt may assume for every matrix of a batch. Without telling it, its
+// heuristic assumes 256-byte alignment and may pick a kernel that fails on
+// less (a view or a batch matrix at an odd offset).
+uint32_t Alignment(std::initializer_list<const void*> ptrs,
+                   std::initializer_list<int64_t> strides) {
+  uint64_t bits = 256;
+  for (const void* p : ptrs) bits |= reinterpret_cast<uintptr_t>(p);
+  for (int64_t s : strides) bits |= static_cast<uint64_t>(s);
+  return static_cast<uint32_t>(bits & (~bits + 1));  // lowest set bit
+}
+
+// The key of args' GEMM; `*fused` as EpilogueOf says.
+GemmKey KeyOf(const GemmArgs& args, bool* fused) {
+  const bool half = args.a_half != nullptr;
+  const int64_t f = sizeof(float);
+  const int64_t h = half ? sizeof(Half) : sizeof(float);  // of A and B
+  const void* a = half ? static_cast<const void*>(args.a_half) : args.a;
+  const void* b = half ? static_cast<const void*>(args.b_half) : args.b;
+  return GemmKey{
+      args.m,
+      args.n,
+      args.k,
+      args.batch,
+      args.stride_a,
+      args.stride_b,
+      args.stride_c,
+      args.trans_a,
+      args.trans_b,
+      EpilogueOf(args.activation.kind, args.bias != nullptr, fused),
+      Alignment({a, b, args.c},
+                {args.stride_a * h, args.stride_b * h, args.stride_c * f}),
+      half};
+}
+
+}  // namespace
+
+// A GEMM's cuBLASLt descriptors and chosen algorithm, destroyed with it.
+class PreparedGemm {
+ public:
+  PreparedGemm(const CublasLt& lt, size_t workspace_bytes)
+      : lt_(lt),
+        workspace_bytes_(workspace_bytes),
+        desc_(lt),
+        x_(lt),
+        y_(lt),
+        d_(lt) {}
+
+  absl::Status Init(cublasLtHandle_t handle, const GemmKey& key, bool tf32);
+  absl::Status Run(cublasLtHandle_t handle, const GemmArgs& args,
+                   void* workspace, cudaStream_t stream) const;
+
+ private:
+  absl::Status InitDesc(const GemmKey& key, bool tf32);
+  absl::Status InitLayouts(const GemmKey& key);
+  absl::Status Layout(LtMatrixLayout& layout, cudaDataType_t type,
+                      uint64_t rows, uint64_t cols, int64_t ld, int64_t batch,
+                      int64_t stride);
+  absl::Status ChooseAlgo(cublasLtHandle_t handle, const GemmKey& key);
+
+  const CublasLt& lt_;
+  const size_t workspace_bytes_;
+  LtMatmulDesc desc_;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's
+  // first operand x is B's memory, the second y is A's.
+  LtMatrixLayout x_, y_, d_;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
+                                bool tf32) {
+  if (absl::Status s = InitDesc(key, tf32); !s.ok()) return s;
+  if (absl::Status s = InitLayouts(key); !s.ok()) return s;
+  return ChooseAlgo(handle, key);
+}
+
+absl::Status PreparedGemm::InitDesc(const GemmKey& key, bool tf32) {
+  // float16 A and B with float32 C and D, accumulating in float32, is one
+  // of cuBLASLt's supported type combinations for CUBLAS_COMPUTE_32F.
+  absl::Status s = CublasStatus(
+      lt_,
+      lt_.MatmulDescCreate(
+          desc_.receive(),
+          tf32 && !key.half ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+          CUDA_R_32F),
+      "cublasLtMatmulDescCreate");
+  if (!s.ok()) return s;
+  const cublasOperation_t op_x = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_y = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  for (const auto& [attr, value] :
+       {std::pair{CUBLASLT_MATMUL_DESC_TRANSA, op_x},
+        std::pair{CUBLASLT_MATMUL_DESC_TRANSB, op_y}}) {
+    s = CublasStatus(
+        lt_,
+        lt_.MatmulDescSetAttribute(desc_.get(), attr, &value, sizeof(value)),
+        "cublasLtMatmulDescSetAttribute");
+    if (!s.ok()) return s;
+  }
+  return CublasStatus(
+      lt_,
+      lt_.MatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                 &key.epilogue, sizeof(key.epilogue)),
+      "epilogue");
+}
+
+absl::Status PreparedGemm::InitLayouts(const GemmKey& key) {
+  const cudaDataType_t in = key.half ? CUDA_R_16F : CUDA_R_32F;
+  // x: op(x) is n x k; stored (column-major) n x k, or k x n when transposed.
+  absl::Status s =
+      key.trans_b
+          ? Layout(x_, in, key.k, key.n, key.k, key.batch, key.stride_b)
+          : Layout(x_, in, key.n, key.k, key.n, key.batch, key.stride_b);
+  if (!s.ok()) return s;
+  // y: op(y) is k x m.
+  s = key.trans_a
+          ? Layout(y_, in, key.m, key.k, key.m, key.batch, key.stride_a)
+          : Layout(y_, in, key.k, key.m, key.k, key.batch, key.stride_a);
+  if (!s.ok()) return s;
+  return Layout(d_, CUDA_R_32F, key.n, key.m, key.n, key.batch, key.stride_c);
+}
+
+absl::Status PreparedGemm::Layout(LtMatrixLayout& layout, cudaDataType_t type,
+                                  uint64_t rows, uint64_t cols, int64_t ld,
+                                  int64_t batch, int64_t stride) {
+  absl::Status s = CublasStatus(
+      lt_, lt_.MatrixLayoutCreate(layout.receive(), type, rows, cols, ld),
+      "cublasLtMatrixLayoutCreate");
+  if (!s.ok() || batch == 1) return s;
+  const int32_t count = static_cast<int32_t>(batch);
+  s = CublasStatus(lt_,
+                   lt_.MatrixLayoutSetAttribute(
+                       layout.get(), CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                       sizeof(count)),
+                   "batch count");
+  if (!s.ok()) return s;
+  return CublasStatus(
+      lt_,
+      lt_.MatrixLayoutSetAttribute(layout.get(),
+                                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                   &stride, sizeof(stride)),
+      "batch stride");
+}
+
+// The heuristic's best algorithm within the workspace, for the key's
+// alignment.
+absl::Status PreparedGemm::ChooseAlgo(cublasLtHandle_t handle,
+                                      const GemmKey& key) {
+  LtMatmulPreference pref(lt_);
+  absl::Status s = CublasStatus(lt_, lt_.MatmulPreferenceCreate(pref.receive()),
+                                "cublasLtMatmulPreferenceCreate");
+  if (!s.ok()) return s;
+  const uint64_t workspace = workspace_bytes_;
+  s = CublasStatus(lt_,
+                   lt_.MatmulPreferenceSetAttribute(
+                       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                       &workspace, sizeof(workspace)),
+                   "workspace preference");
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    if (!s.ok()) return s;
+    s = CublasStatus(
+        lt_,
+        lt_.MatmulPreferenceSetAttribute(pref.get(), attr, &key.alignment,
+                                         sizeof(key.alignment)),
+        "alignment preference");
+  }
+  if (!s.ok()) return s;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  s = CublasStatus(lt_,
+                   lt_.MatmulAlgoGetHeuristic(handle, desc_.get(), x_.get(),
+                                              y_.get(), d_.get(), d_.get(),
+                                              pref.get(), 1, &result, &found),
+                   "cublasLtMatmulAlgoGetHeuristic");
+  if (!s.ok()) return s;
+  if (found == 0) {
+    return absl::InternalError(absl::StrCat(
+        "cuBLASLt has no algorithm for a ", key.m, "x", key.k, " by ", key.k,
+        "x", key.n, key.half ? " float16" : " float32", " GEMM (batch ",
+        key.batch, ")"));
+  }
+  algo_ = result.algo;
+  return absl::OkStatus();
+}
+
+absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
+                               void* workspace, cudaStream_t stream) const {
+  if (args.bias != nullptr) {
+    const void* bias = args.bias;
+    absl::Status s =
+        CublasStatus(lt_,
+                     lt_.MatmulDescSetAttribute(
+                         desc_.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                         sizeof(bias)),
+                     "bias pointer");
+    if (!s.ok()) return s;
+  }
+  const float beta = 0.0f;
+  const bool half = args.a_half != nullptr;
+  const void* x = half ? static_cast<const void*>(args.b_half) : args.b;
+  const void* y = half ? static_cast<const void*>(args.a_half) : args.a;
+  return CublasStatus(
+      lt_,
+      lt_.Matmul(handle, desc_.get(), &args.alpha, x, x_.get(), y, y_.get(),
+                 &beta, args.c, d_.get(), args.c, d_.get(), &algo_, workspace,
+                 workspace_bytes_, stream),
+      "cublasLtMatmul");
+}
+
+CudaGemm::CudaGemm(const CublasLt& lt, bool tf32, size_t workspace_bytes)
+    : lt_(lt), tf32_(tf32), workspace_bytes_(workspace_bytes), handle_(lt) {}
+
+CudaGemm::~CudaGemm() = default;
+
+absl::StatusOr<std::unique_ptr<CudaGemm>> CudaGemm::Create(
+    const CublasLt& lt, bool tf32, size_t workspace_bytes) {
+  std::unique_ptr<CudaGemm> gemm(new CudaGemm(lt, tf32, workspace_bytes));
+  absl::Status s =
+      CublasStatus(lt, lt.Create(gemm->handle_.receive()), "cublasLtCreate");
+  if (!s.ok()) return s;
+  return gemm;
+}
+
+absl::Status CudaGemm::Run(const GemmArgs& args, void* workspace,
+                           cudaStream_t stream, bool* fused) {
+  const GemmKey key = KeyOf(args, fused);
+  auto it = prepared_.find(key);
+  if (it == prepared_.end()) {
+    auto prepared = std::make_unique<PreparedGemm>(lt_, workspace_bytes_);
+    if (absl::Status s = prepared->Init(handle_.get(), key, tf32_); !s.ok())
+      return s;
+    it = prepared_.emplace(key, std::move(prepared)).first;
+  }
+  return it->second->Run(handle_.get(), args, workspace, stream);
+}
+
+}  // namespace coalesce

@@ -1,0 +1,148 @@
+#include "engine/device/kernel_checks.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/device/kernel_args.h"
+#include "engine/shape.h"
+
+namespace coalesce {
+namespace {
+
+namespace kc = kernels::cuda;
+
+absl::Status NoBroadcast(const std::vector<const Shape*>& inputs,
+                         const Shape& y) {
+  std::string shapes;
+  for (const Shape* s : inputs)
+    absl::StrAppend(&shapes, ShapeToString(*s), " ");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "shapes ", shapes, "do not broadcast to ", ShapeToString(y)));
+}
+
+std::string TypeName(DataType type) { return std::string(DataTypeName(type)); }
+
+}  // namespace
+
+absl::StatusOr<int64_t> CheckBinary(const BinaryArgs& a,
+                                    kc::BroadcastIndexer* ix) {
+  const int64_t n = BroadcastIndexerFor(a.a_shape, a.b_shape, ix);
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shapes ", ShapeToString(a.a_shape), " and ",
+                     ShapeToString(a.b_shape), " do not broadcast"));
+  }
+  return n;
+}
+
+absl::StatusOr<int64_t> CheckTranspose(const TransposeArgs& a,
+                                       kc::TransposeIndexer* ix) {
+  const int64_t n = TransposeIndexerFor(a.x_shape, a.perm, ix);
+  if (n < 0) return absl::InvalidArgumentError("bad transpose permutation");
+  return n;
+}
+
+absl::StatusOr<int64_t> CheckBroadcast(const BroadcastArgs& a,
+                                       kc::TransposeIndexer* ix) {
+  const int64_t n = ExpandIndexerFor(a.x_shape, a.y_shape, ix);
+  if (n < 0) return NoBroadcast({&a.x_shape}, a.y_shape);
+  return n;
+}
+
+absl::StatusOr<int64_t> CheckTyped(const TypedArgs& a, kc::ElementType* element,
+                                   kc::TypedIndexer* ix) {
+  if (!ElementTypeOf(a.type, element)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("typed kernels do not take ", TypeName(a.type)));
+  }
+  const int64_t n =
+      kc::IsUnaryTyped(ToKernel(a.op))
+          ? TypedIndexerFor({&a.a_shape}, a.y_shape, ix)
+          : TypedIndexerFor({&a.a_shape, &a.b_shape}, a.y_shape, ix);
+  if (n < 0) return NoBroadcast({&a.a_shape, &a.b_shape}, a.y_shape);
+  return n;
+}
+
+absl::StatusOr<int64_t> CheckWhere(const WhereArgs& a, kc::TypedIndexer* ix) {
+  const std::vector<const Shape*> inputs = {&a.cond_shape, &a.x_shape,
+                                            &a.z_shape};
+  const int64_t n = TypedIndexerFor(inputs, a.y_shape, ix);
+  if (n < 0) return NoBroadcast(inputs, a.y_shape);
+  if (a.element_bytes != 1 && a.element_bytes != 2 && a.element_bytes != 4 &&
+      a.element_bytes != 8) {
+    return absl::InvalidArgumentError("Where of elements of this size");
+  }
+  return n;
+}
+
+absl::Status CheckCast(const CastArgs& a, kc::ElementType* from,
+                       kc::ElementType* to) {
+  if (!ElementTypeOf(a.from, from) || !ElementTypeOf(a.to, to)) {
+    return absl::InvalidArgumentError(absl::StrCat("cast kernel does not take ",
+                                                   TypeName(a.from), " to ",
+                                                   TypeName(a.to)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> CheckStridedCopy(const StridedCopyArgs& a,
+                                         kc::TransposeIndexer* ix) {
+  const int64_t n = StridedIndexerFor(a.strides, a.y_shape, ix);
+  if (n < 0) return absl::InvalidArgumentError("strided copy above rank 8");
+  if (!StridedViewInBounds(a.x_count, a.offset, a.strides, a.y_shape)) {
+    return absl::InvalidArgumentError("strided copy reads outside its source");
+  }
+  return n;
+}
+
+absl::StatusOr<int64_t> CheckPad(const PadArgs& a, kc::PadIndexer* ix) {
+  const int64_t n = PadIndexerFor(a, ix);
+  if (n < 0) return absl::InvalidArgumentError("Pad shapes");
+  return n;
+}
+
+absl::Status CheckQuantize(const QuantizeArgs& a, kc::QuantType* type) {
+  if (!QuantTypeOf(a.quantized, type) ||
+      (a.quantize && a.quantized == DataType::kInt32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quantized type ", TypeName(a.quantized)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> CheckResize(const ResizeArgs& a,
+                                    kc::ResizeIndexer* ix) {
+  const int64_t n = ResizeIndexerFor(a, ix);
+  if (n < 0) return absl::InvalidArgumentError("a Resize the kernel lacks");
+  return n;
+}
+
+absl::Status CheckGatherNd(const GatherNdArgs& a, kc::GatherNdIndexer* ix) {
+  if (!GatherNdIndexerFor(a, ix)) {
+    return absl::InvalidArgumentError("GatherND index tuples above 8");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGatherElements(const GatherElementsArgs& a,
+                                 kc::GatherElementsIndexer* ix) {
+  if (!GatherElementsIndexerFor(a, ix)) {
+    return absl::InvalidArgumentError("GatherElements shapes or axis");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckArithmetic(DataType type, absl::string_view primitive,
+                             kc::ElementType* element) {
+  if (type == DataType::kFp32 || type == DataType::kInt64 ||
+      type == DataType::kInt32) {
+    kc::ElementType unused;
+    ElementTypeOf(type, element != nullptr ? element : &unused);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      primitive, " of ", TypeName(type), "; expected float32, int64 or int32"));
+}
+
+}  // namespace coalesce
