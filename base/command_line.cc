@@ -35,7 +35,8 @@ class HelpFormatter : public CLI::Formatter {
     return "";
   }
 
-  std::string make_option(const CLI::Option* opt, bool positional) const override {
+  std::string make_option(const CLI::Option* opt,
+                          bool positional) const override {
     std::string flag = absl::StrCat("  ", opt->get_name(positional));
     if (const std::string type = opt->get_type_name(); !type.empty())
       absl::StrAppend(&flag, " ", type);
@@ -71,8 +72,8 @@ std::unique_ptr<CLI::App> MakeCommandLine(const std::string& description) {
   return app;
 }
 
-absl::Status ParseCommandLine(CLI::App& app, int argc,
-                              const char* const* argv, bool* help_requested) {
+absl::Status ParseCommandLine(CLI::App& app, int argc, const char* const* argv,
+                              bool* help_requested) {
   *help_requested = false;
   try {
     app.parse(argc, argv);

@@ -37,8 +37,8 @@ std::unique_ptr<CLI::App> MakeCommandLine(const std::string& description);
 // InvalidArgument with CLI11's message, which names the flag: an unknown
 // flag, a missing or malformed value, a value a check refuses, a missing
 // required flag, a stray argument.
-absl::Status ParseCommandLine(CLI::App& app, int argc,
-                              const char* const* argv, bool* help_requested);
+absl::Status ParseCommandLine(CLI::App& app, int argc, const char* const* argv,
+                              bool* help_requested);
 
 // A boolean flag written as Triton writes them: --name=true, --name false
 // (true, false, 1 or 0; anything else is refused). Its default is `value`.

@@ -18,8 +18,7 @@ class CommandLineTest : public ::testing::Test {
   CommandLineTest() : app_(MakeCommandLine("A test binary.")) {
     app_->add_option("--model-repository", repository_, "Where the models are")
         ->required();  // coalesce-server checks it itself, after the rest
-    app_->add_option("--grpc-port", port_, "Port")
-        ->check(CLI::Range(0, 65535));
+    app_->add_option("--grpc-port", port_, "Port")->check(CLI::Range(0, 65535));
     AddBoolFlag(*app_, "--allow-metrics", metrics_, "Serve metrics");
     app_->add_option("--load-model", models_, "Repeatable")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -42,22 +41,22 @@ class CommandLineTest : public ::testing::Test {
 };
 
 TEST_F(CommandLineTest, TakesTritonsFormsOfEveryKind) {
-  Parsed p = Parse({"--model-repository=/m", "--grpc-port", "9",
-                    "--allow-metrics", "false", "--load-model", "a",
-                    "--load-model=b"});
+  Parsed p =
+      Parse({"--model-repository=/m", "--grpc-port", "9", "--allow-metrics",
+             "false", "--load-model", "a", "--load-model=b"});
   ASSERT_TRUE(p.status.ok()) << p.status;
   EXPECT_FALSE(p.help);
   EXPECT_EQ(repository_, "/m");
   EXPECT_EQ(port_, 9);
   EXPECT_FALSE(metrics_);
   EXPECT_EQ(models_, (std::vector<std::string>{"a", "b"}));
-  ASSERT_TRUE(Parse({"--model-repository", "/m", "--allow-metrics=1"})
-                  .status.ok());
+  ASSERT_TRUE(
+      Parse({"--model-repository", "/m", "--allow-metrics=1"}).status.ok());
   EXPECT_TRUE(metrics_);
   // Given twice, the last value counts.
-  ASSERT_TRUE(Parse({"--model-repository", "/m", "--grpc-port", "1",
-                     "--grpc-port=2"})
-                  .status.ok());
+  ASSERT_TRUE(
+      Parse({"--model-repository", "/m", "--grpc-port", "1", "--grpc-port=2"})
+          .status.ok());
   EXPECT_EQ(port_, 2);
 }
 
@@ -79,8 +78,7 @@ TEST_F(CommandLineTest, RefusesWithAMessageNamingTheFlag) {
   for (const Case& c : cases) {
     Parsed p = Parse(c.args);
     EXPECT_EQ(p.status.code(), absl::StatusCode::kInvalidArgument) << c.named;
-    EXPECT_NE(p.status.message().find(c.named), std::string::npos)
-        << p.status;
+    EXPECT_NE(p.status.message().find(c.named), std::string::npos) << p.status;
   }
 }
 
