@@ -1,6 +1,8 @@
 #include "base/command_line.h"
 
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,8 @@ class HelpFormatter : public CLI::Formatter {
 
   std::string make_option(const CLI::Option* opt,
                           bool positional) const override {
-    std::string flag = absl::StrCat("  ", opt->get_name(positional));
+    std::string flag = absl::StrCat(
+        "  ", positional ? opt->get_name(true) : opt->get_name(false, true));
     if (const std::string type = opt->get_type_name(); !type.empty())
       absl::StrAppend(&flag, " ", type);
     std::string help = opt->get_description();
@@ -85,12 +88,46 @@ absl::Status ParseCommandLine(CLI::App& app, int argc, const char* const* argv,
   return absl::OkStatus();
 }
 
+std::optional<int> ParseCommandLineOrExit(CLI::App& app, int argc,
+                                          const char* const* argv,
+                                          const char* program,
+                                          int error_exit_code) {
+  bool help = false;
+  if (absl::Status s = ParseCommandLine(app, argc, argv, &help); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n\n%s", program,
+                 std::string(s.message()).c_str(), app.help().c_str());
+    return error_exit_code;
+  }
+  if (!help) return std::nullopt;
+  std::fputs(app.help().c_str(), stdout);
+  return 0;
+}
+
 CLI::Option* AddBoolFlag(CLI::App& app, const std::string& name, bool& value,
                          const std::string& help) {
   return app.add_option(name, value, help)
       ->check(CLI::IsMember({"true", "false", "1", "0"}).description(""))
       ->type_name("true|false")
       ->default_str(value ? "true" : "false");
+}
+
+CLI::Option* AddOptionWith(
+    CLI::App& app, const std::string& name,
+    std::function<absl::Status(const std::string&)> apply,
+    const std::string& help, bool repeatable) {
+  CLI::Option* option = app.add_option_function<std::vector<std::string>>(
+      name,
+      [apply = std::move(apply)](const std::vector<std::string>& values) {
+        for (const std::string& v : values) {
+          if (absl::Status s = apply(v); !s.ok()) {
+            throw CLI::ValidationError(std::string(s.message()));
+          }
+        }
+      },
+      help);
+  option->allow_extra_args(false)->type_size(1);
+  if (repeatable) option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return option;
 }
 
 std::string CommandLineUsage(const CLI::App& app) { return app.help(); }

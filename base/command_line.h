@@ -15,7 +15,9 @@
 #ifndef COALESCE_BASE_COMMAND_LINE_H_
 #define COALESCE_BASE_COMMAND_LINE_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -40,10 +42,27 @@ std::unique_ptr<CLI::App> MakeCommandLine(const std::string& description);
 absl::Status ParseCommandLine(CLI::App& app, int argc, const char* const* argv,
                               bool* help_requested);
 
+// ParseCommandLine for a main(): nullopt when the program should go on;
+// otherwise the exit code, after printing the usage to stdout (--help: 0)
+// or "`program`: <error>" and the usage to stderr (`error_exit_code`).
+std::optional<int> ParseCommandLineOrExit(CLI::App& app, int argc,
+                                          const char* const* argv,
+                                          const char* program,
+                                          int error_exit_code);
+
 // A boolean flag written as Triton writes them: --name=true, --name false
 // (true, false, 1 or 0; anything else is refused). Its default is `value`.
 CLI::Option* AddBoolFlag(CLI::App& app, const std::string& name, bool& value,
                          const std::string& help);
+
+// An option whose every value goes to `apply`, which stores it; a non-OK
+// status refuses the command line with the status's message (which should
+// name the flag). With `repeatable`, every occurrence is applied in order
+// (--input a=1 --input b=2); otherwise the last one counts.
+CLI::Option* AddOptionWith(
+    CLI::App& app, const std::string& name,
+    std::function<absl::Status(const std::string&)> apply,
+    const std::string& help, bool repeatable = false);
 
 // The --help text of `app`.
 std::string CommandLineUsage(const CLI::App& app);

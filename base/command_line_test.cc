@@ -23,6 +23,15 @@ class CommandLineTest : public ::testing::Test {
     app_->add_option("--load-model", models_, "Repeatable")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->allow_extra_args(false);
+    AddOptionWith(
+        *app_, "--input",
+        [this](const std::string& v) -> absl::Status {
+          if (v.find('=') == std::string::npos)
+            return absl::InvalidArgumentError("--input needs NAME=FILE");
+          inputs_.push_back(v);
+          return absl::OkStatus();
+        },
+        "Repeatable, checked", /*repeatable=*/true);
   }
 
   Parsed Parse(std::vector<const char*> args) {
@@ -38,6 +47,7 @@ class CommandLineTest : public ::testing::Test {
   int port_ = 8001;
   bool metrics_ = true;
   std::vector<std::string> models_;
+  std::vector<std::string> inputs_;
 };
 
 TEST_F(CommandLineTest, TakesTritonsFormsOfEveryKind) {
@@ -58,6 +68,18 @@ TEST_F(CommandLineTest, TakesTritonsFormsOfEveryKind) {
       Parse({"--model-repository", "/m", "--grpc-port", "1", "--grpc-port=2"})
           .status.ok());
   EXPECT_EQ(port_, 2);
+}
+
+TEST_F(CommandLineTest, OptionsWithAnApplyFunctionSeeEveryValueInOrder) {
+  ASSERT_TRUE(
+      Parse({"--model-repository", "/m", "--input", "a=1", "--input=b=2,3"})
+          .status.ok());
+  EXPECT_EQ(inputs_, (std::vector<std::string>{"a=1", "b=2,3"}));
+  Parsed bad = Parse({"--model-repository", "/m", "--input", "a"});
+  EXPECT_EQ(bad.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status.message().find("--input needs NAME=FILE"),
+            std::string::npos)
+      << bad.status;
 }
 
 TEST_F(CommandLineTest, RefusesWithAMessageNamingTheFlag) {
@@ -92,6 +114,17 @@ TEST_F(CommandLineTest, HelpIsGeneratedAndNeedsNothingElse) {
        {"--model-repository", "--grpc-port", "--allow-metrics true|false"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
+}
+
+TEST_F(CommandLineTest, OrExitSaysWhetherAndHowMainShouldReturn) {
+  auto run = [this](std::vector<const char*> args) {
+    args.insert(args.begin(), "binary");
+    return ParseCommandLineOrExit(*app_, static_cast<int>(args.size()),
+                                  args.data(), "binary", 7);
+  };
+  EXPECT_EQ(run({"--model-repository", "/m"}), std::nullopt);
+  EXPECT_EQ(run({"--help"}), 0);
+  EXPECT_EQ(run({"--model-repository", "/m", "--bogus"}), 7);
 }
 
 }  // namespace

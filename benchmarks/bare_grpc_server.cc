@@ -25,18 +25,25 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/command_line.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/model_config.pb.h"
 
 namespace {
+
+using coalesce::AddOptionWith;
+using coalesce::MakeCommandLine;
+using coalesce::ParseCommandLineOrExit;
 
 struct TensorSpec {
   std::string name;
@@ -75,54 +82,57 @@ bool ParseTensor(const std::string& text, TensorSpec* spec) {
   return !spec->datatype.empty();
 }
 
-void PrintUsage() {
-  std::cerr
-      << "Usage: bare-grpc-server [--address 127.0.0.1] [--port 0]\n"
-         "         [--model identity] [--max-batch-size 8]\n"
-         "         [--tensor NAME:DATATYPE:D1,D2,...]... [--output NAME]...\n"
-         "A KServe v2 gRPC server without batching or compute: ModelInfer\n"
-         "returns the request's inputs as outputs. --tensor describes an\n"
-         "input (dims without the batch dimension; default INPUT0:FP32:16);\n"
-         "--output names the output that echoes the input of the same\n"
-         "position (default <input>_echo). Prints 'listening on ADDR:PORT'.\n";
+// The flags (base/command_line.h), writing into `options`.
+std::unique_ptr<CLI::App> CommandLine(BareOptions& options) {
+  auto app = MakeCommandLine(
+      "Usage: bare-grpc-server [flags]\n\n"
+      "A KServe v2 gRPC server without batching or compute: ModelInfer\n"
+      "returns the request's inputs as outputs. Prints 'listening on\n"
+      "ADDR:PORT'.");
+  app->add_option("--address", options.address, "Address to listen on.")
+      ->type_name("ADDR");
+  app->add_option("--port", options.port, "Port; 0 picks a free one.")
+      ->check(CLI::Range(0, 65535).description(""))
+      ->type_name("PORT");
+  app->add_option("--model", options.model,
+                  "The one model name the control RPCs accept.")
+      ->type_name("NAME");
+  app->add_option("--max-batch-size", options.max_batch_size,
+                  "max_batch_size in the model's config.")
+      ->check(CLI::Range(0, INT_MAX).description(""))
+      ->type_name("N");
+  AddOptionWith(
+      *app, "--tensor",
+      [&options](const std::string& v) -> absl::Status {
+        TensorSpec spec;
+        if (!ParseTensor(v, &spec)) {
+          return absl::InvalidArgumentError(
+              "--tensor wants NAME:DATATYPE:D1,D2,..., got '" + v + "'");
+        }
+        options.inputs.push_back(spec);
+        return absl::OkStatus();
+      },
+      "An input, dims without the batch dimension (repeatable; default "
+      "INPUT0:FP32:16).",
+      /*repeatable=*/true)
+      ->type_name("NAME:DATATYPE:D1,D2,...");
+  app->add_option("--output", options.outputs,
+                  "The output echoing the input of the same position "
+                  "(repeatable; default <input>_echo).")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false)
+      ->type_name("NAME");
+  return app;
 }
 
-// Parses argv into *options; false (after a message) on a bad flag.
+// Parses argv into *options; false (after a message) on a bad flag. Exits
+// 0 after printing --help.
 bool ParseFlags(int argc, char** argv, BareOptions* options) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      PrintUsage();
-      std::exit(0);
-    }
-    if (i + 1 >= argc) {
-      std::cerr << "missing value for " << flag << "\n";
-      return false;
-    }
-    const std::string value = argv[++i];
-    if (flag == "--address") {
-      options->address = value;
-    } else if (flag == "--port") {
-      options->port = std::atoi(value.c_str());
-    } else if (flag == "--model") {
-      options->model = value;
-    } else if (flag == "--max-batch-size") {
-      options->max_batch_size = std::atoi(value.c_str());
-    } else if (flag == "--tensor") {
-      TensorSpec spec;
-      if (!ParseTensor(value, &spec)) {
-        std::cerr << "bad --tensor '" << value
-                  << "': want NAME:DATATYPE:DIMS\n";
-        return false;
-      }
-      options->inputs.push_back(spec);
-    } else if (flag == "--output") {
-      options->outputs.push_back(value);
-    } else {
-      std::cerr << "unknown flag " << flag << "\n";
-      PrintUsage();
-      return false;
-    }
+  auto app = CommandLine(*options);
+  if (std::optional<int> code = ParseCommandLineOrExit(
+          *app, argc, argv, "bare-grpc-server", /*error_exit_code=*/2)) {
+    if (*code != 0) return false;
+    std::exit(0);
   }
   if (options->inputs.empty())
     options->inputs.push_back({"INPUT0", "FP32", {16}});

@@ -107,23 +107,15 @@ std::unique_ptr<CLI::App> ServerCommandLine(ServerOptions& o) {
              1 << 20,
              "Requests one ModelStreamInfer stream may have read and not yet "
              "answered; at the limit it reads no more until one is written.");
-  a.add_option_function<std::vector<std::string>>(
-       "--grpc-restricted-protocol",
-       [&o](const std::vector<std::string>& values) {
-         for (const std::string& v : values) {
-           if (absl::Status s = o.grpc_restricted_protocols.Add(v); !s.ok()) {
-             throw CLI::ValidationError("--grpc-restricted-protocol",
-                                        std::string(s.message()));
-           }
-         }
-       },
-       "Calls to these RPC groups (comma-separated: health, metadata, "
-       "inference, shared-memory, model-config, model-repository, "
-       "statistics, trace, logging) need the request header with that value, "
-       "else UNAVAILABLE. Repeatable, one header per group "
-       "(docs/security.md).")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->allow_extra_args(false)
+  AddOptionWith(
+      a, "--grpc-restricted-protocol",
+      [&o](const std::string& v) { return o.grpc_restricted_protocols.Add(v); },
+      "Calls to these RPC groups (comma-separated: health, metadata, "
+      "inference, shared-memory, model-config, model-repository, "
+      "statistics, trace, logging) need the request header with that value, "
+      "else UNAVAILABLE. Repeatable, one header per group "
+      "(docs/security.md).",
+      /*repeatable=*/true)
       ->type_name("<protocols>:<header>=<value>");
   AddBoolFlag(a, "--grpc-use-ssl", o.grpc_use_ssl,
               "Serve gRPC over TLS; needs --grpc-server-cert and "

@@ -7,15 +7,17 @@
 //
 // Exit status: 0 all outputs right; 1 a failure; 2 no usable device.
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/command_line.h"
 #include "engine/device/identity_program.h"
 #include "engine/device/pipelined_executor.h"
 #include "engine/device/plugin_loader.h"
@@ -31,29 +33,25 @@ struct Flags {
   int64_t batch_mb = 16;
 };
 
-constexpr char kUsage[] =
-    "usage: coalesce-device-check [--plugin PATH] [--simulated] "
-    "[--batches N] [--batch-mb MB]\n";
-
-bool ParseFlags(int argc, char** argv, Flags* flags) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--simulated") {
-      flags->simulated = true;
-    } else if (arg == "--plugin" && has_value) {
-      flags->plugin = argv[++i];
-    } else if (arg == "--batches" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &flags->batches) || flags->batches < 1)
-        return false;
-    } else if (arg == "--batch-mb" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &flags->batch_mb) || flags->batch_mb < 1)
-        return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
+// The flags (base/command_line.h), writing into `flags`.
+std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
+  auto app = MakeCommandLine(
+      "Usage: coalesce-device-check [flags]\n\n"
+      "Drives the pipelined executor on GPU 0 (through the CUDA plugin) or on\n"
+      "the simulated device with identity batches, one slot then two, checks\n"
+      "every output byte and reports each throughput. Exit 0: all right;\n"
+      "1: a failure; 2: no usable device.");
+  app->add_option("--plugin", flags.plugin, "The device plugin.")
+      ->type_name("PATH");
+  app->add_flag("--simulated", flags.simulated,
+                "Use the simulated device instead of the plugin's GPU.");
+  app->add_option("--batches", flags.batches, "Batches per run.")
+      ->check(CLI::Range(1, INT_MAX).description(""))
+      ->type_name("N");
+  app->add_option("--batch-mb", flags.batch_mb, "Size of one batch.")
+      ->check(CLI::Range(1, INT_MAX).description(""))
+      ->type_name("MB");
+  return app;
 }
 
 float Pattern(int batch, int64_t i) {
@@ -151,9 +149,10 @@ absl::StatusOr<std::pair<std::shared_ptr<Device>, std::string>> OpenDevice(
 
 int Main(int argc, char** argv) {
   Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) {
-    std::fputs(kUsage, stderr);
-    return 1;
+  auto app = CommandLine(flags);
+  if (std::optional<int> code = ParseCommandLineOrExit(
+          *app, argc, argv, "coalesce-device-check", 1)) {
+    return *code;
   }
   auto opened = OpenDevice(flags);
   if (!opened.ok()) {

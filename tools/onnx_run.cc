@@ -19,6 +19,7 @@
 // error is printed), 2 bad usage (a message and the usage line are printed).
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -33,11 +34,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "base/command_line.h"
 #include "engine/cpu_executor.h"
 #include "engine/device/gpu_instance.h"
 #include "engine/device/graph_program.h"
@@ -55,14 +55,6 @@ namespace coalesce::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr char kUsage[] =
-    "usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
-    "--output-dir DIR [--threads N] [--warmup W --repeat R] "
-    "[--timing-json FILE] [--profile FILE.json] "
-    "[--graph-optimizations on|off] [--channels-last on|off] "
-    "[--residual-fusion on|off] [--device cpu|gpu|simulated] "
-    "[--plugin PATH] [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]";
 
 struct Flags {
   std::string model;
@@ -87,79 +79,87 @@ absl::Status UsageError(absl::string_view message) {
   return absl::InvalidArgumentError(message);
 }
 
-// Parses a flag value that must be an integer >= `min`.
-absl::Status ParseCount(absl::string_view flag, absl::string_view value,
-                        int min, int* out) {
-  if (!absl::SimpleAtoi(value, out) || *out < min) {
-    return UsageError(absl::StrCat(flag, " needs an integer >= ", min,
-                                   ", got '", value, "'"));
-  }
-  return absl::OkStatus();
+// An "on|off" flag.
+void AddOnOff(CLI::App& app, const std::string& name, bool& field,
+              const std::string& help) {
+  app.add_option_function<std::string>(
+         name, [&field](const std::string& v) { field = v == "on"; }, help)
+      ->check(CLI::IsMember({"on", "off"}).description(""))
+      ->type_name("on|off")
+      ->default_str(field ? "on" : "off");
 }
 
-// Parses a flag value that must be "on" or "off".
-absl::Status ParseOnOff(absl::string_view flag, absl::string_view value,
-                        bool* out) {
-  if (value != "on" && value != "off") {
-    return UsageError(
-        absl::StrCat(flag, " needs 'on' or 'off', got '", value, "'"));
-  }
-  *out = value == "on";
-  return absl::OkStatus();
-}
-
-// Applies one "--flag value" pair to `flags`.
-absl::Status ApplyFlag(absl::string_view flag, absl::string_view value,
-                       Flags& flags) {
-  if (flag == "--model") {
-    flags.model = std::string(value);
-  } else if (flag == "--input") {
-    const size_t eq = value.find('=');
-    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == value.size()) {
-      return UsageError(
-          absl::StrCat("--input needs NAME=FILE.pb, got '", value, "'"));
-    }
-    flags.inputs.emplace_back(std::string(value.substr(0, eq)),
-                              std::string(value.substr(eq + 1)));
-  } else if (flag == "--output-dir") {
-    flags.output_dir = std::string(value);
-  } else if (flag == "--threads") {
-    return ParseCount(flag, value, /*min=*/1, &flags.threads);
-  } else if (flag == "--warmup") {
-    return ParseCount(flag, value, /*min=*/0, &flags.warmup);
-  } else if (flag == "--repeat") {
-    return ParseCount(flag, value, /*min=*/1, &flags.repeat);
-  } else if (flag == "--timing-json") {
-    flags.timing_json = std::string(value);
-  } else if (flag == "--profile") {
-    flags.profile_json = std::string(value);
-  } else if (flag == "--graph-optimizations") {
-    return ParseOnOff(flag, value, &flags.graph_optimizations);
-  } else if (flag == "--channels-last") {
-    return ParseOnOff(flag, value, &flags.channels_last);
-  } else if (flag == "--residual-fusion") {
-    return ParseOnOff(flag, value, &flags.residual_fusion);
-  } else if (flag == "--device") {
-    if (value != "cpu" && value != "gpu" && value != "simulated") {
-      return UsageError(absl::StrCat(
-          "--device needs 'cpu', 'gpu' or 'simulated', got '", value, "'"));
-    }
-    flags.device = std::string(value);
-  } else if (flag == "--plugin") {
-    flags.plugin = std::string(value);
-  } else if (flag == "--gpu-precision") {
-    if (value != "fp32" && value != "tf32" && value != "fp16") {
-      return UsageError(absl::StrCat(
-          "--gpu-precision needs 'fp32', 'tf32' or 'fp16', got '", value, "'"));
-    }
-    flags.tf32 = value == "tf32";
-    flags.fp16 = value == "fp16";
-  } else if (flag == "--device-graphs") {
-    return ParseOnOff(flag, value, &flags.device_graphs);
-  } else {
-    return UsageError(absl::StrCat("unknown flag '", flag, "'"));
-  }
-  return absl::OkStatus();
+// The flags (base/command_line.h), writing into `flags`; docs/tools.md says
+// more about each.
+std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
+  auto app = MakeCommandLine(
+      "Usage: coalesce-onnx-run --model M.onnx --input NAME=FILE.pb ... "
+      "--output-dir DIR [flags]\n\n"
+      "Runs one ONNX model once through the engine (CPU executor, GPU 0 or\n"
+      "the simulated device), writes each output as OUTPUT_DIR/<name>.pb,\n"
+      "and with --repeat times repeated runs.");
+  CLI::App& a = *app;
+  a.add_option("--model", flags.model, "The model. Required.")
+      ->type_name("M.onnx");
+  AddOptionWith(
+      a, "--input",
+      [&flags](const std::string& v) -> absl::Status {
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+          return UsageError(
+              absl::StrCat("--input needs NAME=FILE.pb, got '", v, "'"));
+        }
+        flags.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        return absl::OkStatus();
+      },
+      "One model input, a serialized TensorProto (repeatable).",
+      /*repeatable=*/true)
+      ->type_name("NAME=FILE.pb");
+  a.add_option("--output-dir", flags.output_dir,
+               "Where the outputs go. Required.")
+      ->type_name("DIR");
+  a.add_option("--threads", flags.threads, "Intra-op threads (CPU).")
+      ->check(CLI::Range(1, INT_MAX).description(""))
+      ->type_name("N");
+  a.add_option("--warmup", flags.warmup, "Untimed runs before the timed ones.")
+      ->check(CLI::Range(0, INT_MAX).description(""))
+      ->type_name("W");
+  a.add_option("--repeat", flags.repeat, "Timed runs (0: none).")
+      ->check(CLI::Range(1, INT_MAX).description(""))
+      ->type_name("R");
+  a.add_option("--timing-json", flags.timing_json,
+               "Write the timings here as JSON (needs --repeat).")
+      ->type_name("FILE");
+  a.add_option("--profile", flags.profile_json,
+               "Profile the timed runs per node and op type into this JSON "
+               "file (CPU; needs --repeat).")
+      ->type_name("FILE.json");
+  AddOnOff(a, "--graph-optimizations", flags.graph_optimizations,
+           "The engine's load-time graph rewrites.");
+  AddOnOff(a, "--channels-last", flags.channels_last,
+           "The CPU layout pass (with --graph-optimizations on).");
+  AddOnOff(a, "--residual-fusion", flags.residual_fusion,
+           "Conv + Add fused into one FusedConv.");
+  a.add_option("--device", flags.device,
+               "cpu: the CPU executor; gpu: GPU 0 through the plugin; "
+               "simulated: the simulated device.")
+      ->check(CLI::IsMember({"cpu", "gpu", "simulated"}).description(""))
+      ->type_name("cpu|gpu|simulated");
+  a.add_option("--plugin", flags.plugin, "The device plugin (--device gpu).")
+      ->type_name("PATH");
+  a.add_option_function<std::string>(
+       "--gpu-precision",
+       [&flags](const std::string& v) {
+         flags.tf32 = v == "tf32";
+         flags.fp16 = v == "fp16";
+       },
+       "Precision of GEMMs and convolutions on the device.")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}).description(""))
+      ->type_name("fp32|tf32|fp16")
+      ->default_str("fp32");
+  AddOnOff(a, "--device-graphs", flags.device_graphs,
+           "Capture and replay device graphs (gpu, simulated).");
+  return app;
 }
 
 absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
@@ -174,30 +174,6 @@ absl::Status CheckFlags(const Flags& flags, bool warmup_given) {
   if (!flags.profile_json.empty() && flags.device != "cpu")
     return UsageError("--profile is for the CPU executor");
   return absl::OkStatus();
-}
-
-// Accepts "--flag value" and "--flag=value".
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags flags;
-  bool warmup_given = false;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], value;
-    if (arg == "--help" || arg == "-h") return UsageError("");
-    if (!absl::StartsWith(arg, "--"))
-      return UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-    if (const size_t eq = arg.find('='); eq != absl::string_view::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return UsageError(absl::StrCat(arg, " needs a value"));
-    }
-    warmup_given |= arg == "--warmup";
-    if (absl::Status s = ApplyFlag(arg, value, flags); !s.ok()) return s;
-  }
-  if (absl::Status s = CheckFlags(flags, warmup_given); !s.ok()) return s;
-  return flags;
 }
 
 // InvalidArgument unless every model input is given exactly once with --input
@@ -501,17 +477,22 @@ absl::Status Run(const Flags& flags) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok() && flags.status().message().empty()) {  // --help
-    std::printf("%s\n", kUsage);
+  Flags flags;
+  auto app = CommandLine(flags);
+  bool help = false;
+  absl::Status parsed = ParseCommandLine(*app, argc, argv, &help);
+  if (parsed.ok() && help) {
+    std::fputs(CommandLineUsage(*app).c_str(), stdout);
     return 0;
   }
-  if (!flags.ok()) {
-    std::fprintf(stderr, "coalesce-onnx-run: %s\n%s\n",
-                 std::string(flags.status().message()).c_str(), kUsage);
+  if (parsed.ok()) parsed = CheckFlags(flags, app->count("--warmup") > 0);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "coalesce-onnx-run: %s\n\n%s",
+                 std::string(parsed.message()).c_str(),
+                 CommandLineUsage(*app).c_str());
     return 2;
   }
-  if (absl::Status s = Run(*flags); !s.ok()) {
+  if (absl::Status s = Run(flags); !s.ok()) {
     std::fprintf(stderr, "coalesce-onnx-run: %s\n", s.ToString().c_str());
     return 1;
   }

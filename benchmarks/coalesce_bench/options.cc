@@ -3,12 +3,15 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/command_line.h"
+#include "benchmarks/coalesce_bench/usage.h"
 
 namespace coalesce::bench {
 namespace {
@@ -54,22 +57,14 @@ absl::StatusOr<std::chrono::milliseconds> ParseMs(absl::string_view flag,
   return std::chrono::milliseconds(*ms);
 }
 
-using Setter = std::function<absl::Status(BenchOptions&, absl::string_view)>;
-
-// Assigns the parsed value of `parse` to `field` of the options.
+// Stores what `parse` makes of the flag's value in `field`.
 template <typename Parse, typename Field>
-Setter Assign(Parse parse, Field field) {
-  return [parse, field](BenchOptions& o, absl::string_view v) -> absl::Status {
+std::function<absl::Status(const std::string&)> Into(Parse parse,
+                                                     Field& field) {
+  return [parse, &field](const std::string& v) -> absl::Status {
     auto value = parse(v);
     if (!value.ok()) return value.status();
-    o.*field = *value;
-    return absl::OkStatus();
-  };
-}
-
-Setter AssignString(std::string BenchOptions::*field) {
-  return [field](BenchOptions& o, absl::string_view v) {
-    o.*field = std::string(v);
+    field = *value;
     return absl::OkStatus();
   };
 }
@@ -104,69 +99,162 @@ absl::Status SetBatchSize(BenchOptions& o, absl::string_view v) {
   return absl::OkStatus();
 }
 
-const std::map<std::string, Setter, std::less<>>& Setters() {
-  using O = BenchOptions;
-  static const auto* setters = new std::map<std::string, Setter, std::less<>>{
-      {"model", AssignString(&O::model)},
-      {"model-version", AssignString(&O::model_version)},
-      {"url", AssignString(&O::url)},
-      {"timeout", Assign([](auto v) { return ParseMs("timeout", v, 1); },
-                         &O::request_timeout)},
-      {"concurrency-range",
-       Assign([](auto v) { return ParseIntRange("concurrency-range", v); },
-              &O::concurrencies)},
-      {"request-rate-range",
-       Assign([](auto v) { return ParseRateRange("request-rate-range", v); },
-              &O::request_rates)},
-      {"arrival", SetArrival},
-      {"burst-on-ms",
-       Assign([](auto v) { return ParseMs("burst-on-ms", v, 1); },
-              &O::burst_on)},
-      {"burst-off-ms",
-       Assign([](auto v) { return ParseMs("burst-off-ms", v, 1); },
-              &O::burst_off)},
-      {"max-inflight",
-       Assign([](auto v) { return ParseInt("max-inflight", v, 1, 1000000); },
-              &O::max_inflight)},
-      {"channels",
-       Assign([](auto v) { return ParseInt("channels", v, 1, 256); },
-              &O::channels)},
-      {"seed", Assign([](auto v) { return ParseInt("seed", v, 0, INT64_MAX); },
-                      &O::seed)},
-      {"warmup-ms",
-       Assign([](auto v) { return ParseMs("warmup-ms", v, 0); }, &O::warmup)},
-      {"warmup-requests",
-       Assign([](auto v) { return ParseInt("warmup-requests", v, 0, 1 << 30); },
-              &O::warmup_requests)},
-      {"window-ms",
-       Assign([](auto v) { return ParseMs("window-ms", v, 10); }, &O::window)},
-      {"stability-percent", Assign(
-                                [](auto v) {
-                                  return ParseDouble("stability-percent", v,
-                                                     0.1, 1000);
-                                },
-                                &O::stability_percent)},
-      {"max-windows",
-       Assign([](auto v) { return ParseInt("max-windows", v, 1, 1000); },
-              &O::max_windows)},
-      {"batch-size", SetBatchSize},
-      {"shape", SetShape},
-      {"input-data", AssignString(&O::input_data_dir)},
-      {"output", AssignString(&O::output_prefix)},
-      {"plot", AssignString(&O::plot_path)},
-      {"metrics-url", AssignString(&O::metrics_url)},
+// Parsers of integer and duration flags, for Into.
+auto IntIn(const char* flag, int64_t min, int64_t max) {
+  return [flag, min, max](absl::string_view v) {
+    return ParseInt(flag, v, min, max);
   };
-  return *setters;
+}
+auto MsAtLeast(const char* flag, int64_t min) {
+  return [flag, min](absl::string_view v) { return ParseMs(flag, v, min); };
 }
 
-// "-m" -> "model", "-u" -> "url"; "--name" -> "name"; anything else "".
-std::string FlagName(absl::string_view arg) {
-  if (arg == "-m") return "model";
-  if (arg == "-u") return "url";
-  if (arg.size() > 2 && arg.substr(0, 2) == "--") {
-    return std::string(arg.substr(2));
-  }
-  return "";
+using Apply = std::function<absl::Status(const std::string&)>;
+
+// A flag of `group` whose value `apply` checks and stores.
+CLI::Option* Add(CLI::App& app, const char* group, const std::string& name,
+                 Apply apply, const std::string& type,
+                 const std::string& help) {
+  return AddOptionWith(app, name, std::move(apply), help)
+      ->group(group)
+      ->type_name(type);
+}
+
+void AddTargetFlags(CLI::App& app, BenchOptions& o) {
+  app.add_option("-m,--model", o.model, "Model to benchmark (required).")
+      ->group("TARGET")
+      ->type_name("NAME");
+  app.add_option("--model-version", o.model_version,
+                 "Version (default: the server's latest).")
+      ->group("TARGET")
+      ->type_name("N");
+  app.add_option("-u,--url", o.url, "Server address.")
+      ->group("TARGET")
+      ->type_name("HOST:PORT");
+  Add(app, "TARGET", "--timeout",
+      Into(MsAtLeast("timeout", 1), o.request_timeout), "MS",
+      "Per-request deadline (default 30000).");
+}
+
+void AddLoadFlags(CLI::App& app, BenchOptions& o) {
+  const char* kLoad = "LOAD";
+  Add(app, kLoad, "--concurrency-range",
+      Into(
+          [](absl::string_view v) {
+            return ParseIntRange("concurrency-range", v);
+          },
+          o.concurrencies),
+      "START[:END[:STEP]]", "Closed loop levels (default 1; STEP default 1).");
+  Add(app, kLoad, "--request-rate-range",
+      Into(
+          [](absl::string_view v) {
+            return ParseRateRange("request-rate-range", v);
+          },
+          o.request_rates),
+      "START[:END:STEP]",
+      "Open loop levels, requests/s (each request carries --batch-size "
+      "rows).");
+  Add(
+      app, kLoad, "--arrival",
+      [&o](const std::string& v) { return SetArrival(o, v); },
+      "poisson|constant|bursty",
+      "Open loop arrival process (default poisson).");
+  Add(app, kLoad, "--burst-on-ms",
+      Into(MsAtLeast("burst-on-ms", 1), o.burst_on), "MS",
+      "Bursty: length of a burst (default 100).");
+  Add(app, kLoad, "--burst-off-ms",
+      Into(MsAtLeast("burst-off-ms", 1), o.burst_off), "MS",
+      "Bursty: silence between bursts (default 100); the rate inside a burst "
+      "is raised so that the mean rate over on+off is the target rate.");
+  Add(app, kLoad, "--max-inflight",
+      Into(IntIn("max-inflight", 1, 1000000), o.max_inflight), "N",
+      "Open loop: at most N requests outstanding; a send that has to wait "
+      "still counts its delay (default 1000).");
+  Add(app, kLoad, "--channels", Into(IntIn("channels", 1, 256), o.channels),
+      "N",
+      "gRPC channels (connections), requests spread round-robin "
+      "(default 4).");
+  app.add_flag("--streaming", o.streaming,
+               "Send over ModelStreamInfer (the bidirectional stream) instead "
+               "of ModelInfer: one stream per closed-loop request slot, or per "
+               "channel in open loop, each kept open between requests; "
+               "responses matched by request id. A stream error has no gRPC "
+               "code and counts as UNKNOWN.")
+      ->group(kLoad);
+  Add(app, kLoad, "--seed", Into(IntIn("seed", 0, INT64_MAX), o.seed), "N",
+      "Seed of random inputs and arrivals (default 1).");
+}
+
+void AddMeasurementFlags(CLI::App& app, BenchOptions& o) {
+  const char* kMeasure = "MEASUREMENT FLAGS";
+  Add(app, kMeasure, "--warmup-ms", Into(MsAtLeast("warmup-ms", 0), o.warmup),
+      "MS", "Warm-up per level (default 500).");
+  Add(app, kMeasure, "--warmup-requests",
+      Into(IntIn("warmup-requests", 0, 1 << 30), o.warmup_requests), "N",
+      "Warm up until N requests completed instead.");
+  Add(app, kMeasure, "--window-ms", Into(MsAtLeast("window-ms", 10), o.window),
+      "MS", "Measurement window (default 2000).");
+  Add(app, kMeasure, "--stability-percent",
+      Into(
+          [](absl::string_view v) {
+            return ParseDouble("stability-percent", v, 0.1, 1000);
+          },
+          o.stability_percent),
+      "P", "Stability tolerance in % (default 10).");
+  Add(app, kMeasure, "--max-windows",
+      Into(IntIn("max-windows", 1, 1000), o.max_windows), "N",
+      "Windows per level at most (default 10).");
+}
+
+void AddInputAndOutputFlags(CLI::App& app, BenchOptions& o) {
+  Add(
+      app, "INPUTS", "--batch-size",
+      [&o](const std::string& v) { return SetBatchSize(o, v); }, "N",
+      "First dimension, for models whose config has max_batch_size > 0 "
+      "(default 1).");
+  AddOptionWith(
+      app, "--shape", [&o](const std::string& v) { return SetShape(o, v); },
+      "Dims of an input with variable (-1) dims, without the batch dimension "
+      "when the model batches; repeat per input.",
+      /*repeatable=*/true)
+      ->group("INPUTS")
+      ->type_name("NAME:D1,D2,...");
+  app.add_option("--input-data", o.input_data_dir,
+                 "Read each input from DIR/<input name>: raw little-endian "
+                 "row-major bytes (BYTES: 4-byte length + bytes per element), "
+                 "exactly the resolved shape.")
+      ->group("INPUTS")
+      ->type_name("DIR");
+  app.add_option("--output", o.output_prefix,
+                 "Also write PREFIX.csv and PREFIX.json.")
+      ->group("OUTPUT")
+      ->type_name("PREFIX");
+  app.add_option("--plot", o.plot_path,
+                 "Write an SVG plot of p50 and p99 latency against throughput.")
+      ->group("OUTPUT")
+      ->type_name("FILE.svg");
+  app.add_option("--metrics-url", o.metrics_url,
+                 "coalesce-server's metrics endpoint (http://HOST:8002/metrics)"
+                 ": after each level, print where each model instance's time "
+                 "went (computing, copying, blocked, idle); at the end, the "
+                 "server's idle diagnosis.")
+      ->group("OUTPUT")
+      ->type_name("URL");
+  // Declared again, last, so that its group comes last in --help.
+  app.set_help_flag();
+  app.set_help_flag("-h,--help", "Print this text and exit.")->group("OUTPUT");
+}
+
+// The flags (base/command_line.h), writing into `o`; the text around them
+// comes from usage.h.
+std::unique_ptr<CLI::App> BenchCommandLine(BenchOptions& o) {
+  auto app = MakeCommandLine(BenchUsageIntro());
+  app->footer(BenchUsageFooter());
+  AddTargetFlags(*app, o);
+  AddLoadFlags(*app, o);
+  AddMeasurementFlags(*app, o);
+  AddInputAndOutputFlags(*app, o);
+  return app;
 }
 
 // Cross-flag checks once every flag is read.
@@ -270,46 +358,22 @@ absl::string_view ArrivalName(ArrivalKind kind) {
   return "?";
 }
 
+std::string BenchUsage() {
+  BenchOptions defaults;
+  return CommandLineUsage(*BenchCommandLine(defaults));
+}
+
 absl::StatusOr<BenchOptions> ParseBenchFlags(int argc,
                                              const char* const* argv) {
   BenchOptions options;
-  bool has_concurrency = false, has_rate = false;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      options.show_help = true;
-      return options;
-    }
-    if (arg == "--streaming") {  // the one flag without a value
-      options.streaming = true;
-      continue;
-    }
-    std::string name = FlagName(arg);
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-      has_value = true;
-    }
-    auto it = Setters().find(name);
-    if (name.empty() || it == Setters().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", arg, "' (see --help)"));
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " needs a value"));
-      }
-      value = argv[++i];
-    }
-    if (absl::Status s = it->second(options, value); !s.ok()) return s;
-    has_concurrency |= name == "concurrency-range";
-    has_rate |= name == "request-rate-range";
-  }
-  if (absl::Status s = Validate(options, has_concurrency, has_rate); !s.ok()) {
-    return s;
+  auto app = BenchCommandLine(options);
+  absl::Status s = ParseCommandLine(*app, argc, argv, &options.show_help);
+  if (!s.ok()) return s;
+  if (options.show_help) return options;
+  if (absl::Status v = Validate(options, app->count("--concurrency-range") > 0,
+                                app->count("--request-rate-range") > 0);
+      !v.ok()) {
+    return v;
   }
   return options;
 }

@@ -120,9 +120,9 @@ TEST(OptionsTest, HelpNeedsNothingElse) {
 
 TEST(OptionsTest, Errors) {
   ExpectError({}, "--model is required");
-  ExpectError({"-m", "m", "--bogus", "1"}, "unknown flag '--bogus'");
-  ExpectError({"-m", "m", "positional"}, "unknown flag 'positional'");
-  ExpectError({"-m", "m", "--window-ms"}, "--window-ms needs a value");
+  ExpectError({"-m", "m", "--bogus", "1"}, "--bogus");
+  ExpectError({"-m", "m", "positional"}, "positional");
+  ExpectError({"-m", "m", "--window-ms"}, "--window-ms");
   ExpectError({"-m", "m", "--concurrency-range", "4:1"}, "start <= end");
   ExpectError({"-m", "m", "--concurrency-range", "0"}, "--concurrency-range");
   ExpectError({"-m", "m", "--concurrency-range", "1:4:0"}, "integer");

@@ -1,9 +1,8 @@
-// BenchUsage: the --help text of coalesce-bench (declared in options.h).
-#include "benchmarks/coalesce_bench/options.h"
+#include "benchmarks/coalesce_bench/usage.h"
 
 namespace coalesce::bench {
 
-std::string BenchUsage() {
+std::string BenchUsageIntro() {
   return R"(coalesce-bench: load generator for KServe v2 gRPC inference servers
 (Coalesce, Triton, any server speaking inference.GRPCInferenceService).
 
@@ -31,69 +30,12 @@ MEASUREMENT
   covers every client of the model. The client's own CPU use is reported,
   with a warning when it nears saturation.
 
-TARGET
-  -m, --model NAME            model to benchmark (required)
-      --model-version N       version (default: the server's latest)
-  -u, --url HOST:PORT         server address (default 127.0.0.1:8001)
-      --timeout MS            per-request deadline (default 30000)
+INPUTS come from ModelMetadata: random data of each input's datatype
+and shape, unless --input-data names files.)";
+}
 
-LOAD
-      --concurrency-range START[:END[:STEP]]
-                              closed loop levels (default 1; STEP default 1)
-      --request-rate-range START[:END:STEP]
-                              open loop levels, requests/s (each request
-                              carries --batch-size rows)
-      --arrival poisson|constant|bursty
-                              open loop arrival process (default poisson)
-      --burst-on-ms MS        bursty: length of a burst (default 100)
-      --burst-off-ms MS       bursty: silence between bursts (default 100);
-                              the rate inside a burst is raised so that the
-                              mean rate over on+off is the target rate
-      --max-inflight N        open loop: at most N requests outstanding; a
-                              send that has to wait still counts its delay
-                              (default 1000)
-      --channels N            gRPC channels (connections), requests spread
-                              round-robin (default 4)
-      --streaming             send over ModelStreamInfer (the bidirectional
-                              stream) instead of ModelInfer: one stream per
-                              closed-loop request slot, or per channel in
-                              open loop, each kept open between requests;
-                              responses matched by request id. A stream
-                              error has no gRPC code and counts as UNKNOWN
-      --seed N                seed of random inputs and arrivals (default 1)
-
-MEASUREMENT FLAGS
-      --warmup-ms MS          warm-up per level (default 500)
-      --warmup-requests N     warm up until N requests completed instead
-      --window-ms MS          measurement window (default 2000)
-      --stability-percent P   stability tolerance in % (default 10)
-      --max-windows N         windows per level at most (default 10)
-
-INPUTS
-  From ModelMetadata: random data of each input's datatype and shape.
-      --batch-size N          first dimension, for models whose config has
-                              max_batch_size > 0 (default 1)
-      --shape NAME:D1,D2,...  dims of an input with variable (-1) dims,
-                              without the batch dimension when the model
-                              batches; repeat per input
-      --input-data DIR        read each input from DIR/<input name>: raw
-                              little-endian row-major bytes (BYTES: 4-byte
-                              length + bytes per element), exactly the
-                              resolved shape
-
-OUTPUT
-  A table on stdout (one row per level); warnings on stderr; a live progress
-  line on stderr when it is a terminal.
-      --output PREFIX         also write PREFIX.csv and PREFIX.json
-      --plot FILE.svg         write an SVG plot of p50 and p99 latency
-                              against throughput
-      --metrics-url URL       coalesce-server's metrics endpoint
-                              (http://HOST:8002/metrics): after each level,
-                              print where each model instance's time went
-                              (computing, copying, blocked, idle); at the
-                              end, the server's idle diagnosis
-  -h, --help                  this text
-
+std::string BenchUsageFooter() {
+  return R"(
 EXIT CODES
   0 success; 1 the run failed (unknown model, unreachable server, bad input
   data, no request succeeded, an output file not written); 2 bad flags.
@@ -115,8 +57,7 @@ EXAMPLES
       --window-ms 500 --max-windows 6 --warmup-ms 200
 
   # inputs from files: ./data/input holds 1x1024 FP32 values
-  coalesce-bench -m mlp_classifier --input-data ./data
-)";
+  coalesce-bench -m mlp_classifier --input-data ./data)";
 }
 
 }  // namespace coalesce::bench

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "base/command_line.h"
 #include "engine/cpu_executor.h"
 #include "engine/model.h"
 #include "tests/conformance/conformance_util.h"
@@ -317,24 +318,24 @@ struct Flags {
   std::string filter;
 };
 
-std::optional<Flags> ParseFlags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--no-light") {
-      flags.light = false;
-    } else if (arg == "--unsupported-by-op") {
-      flags.unsupported_by_op = true;
-    } else if (absl::StartsWith(arg, "--filter=")) {
-      flags.filter = std::string(arg.substr(9));
-    } else if (!absl::StartsWith(arg, "--") && flags.data_dir.empty()) {
-      flags.data_dir = std::string(arg);
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (flags.data_dir.empty()) return std::nullopt;
-  return flags;
+// The flags (base/command_line.h), writing into `flags`.
+std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
+  auto app = MakeCommandLine(
+      "Usage: onnx_conformance DATA_DIR [flags]\n\n"
+      "Runs the ONNX backend-test cases under DATA_DIR through the CPU\n"
+      "executor (docs/conformance.md).");
+  app->add_option("data_dir", flags.data_dir, "The conformance data.")
+      ->required()
+      ->type_name("DATA_DIR");
+  app->add_flag(
+      "--no-light", [&flags](int64_t) { flags.light = false; },
+      "Skip the light/ networks.");
+  app->add_flag("--unsupported-by-op", flags.unsupported_by_op,
+                "List the unsupported cases by missing op or datatype.");
+  app->add_option("--filter", flags.filter,
+                  "Run only the cases whose name contains SUBSTRING.")
+      ->type_name("SUBSTRING");
+  return app;
 }
 
 // Every case under `root`, suites in kFolderSuites order, then light/.
@@ -400,14 +401,13 @@ void PrintUnsupportedByOp(const Tally& tally) {
 }
 
 int Main(int argc, char** argv) {
-  std::optional<Flags> flags = ParseFlags(argc, argv);
-  if (!flags) {
-    std::fprintf(stderr,
-                 "usage: %s <data_dir> [--no-light] [--filter=SUBSTRING] "
-                 "[--unsupported-by-op]\n",
-                 argv[0]);
-    return 2;
+  Flags parsed;
+  auto app = CommandLine(parsed);
+  if (std::optional<int> code =
+          ParseCommandLineOrExit(*app, argc, argv, "onnx_conformance", 2)) {
+    return *code;
   }
+  const Flags* flags = &parsed;
   const fs::path root = flags->data_dir;
   const std::vector<Case> cases = fs::is_directory(root)
                                       ? CollectCases(root, flags->light)

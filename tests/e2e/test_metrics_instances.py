@@ -200,4 +200,5 @@ def test_coalesce_bench_warns_when_the_metrics_url_does_not_answer(start_server,
                      "--warmup-ms", "100", "--max-windows", "2",
                      "--metrics-url", "127.0.0.1:1/metrics")
     assert proc.returncode == 0, describe(proc)
-    assert "note: --metrics-url: cannot connect to 127.0.0.1:1" in proc.stderr, describe(proc)
+    assert re.search(r"note: --metrics-url: GET http://127.0.0.1:1/metrics: .*connect",
+                     proc.stderr), describe(proc)
