@@ -94,17 +94,16 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 # Where the CUDA toolkit and cuDNN's headers come from (nothing runs here).
 FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04 AS cuda-toolkit
 
-# CUDA build: the server, coalesce-bench and the CUDA plugin, bundled by
-# scripts/bundle. The bundle also carries coalesce-onnx-run, which is built
-# only with COALESCE_BUILD_TESTS=ON (hence GoogleTest and Python here); only
-# the named targets are built, no test.
+# CUDA build: the server, coalesce-bench, the tools and the CUDA plugin,
+# bundled by scripts/bundle. No test is built (COALESCE_BUILD_TESTS=OFF): the
+# tools need none of the test code.
 FROM build-deps AS cuda-build
 ARG DEBIAN_FRONTEND=noninteractive
 ARG COALESCE_CXX_FLAGS=""
 # Unpinned on purpose: see DL3008 in the header.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libgtest-dev libgmock-dev python3 xz-utils \
+ && apt-get install -y --no-install-recommends xz-utils \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda-toolkit /usr/local/cuda-13.0 /usr/local/cuda-13.0
 # cuDNN's Debian packages install cudnn*_v9.h and name them cudnn*.h through
@@ -122,7 +121,7 @@ COPY tests tests
 COPY examples examples
 COPY scripts scripts
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCOALESCE_BUILD_TESTS=ON -DCOALESCE_ENABLE_CUDA=ON -DCOALESCE_NATIVE=OFF \
+      -DCOALESCE_BUILD_TESTS=OFF -DCOALESCE_ENABLE_CUDA=ON -DCOALESCE_NATIVE=OFF \
       -DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CXX_FLAGS="${COALESCE_CXX_FLAGS}" \
  && cmake --build build -j"$(nproc)" --target coalesce-server coalesce-bench \
       coalesce-onnx-run coalesce-device-check coalesce_cuda \
