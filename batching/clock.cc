@@ -29,13 +29,6 @@ class SteadyClock final : public Clock {
 
 }  // namespace
 
-void Clock::SleepUntil(TimePoint deadline) {
-  absl::Mutex mu;
-  absl::CondVar never_signalled;
-  absl::MutexLock lock(&mu);
-  while (Now() < deadline) WaitUntil(&mu, &never_signalled, deadline);
-}
-
 Clock* RealClock() {
   static Clock* const clock = new SteadyClock();
   return clock;

@@ -32,9 +32,8 @@ class Clock {
                          TimePoint deadline) = 0;
 
   // Returns once Now() >= deadline (at once when it already is): a wait
-  // nobody signals. The default waits through WaitUntil on a private
-  // condition.
-  virtual void SleepUntil(TimePoint deadline);
+  // nobody signals.
+  virtual void SleepUntil(TimePoint deadline) = 0;
 };
 
 // The process-wide steady clock. Never null; never destroyed.

@@ -28,11 +28,26 @@ void FakeClock::WaitUntil(absl::Mutex* mu, absl::CondVar* cv,
 }
 
 void FakeClock::SleepUntil(TimePoint deadline) {
-  if (!sleep_advances_) return Clock::SleepUntil(deadline);
+  if (!sleep_advances_) return ParkUntil(deadline);
   const TimePoint from = Now();
   if (deadline <= from) return;
   if (on_sleep_) on_sleep_(from, deadline);
   AdvanceTo(deadline);
+}
+
+void FakeClock::ParkUntil(TimePoint deadline) {
+  absl::MutexLock lock(&mu_);
+  if (deadline <= now_) return;
+  // No mutex or condition of the sleeper's own: Advance moves now_ under
+  // mu_, which re-evaluates the condition, so nothing outside the clock is
+  // signalled (or outlived).
+  auto self =
+      waiters_.insert(waiters_.end(), Waiter{nullptr, nullptr, deadline});
+  auto reached = [this, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return now_ >= deadline;
+  };
+  mu_.Await(absl::Condition(&reached));
+  waiters_.erase(self);
 }
 
 void FakeClock::set_sleep_advances(SleepHook hook) {
@@ -63,7 +78,8 @@ void FakeClock::AdvanceTo(TimePoint t) {
 std::vector<FakeClock::Waiter> FakeClock::DueWaiters() const {
   std::vector<Waiter> due;
   for (const Waiter& w : waiters_) {
-    if (w.deadline <= now_) due.push_back(w);
+    // Sleepers (no cv) wait on mu_ itself and need no signal.
+    if (w.cv != nullptr && w.deadline <= now_) due.push_back(w);
   }
   return due;
 }

@@ -60,8 +60,8 @@ class FakeClock final : public Clock {
 
  private:
   struct Waiter {
-    absl::Mutex* mu;
-    absl::CondVar* cv;
+    absl::Mutex* mu;    // null for a sleeper (ParkUntil)
+    absl::CondVar* cv;  // null for a sleeper
     TimePoint deadline;
   };
 
@@ -74,6 +74,9 @@ class FakeClock final : public Clock {
 
   // Moves time to `t` (when later than now) and wakes the waiters it reaches.
   void AdvanceTo(TimePoint t);
+  // SleepUntil without set_sleep_advances: parks on mu_ until Advance
+  // reaches `deadline` (counted by AwaitWaiters like any waiter).
+  void ParkUntil(TimePoint deadline);
 
   // Set before sharing; read-only afterwards.
   bool sleep_advances_ = false;
