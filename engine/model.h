@@ -28,11 +28,15 @@ struct ModelOptions {
   OptimizerOptions optimizer;
 
   // For a model a device program (engine/device/graph_program.h) runs: the
-  // default rewrites except the CPU's channels-last layout, whose
-  // convolutions the device registry does not lower.
-  static ModelOptions ForDevice() {
+  // default rewrites, with the layout pass only when `channels_last`. With
+  // it, 2-D convolutions, pooling and BatchNormalization run NHWC and the
+  // transposes between layouts stay only at the graph's edges and around
+  // NCHW-only operators (channels_last.cc); the device lowers either
+  // layout. Servers choose NHWC with FP16 (tensor-core convolutions read
+  // NHWC natively; docs/device-pipeline.md, "Layout").
+  static ModelOptions ForDevice(bool channels_last = false) {
     ModelOptions options;
-    options.optimizer.channels_last = false;
+    options.optimizer.channels_last = channels_last;
     return options;
   }
 };

@@ -13,7 +13,9 @@
 //                     [--timing-json FILE] [--graph-optimizations on|off]
 //                     [--channels-last on|off] [--residual-fusion on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
-//                     [--gpu-precision fp32|tf32|fp16] [--device-graphs on|off]
+//                     [--gpu-precision fp32|tf32|fp16] [--gpu-layout
+//                     auto|nchw|nhwc]
+//                     [--device-graphs on|off]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -39,6 +41,7 @@
 #include "absl/strings/string_view.h"
 #include "base/command_line.h"
 #include "engine/cpu_executor.h"
+#include "engine/device/device_plan.h"
 #include "engine/device/gpu_instance.h"
 #include "engine/device/graph_program.h"
 #include "engine/device/plugin_loader.h"
@@ -70,9 +73,11 @@ struct Flags {
   bool residual_fusion = true;      // Conv + Add into one FusedConv
   std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
-  bool tf32 = false;          // --gpu-precision tf32
-  bool fp16 = false;          // --gpu-precision fp16
-  bool device_graphs = true;  // --device-graphs on (GPU and simulated)
+  bool tf32 = false;                // --gpu-precision tf32
+  bool fp16 = false;                // --gpu-precision fp16
+  bool device_graphs = true;        // --device-graphs on (GPU and simulated)
+  std::string gpu_layout = "auto";  // --gpu-layout
+  bool device_plan = false;         // --device-plan
 };
 
 absl::Status UsageError(absl::string_view message) {
@@ -157,6 +162,15 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
       ->check(CLI::IsMember({"fp32", "tf32", "fp16"}).description(""))
       ->type_name("fp32|tf32|fp16")
       ->default_str("fp32");
+  a.add_option("--gpu-layout", flags.gpu_layout,
+               "Layout of convolutions on the device (gpu, simulated); "
+               "auto: nhwc with fp16, else nchw.")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}).description(""))
+      ->type_name("auto|nchw|nhwc")
+      ->default_str("auto");
+  a.add_flag("--device-plan", flags.device_plan,
+             "Print what the device runs for these inputs (gpu, simulated): "
+             "per node its layout, the storage of its values and its steps.");
   AddOnOff(a, "--device-graphs", flags.device_graphs,
            "Capture and replay device graphs (gpu, simulated).");
   return app;
@@ -393,6 +407,20 @@ absl::Status ReportProfile(const Flags& flags, const Model& model,
   return absl::OkStatus();
 }
 
+// --device-plan: the device's lowering of the plan for these inputs.
+absl::Status PrintDevicePlan(const Flags& flags,
+                             const std::shared_ptr<const Model>& model,
+                             const std::vector<HostTensor>& inputs) {
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  auto plan = MakeNeutralPlanner(model)(shapes);
+  if (!plan.ok()) return plan.status();
+  auto summary = DescribeDevicePlan(**plan, flags.fp16);
+  if (!summary.ok()) return summary.status();
+  std::printf("%s", DevicePlanTable(*summary).c_str());
+  return absl::OkStatus();
+}
+
 // GPU 0's instance of `model`, one slot (runs are timed one at a time).
 absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
     const Flags& flags, const std::shared_ptr<const Model>& model) {
@@ -431,8 +459,11 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
 }
 
 absl::Status Run(const Flags& flags) {
-  ModelOptions model_options =
-      flags.device == "cpu" ? ModelOptions{} : ModelOptions::ForDevice();
+  const bool device_nhwc =
+      flags.gpu_layout == "nhwc" || (flags.gpu_layout == "auto" && flags.fp16);
+  ModelOptions model_options = flags.device == "cpu"
+                                   ? ModelOptions{}
+                                   : ModelOptions::ForDevice(device_nhwc);
   if (!flags.channels_last) model_options.optimizer.channels_last = false;
   if (!flags.residual_fusion) model_options.optimizer.residual_fusion = false;
   if (!flags.graph_optimizations)
@@ -442,6 +473,10 @@ absl::Status Run(const Flags& flags) {
   if (!model.ok()) return model.status();  // it names the file
   absl::StatusOr<std::vector<HostTensor>> inputs = ReadInputs(**model, flags);
   if (!inputs.ok()) return inputs.status();
+  if (flags.device_plan && flags.device != "cpu") {
+    if (absl::Status s = PrintDevicePlan(flags, *model, *inputs); !s.ok())
+      return s;
+  }
   std::error_code ec;
   fs::create_directories(flags.output_dir, ec);
   if (ec) {

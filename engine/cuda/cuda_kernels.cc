@@ -1,5 +1,6 @@
-// CudaKernels' construction, GEMM and convolution dispatch, and the float32
-// elementwise and normalization primitives (cuda_kernels_impl.h).
+// CudaKernels' construction, GEMM and convolution dispatch, and the
+// elementwise and normalization primitives (cuda_kernels_impl.h), whose
+// floating operands are float32 or float16 (cuda_float_args.h).
 #include "engine/cuda/cuda_kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cublaslt_library.h"
+#include "engine/cuda/cuda_float_args.h"
 #include "engine/cuda/cuda_kernels_impl.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/device/kernel_args.h"
@@ -24,11 +26,35 @@ namespace coalesce {
 
 namespace kc = kernels::cuda;
 
+namespace {
+
+// y may be an input only with that input's storage: a kernel reading one
+// type and writing the other over the same array would overwrite elements
+// before other threads read them.
+absl::Status CheckAlias(FloatIn x, FloatOut y, const char* primitive) {
+  if (x.data == nullptr || x.data != y.data || x.type == y.type)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(primitive, ": y is an input of another storage type"));
+}
+
+// NHWC planes interleave `channels` channels: a positive divisor of planes.
+absl::Status CheckPoolLayout(const Pool2DArgs& a) {
+  if (!a.channels_last || (a.channels > 0 && a.planes % a.channels == 0))
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("Pool2D: channels_last with ", a.channels,
+                   " channels, not a divisor of ", a.planes, " planes"));
+}
+
+}  // namespace
+
 CudaKernels::CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt,
                          const DeviceKernelOptions& options)
     : device_(std::move(device)),
       lt_(lt),
-      tf32_(options.precision == DevicePrecision::kTf32) {}
+      tf32_(options.precision == DevicePrecision::kTf32),
+      tuning_cache_(options.tuning_cache) {}
 
 // The members free their handles and memory with the device current.
 CudaKernels::~CudaKernels() { cudaSetDevice(device_->ordinal()); }
@@ -65,65 +91,63 @@ absl::Status CudaKernels::Gemm(DeviceStream& stream, const GemmArgs& args) {
   return Activation(stream, args.activation, args.c, args.c, count);
 }
 
+// The operand types are checked before cuDNN is loaded, so that a bad call
+// fails as InvalidArgument whether or not cuDNN is there.
 absl::Status CudaKernels::Conv2D(DeviceStream& stream, const ConvArgs& args) {
+  if (absl::Status s = CheckConvOperands(args); !s.ok()) return s;
   if (absl::Status s = Current(); !s.ok()) return s;
+  // Float16: the fused graph, unless it answers Unimplemented.
+  if (CudnnGraphConv* graph = args.x.is_half() ? GraphConv() : nullptr) {
+    absl::Status s = graph->Run(CudaStreamOf(stream), args, workspace_.get(),
+                                kWorkspaceBytes);
+    if (!absl::IsUnimplemented(s)) return s;
+  }
   if (conv_ == nullptr) {  // cuDNN is loaded by the first convolution
-    auto conv = CudaConv::Create(tf32_, kWorkspaceBytes);
+    auto conv = CudaConv::Create(device_->ordinal(),
+                                 {.tf32 = tf32_,
+                                  .workspace_bytes = kWorkspaceBytes,
+                                  .tuning_cache = tuning_cache_});
     if (!conv.ok()) return conv.status();
     conv_ = *std::move(conv);
   }
-  bool fused = false;
-  absl::Status s =
-      conv_->Run(args, workspace_.get(), CudaStreamOf(stream), &fused);
-  if (!s.ok() || fused) return s;
-  return ConvEpilogue(stream, args);
+  return conv_->Run(args, workspace_.get(), CudaStreamOf(stream));
 }
 
-absl::Status CudaKernels::ConvEpilogue(DeviceStream& stream,
-                                       const ConvArgs& args) {
-  const int64_t count = args.n * args.m * args.out_h * args.out_w;
-  if (args.y_half != nullptr) {
-    if (absl::Status s = FromHalf(stream, args.y_half, args.y, count); !s.ok())
-      return s;
+// A failure to make CudnnGraphConv (no cuDNN 9, no device properties) is
+// not a convolution's: the legacy path runs them, and reports cuDNN's
+// absence itself.
+CudnnGraphConv* CudaKernels::GraphConv() {
+  if (graph_conv_ == nullptr && !graph_conv_failed_) {
+    auto conv = CudnnGraphConv::Create(device_->ordinal(),
+                                       {.tuning_cache = tuning_cache_});
+    graph_conv_failed_ = !conv.ok();
+    if (conv.ok()) graph_conv_ = *std::move(conv);
   }
-  if (args.z != nullptr) {
-    absl::Status s = Binary(stream, {.op = DeviceBinaryOp::kAdd,
-                                     .a = args.y,
-                                     .a_shape = {count},
-                                     .b = args.z,
-                                     .b_shape = {count},
-                                     .y = args.y});
-    if (!s.ok()) return s;
-  }
-  if (args.bias == nullptr &&
-      args.activation.kind == DeviceActivation::kIdentity) {
-    return absl::OkStatus();
-  }
-  return ChannelAffine(stream, {.x = args.y,
-                                .shift = args.bias,
-                                .y = args.y,
-                                .batch = args.n,
-                                .channels = args.m,
-                                .spatial = args.out_h * args.out_w,
-                                .activation = args.activation});
+  return graph_conv_.get();
 }
 
 absl::Status CudaKernels::Activation(DeviceStream& stream, ActivationSpec f,
-                                     const float* x, float* y, int64_t count) {
-  return Enqueue(
+                                     FloatIn x, FloatOut y, int64_t count) {
+  return EnqueueChecked(
+      CheckAlias(x, y, "Activation"),
       [&] {
-        return kc::LaunchActivation(ToKernel(f.kind), f.alpha, f.beta, x, y,
-                                    count, CudaStreamOf(stream));
+        return kc::LaunchActivation({ToKernel(f.kind), f.alpha, f.beta},
+                                    ToKernel(x), ToKernel(y), count,
+                                    CudaStreamOf(stream));
       },
       "activation kernel");
 }
 
 absl::Status CudaKernels::Binary(DeviceStream& stream, const BinaryArgs& a) {
+  absl::Status alias = CheckAlias(a.a, a.y, "Binary");
+  if (alias.ok()) alias = CheckAlias(a.b, a.y, "Binary");
+  if (!alias.ok()) return alias;
   kc::BroadcastIndexer ix;
   return EnqueueChecked(
       CheckBinary(a, &ix),
       [&](int64_t n) {
-        return kc::LaunchBinary(ToKernel(a.op), ix, a.a, a.b, a.y, n,
+        return kc::LaunchBinary(ToKernel(a.op), ix, ToKernel(a.a),
+                                ToKernel(a.b), ToKernel(a.y), n,
                                 CudaStreamOf(stream));
       },
       "binary kernel");
@@ -161,11 +185,15 @@ absl::Status CudaKernels::FromHalf(DeviceStream& stream, const Half* x,
 }
 
 absl::Status CudaKernels::Pool2D(DeviceStream& stream, const Pool2DArgs& args,
-                                 const float* x, float* y) {
-  return Enqueue(
+                                 FloatIn x, FloatOut y) {
+  const kc::PoolLayout layout = {.planes = args.planes,
+                                 .channels = args.channels,
+                                 .channels_last = args.channels_last};
+  return EnqueueChecked(
+      CheckPoolLayout(args),
       [&] {
-        return kc::LaunchPool2D(ToGeometry(args), x, y, args.planes,
-                                CudaStreamOf(stream));
+        return kc::LaunchPool2D(ToGeometry(args), layout, ToKernel(x),
+                                ToKernel(y), CudaStreamOf(stream));
       },
       "pooling kernel");
 }
@@ -181,12 +209,21 @@ absl::Status CudaKernels::Lrn(DeviceStream& stream, const LrnArgs& a) {
 
 absl::Status CudaKernels::ChannelAffine(DeviceStream& stream,
                                         const ChannelAffineArgs& a) {
-  return Enqueue(
+  kc::ChannelAffineMap map;
+  map.layout = {.batch = a.batch,
+                .channels = a.channels,
+                .spatial = a.spatial,
+                .channels_last = a.channels_last};
+  map.scale = a.scale;
+  map.shift = a.shift;
+  map.act = ToKernel(a.activation.kind);
+  map.alpha = a.activation.alpha;
+  map.beta = a.activation.beta;
+  return EnqueueChecked(
+      CheckAlias(a.x, a.y, "ChannelAffine"),
       [&] {
-        return kc::LaunchChannelAffine(
-            a.x, a.scale, a.shift, a.y, a.batch, a.channels, a.spatial,
-            ToKernel(a.activation.kind), a.activation.alpha, a.activation.beta,
-            CudaStreamOf(stream));
+        return kc::LaunchChannelAffine(map, ToKernel(a.x), /*z=*/{},
+                                       ToKernel(a.y), CudaStreamOf(stream));
       },
       "per-channel kernel");
 }

@@ -1,20 +1,27 @@
 // CudaKernels: the class behind CreateCudaKernels (cuda_kernels.h), shared
 // by the files that define its primitives:
 //   cuda_kernels.cc           construction, GEMM and convolution dispatch,
-//                             the float32 elementwise and normalization
-//                             kernels;
+//                             the elementwise and normalization kernels
+//                             (float32 or float16 operands, FloatIn and
+//                             FloatOut: cuda_float_args.h);
 //   cuda_kernels_typed.cc     typed elementwise, Where, Cast, Quantize,
 //                             CumSum, ArgMax;
 //   cuda_kernels_movement.cc  Transpose, Broadcast, StridedCopy, Pad,
 //                             Resize, Copy2D and the gathers.
-// GEMMs go to CudaGemm (cuda_gemm.h), convolutions to CudaConv
-// (cuda_conv.h), everything else to kernels/cuda/ launchers.
+// GEMMs go to CudaGemm (cuda_gemm.h); float16 convolutions to
+// CudnnGraphConv (cudnn_graph_conv.h: fused, engines timed and recorded in
+// the options' TuningCache), and to CudaConv (cuda_conv.h) where it answers
+// Unimplemented or cannot be created; float32 convolutions to CudaConv
+// (legacy algorithms, timed and recorded in the same TuningCache);
+// everything else to kernels/cuda/ launchers.
 //
 // Owns a 32 MiB device workspace (shared by cuBLASLt and cuDNN), the GEMM
-// runner and, from the first convolution on, the convolution runner. Used
+// runner and, from the first convolution on, the convolution runners. Used
 // from one thread at a time. Each primitive validates its arguments first
-// (engine/device/kernel_checks.h), then makes its device current; an error
-// from either means nothing was enqueued.
+// (engine/device/kernel_checks.h; and here: a y aliasing an input of
+// another storage type, an NHWC pooling's channel count, a convolution's
+// operand types, CheckConvOperands), then makes its device current; an
+// error from either means nothing was enqueued.
 #ifndef COALESCE_ENGINE_CUDA_CUDA_KERNELS_IMPL_H_
 #define COALESCE_ENGINE_CUDA_CUDA_KERNELS_IMPL_H_
 
@@ -31,7 +38,9 @@
 #include "engine/cuda/cuda_device.h"
 #include "engine/cuda/cuda_gemm.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/cudnn_graph_conv.h"
 #include "engine/device/device_kernels.h"
+#include "engine/device/tuning_cache.h"
 
 namespace coalesce {
 
@@ -55,8 +64,8 @@ class CudaKernels : public DeviceKernels {
   std::string description() const override;
 
   absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) override;
-  absl::Status Activation(DeviceStream& stream, ActivationSpec f,
-                          const float* x, float* y, int64_t count) override;
+  absl::Status Activation(DeviceStream& stream, ActivationSpec f, FloatIn x,
+                          FloatOut y, int64_t count) override;
   absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) override;
   absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
                        int64_t rows, int64_t cols) override;
@@ -87,8 +96,8 @@ class CudaKernels : public DeviceKernels {
   absl::Status CumSum(DeviceStream& stream, const CumSumArgs& args) override;
   absl::Status ArgMax(DeviceStream& stream, const ArgMaxArgs& args) override;
   absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) override;
-  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
-                      const float* x, float* y) override;
+  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args, FloatIn x,
+                      FloatOut y) override;
   absl::Status Lrn(DeviceStream& stream, const LrnArgs& args) override;
   absl::Status ChannelAffine(DeviceStream& stream,
                              const ChannelAffineArgs& args) override;
@@ -117,16 +126,21 @@ class CudaKernels : public DeviceKernels {
     if (!check.ok()) return check;
     return Enqueue(launch, what);
   }
-  // What a convolution cuDNN did not fuse: widening y_half, adding z, the
-  // bias and the activation.
-  absl::Status ConvEpilogue(DeviceStream& stream, const ConvArgs& args);
+  // The fused-convolution runner, made at the first call (cuDNN is loaded
+  // then); null when it could not be made, then and from then on.
+  CudnnGraphConv* GraphConv();
 
   const std::shared_ptr<CudaDevice> device_;
   const CublasLt& lt_;
   const bool tf32_;
+  const std::shared_ptr<TuningCache> tuning_cache_;  // may be null
   CudaMemory workspace_;
   std::unique_ptr<CudaGemm> gemm_;
   std::unique_ptr<CudaConv> conv_;  // made by the first convolution
+  // Made by the first float16 convolution; graph_conv_failed_ when it
+  // could not be, and never tried again.
+  std::unique_ptr<CudnnGraphConv> graph_conv_;
+  bool graph_conv_failed_ = false;
 };
 
 }  // namespace coalesce

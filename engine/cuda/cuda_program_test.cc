@@ -110,6 +110,29 @@ TEST_P(GpuCaseTest, MatchesCpuWithFp16) {
   EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
 }
 
+// FP16 as the server runs it: NHWC (gpu_layout's default with FP16),
+// float16 activations between operators, fused cuDNN graphs for the
+// convolutions where cuDNN supports them.
+TEST_P(GpuCaseTest, MatchesCpuWithFp16Nhwc) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kFp16Tolerance);
+  auto model = ::coalesce::testing::LoadCase(c, /*channels_last=*/true);
+  ASSERT_TRUE(model.ok()) << model.status();
+  GpuInstanceOptions options;
+  options.program.fp16 = true;
+  for (int slots : {1, 2}) {
+    options.pipeline.num_slots = slots;
+    auto instance =
+        CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
+    ASSERT_TRUE(instance.ok()) << instance.status();
+    EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "")
+        << slots << " slot(s)";
+    EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllCases, GpuCaseTest,
     ::testing::ValuesIn(::coalesce::testing::DeviceTestCases()),

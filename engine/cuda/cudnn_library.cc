@@ -57,7 +57,17 @@ absl::StatusOr<Cudnn> Load() {
       ResolveSymbol(h, "cudnnDestroyActivationDescriptor",
                     &d.DestroyActivationDescriptor, &missing) &&
       ResolveSymbol(h, "cudnnConvolutionBiasActivationForward",
-                    &d.ConvolutionBiasActivationForward, &missing);
+                    &d.ConvolutionBiasActivationForward, &missing) &&
+      ResolveSymbol(h, "cudnnBackendCreateDescriptor",
+                    &d.BackendCreateDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnBackendDestroyDescriptor",
+                    &d.BackendDestroyDescriptor, &missing) &&
+      ResolveSymbol(h, "cudnnBackendSetAttribute", &d.BackendSetAttribute,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnBackendGetAttribute", &d.BackendGetAttribute,
+                    &missing) &&
+      ResolveSymbol(h, "cudnnBackendFinalize", &d.BackendFinalize, &missing) &&
+      ResolveSymbol(h, "cudnnBackendExecute", &d.BackendExecute, &missing);
   d.path = ok ? LibraryPathOf(reinterpret_cast<void*>(d.Create)) : "";
   if (d.path.empty()) d.path = soname;
   if (!ok) {

@@ -1,15 +1,14 @@
-// Cudnn: the cuDNN 9 functions the plugin uses (the legacy convolution API),
-// loaded at run time from libcudnn.so.<major> the first time a GPU instance
-// needs them, searched as library_search.h says. Thread-safe; loaded once
-// for the life of the process.
+// Cudnn: the cuDNN 9 functions the plugin uses, loaded at run time from
+// libcudnn.so.<major> the first time a GPU instance needs them, searched as
+// library_search.h says. Thread-safe; loaded once for the life of the
+// process.
 //
-// Why the legacy API and not the graph API: the operators here are one
-// convolution each, which the legacy API states in a few calls with an
-// explicit algorithm choice per shape. Its one fused call,
-// cudnnConvolutionBiasActivationForward, covers what the models need fused:
-// a ResNet residual, act(conv + bias + z) with Relu or no activation. Other
-// epilogues run as one per-channel kernel after the convolution. The graph
-// API would pay off for longer fused chains (docs/device-pipeline.md).
+// Two APIs: the legacy convolution calls (cuda_conv.h: one convolution, an
+// explicit algorithm per shape, and cudnnConvolutionBiasActivationForward
+// for act(conv + bias + z) with Relu or no activation), and the backend
+// (graph) API's descriptor functions (cudnn_graph_conv.h: a convolution and
+// its whole epilogue as one operation graph, docs/device-pipeline.md ("Fused
+// convolutions")).
 #ifndef COALESCE_ENGINE_CUDA_CUDNN_LIBRARY_H_
 #define COALESCE_ENGINE_CUDA_CUDNN_LIBRARY_H_
 
@@ -56,6 +55,15 @@ struct Cudnn {
       nullptr;
   decltype(&::cudnnConvolutionBiasActivationForward)
       ConvolutionBiasActivationForward = nullptr;
+
+  // The backend (graph) API. cudnnBackendInitialize, deprecated, is not
+  // needed: descriptors are made with cudnnBackendCreateDescriptor.
+  decltype(&::cudnnBackendCreateDescriptor) BackendCreateDescriptor = nullptr;
+  decltype(&::cudnnBackendDestroyDescriptor) BackendDestroyDescriptor = nullptr;
+  decltype(&::cudnnBackendSetAttribute) BackendSetAttribute = nullptr;
+  decltype(&::cudnnBackendGetAttribute) BackendGetAttribute = nullptr;
+  decltype(&::cudnnBackendFinalize) BackendFinalize = nullptr;
+  decltype(&::cudnnBackendExecute) BackendExecute = nullptr;
 };
 
 // FailedPrecondition listing where it looked, or naming a missing symbol.

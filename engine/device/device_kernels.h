@@ -13,12 +13,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "engine/data_type.h"
 #include "engine/device/device.h"
+#include "engine/device/tuning_cache.h"
 #include "engine/schema/resize_schema.h"
 #include "engine/shape.h"
 
@@ -48,6 +50,7 @@ enum class DeviceActivation {
   kCos,
   kFloor,
   kCeil,
+  kSilu,  // x sigmoid(x) (SiLU, Swish)
 };
 
 struct ActivationSpec {
@@ -99,6 +102,41 @@ inline bool IsUnary(DeviceTypedOp op) {
 // kernels/cuda/half_math.h converts on the host.
 using Half = uint16_t;
 
+// How a floating tensor is stored on the device: float32, or float16 (FP16
+// mode keeps activations in float16 between operators: device_formats.h).
+// Primitives that take FloatIn/FloatOut read and write either, computing in
+// float32 and rounding to nearest even when they store float16.
+enum class DeviceFloat : uint8_t { kFloat, kHalf };
+
+inline size_t DeviceFloatBytes(DeviceFloat type) {
+  return type == DeviceFloat::kHalf ? sizeof(Half) : sizeof(float);
+}
+
+// A floating tensor a primitive reads: its address and storage. Converts
+// from float* and Half*, so float32 callers read as before.
+struct FloatIn {
+  const void* data = nullptr;
+  DeviceFloat type = DeviceFloat::kFloat;
+  FloatIn() = default;
+  FloatIn(std::nullptr_t) {}            // NOLINT: implicit
+  FloatIn(const float* p) : data(p) {}  // NOLINT: implicit
+  FloatIn(const Half* p) : data(p), type(DeviceFloat::kHalf) {}  // NOLINT
+  FloatIn(const void* p, DeviceFloat t) : data(p), type(t) {}
+  bool is_half() const { return type == DeviceFloat::kHalf; }
+};
+
+// A floating tensor a primitive writes.
+struct FloatOut {
+  void* data = nullptr;
+  DeviceFloat type = DeviceFloat::kFloat;
+  FloatOut() = default;
+  FloatOut(std::nullptr_t) {}                               // NOLINT: implicit
+  FloatOut(float* p) : data(p) {}                           // NOLINT: implicit
+  FloatOut(Half* p) : data(p), type(DeviceFloat::kHalf) {}  // NOLINT
+  FloatOut(void* p, DeviceFloat t) : data(p), type(t) {}
+  bool is_half() const { return type == DeviceFloat::kHalf; }
+};
+
 // C[i] = act(alpha * op(A[i]) op(B[i]) + bias) for i < batch, where op
 // transposes when asked, op(A) is m x k, op(B) is k x n, C is m x n, all
 // row-major and packed (leading dimension = row length). Matrix i of X
@@ -125,36 +163,48 @@ struct GemmArgs {
   ActivationSpec activation;
 };
 
-// A 2-D convolution, NCHW: x [n, c, in_h, in_w], w [m, c / groups,
-// kernel_h, kernel_w], y [n, m, out_h, out_w]; symmetric padding (pad_top
-// rows above and below, pad_left columns left and right). Then, per output
-// channel, y = act(y + bias[m] + z) (bias and z, a residual of y's shape,
-// may be null). float32 throughout, except in FP16 mode: with x_half, w_half
-// and y_half set, the convolution reads x_half and w_half (float16, laid out
-// as x and w), accumulates in float32 and writes its result to y_half
-// (float16, y's layout); then y = act(float(y_half) + bias + z).
+// A 2-D convolution: x [n, c, in_h, in_w], w [m, c / groups, kernel_h,
+// kernel_w], y [n, m, out_h, out_w]; channels_last: x [n, in_h, in_w, c],
+// w [m, kernel_h, kernel_w, c / groups] (cuDNN's KRSC), y [n, out_h, out_w,
+// m]. Symmetric padding (pad_top rows above and below, pad_left columns
+// left and right). Then, per output channel,
+//   y = act(conv(x, w) + bias[m] + z)
+// where bias (float32, m elements) and z (a residual of y's shape and
+// layout, never y) may be null.
+// Precision: x and w are both float32, or both float16 (FP16 mode). In
+// float32 everything is float32 (TF32 when the kernels' precision allows).
+// In float16 the convolution accumulates in float32 and its result is
+// rounded to float16 (as cuDNN stores it); bias, z and act are applied in
+// float32 and y is rounded to its own type (a fused implementation may skip
+// the first rounding: within float16 tolerance). A float16 convolution with
+// a float32 y needs `y_scratch`: float16, y's element count.
 struct ConvArgs {
-  const float* x = nullptr;
-  const float* w = nullptr;
+  FloatIn x;
+  FloatIn w;
   const float* bias = nullptr;
-  const float* z = nullptr;  // never y
-  float* y = nullptr;
+  FloatIn z;
+  FloatOut y;
+  Half* y_scratch = nullptr;
   int64_t n = 0, c = 0, in_h = 0, in_w = 0;
   int64_t m = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
   int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
   int64_t dilation_h = 1, dilation_w = 1, groups = 1;
+  bool channels_last = false;
   ActivationSpec activation;
-  const Half* x_half = nullptr;
-  const Half* w_half = nullptr;
-  Half* y_half = nullptr;
 };
 
 // 2-D max or average pooling of `planes` planes [in_h, in_w] into
 // [out_h, out_w]; pads may differ at each end (the output size already
 // accounts for ceil_mode). Average divides by the positions inside the
 // input, or inside the padded input with count_include_pad.
+// channels_last: x is [planes / channels, in_h, in_w, channels] and y
+// [planes / channels, out_h, out_w, channels] (NHWC); else planes follow
+// each other (NCHW). x and y are float32 or float16 (FloatIn/FloatOut),
+// computed in float32.
 struct Pool2DArgs {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t channels = 1;  // divides planes; only read with channels_last
+  bool channels_last = false;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
@@ -237,14 +287,15 @@ struct ResizeArgs {
 };
 
 // Binary: y = a op b with NumPy broadcasting of the two shapes (rank <= 8)
-// to y's. y may equal a or b when that input is not broadcast.
+// to y's, computed in float32; each of a, b and y float32 or float16. y may
+// equal a or b when that input is not broadcast and has y's type.
 struct BinaryArgs {
   DeviceBinaryOp op = DeviceBinaryOp::kAdd;
-  const float* a = nullptr;
+  FloatIn a;
   Shape a_shape;
-  const float* b = nullptr;
+  FloatIn b;
   Shape b_shape;
-  float* y = nullptr;
+  FloatOut y;
 };
 
 // Transpose: y = x with its axes permuted (y's axis i is x's axis
@@ -383,13 +434,15 @@ struct LrnArgs {
 };
 
 // ChannelAffine: y = act(x * scale[c] + shift[c]) over [batch, channels,
-// spatial]; y may equal x.
+// spatial], or [batch, spatial, channels] with channels_last; computed in
+// float32, x and y each float32 or float16; y may equal x (same type).
 struct ChannelAffineArgs {
-  const float* x = nullptr;
+  FloatIn x;
   const float* scale = nullptr;  // channels elements, or null (1)
   const float* shift = nullptr;  // channels elements, or null (0)
-  float* y = nullptr;
+  FloatOut y;
   int64_t batch = 0, channels = 0, spatial = 0;
+  bool channels_last = false;
   ActivationSpec activation;
 };
 
@@ -412,6 +465,10 @@ enum class DevicePrecision { kFp32, kTf32 };
 
 struct DeviceKernelOptions {
   DevicePrecision precision = DevicePrecision::kFp32;
+  // Where measured algorithm choices are looked up and recorded
+  // (tuning_cache.h); null: measure each shape once per instance and keep
+  // nothing. Shared by the instances on one device.
+  std::shared_ptr<TuningCache> tuning_cache;
 };
 
 class DeviceKernels {
@@ -424,9 +481,10 @@ class DeviceKernels {
   // Each primitive enqueues the work its Args describe on `stream`.
   virtual absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) = 0;
 
-  // y = f(x) for `count` elements; y may equal x.
+  // y = f(x) for `count` elements, computed in float32; x and y each
+  // float32 or float16; y may equal x (same type).
   virtual absl::Status Activation(DeviceStream& stream, ActivationSpec f,
-                                  const float* x, float* y, int64_t count) = 0;
+                                  FloatIn x, FloatOut y, int64_t count) = 0;
 
   virtual absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) = 0;
 
@@ -483,7 +541,7 @@ class DeviceKernels {
   virtual absl::Status Conv2D(DeviceStream& stream, const ConvArgs& args) = 0;
 
   virtual absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
-                              const float* x, float* y) = 0;
+                              FloatIn x, FloatOut y) = 0;
 
   virtual absl::Status Lrn(DeviceStream& stream, const LrnArgs& args) = 0;
 

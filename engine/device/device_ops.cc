@@ -1,5 +1,6 @@
 #include "engine/device/device_ops.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,7 +26,9 @@ using device_ops::Count;
 using device_ops::DeviceFusedActivation;
 using device_ops::F;
 using device_ops::HalfOperand;
+using device_ops::In;
 using device_ops::NodeView;
+using device_ops::Out;
 using device_ops::Product;
 
 // -- activations --------------------------------------------------------
@@ -114,11 +117,13 @@ absl::StatusOr<LoweredNode> LowerActivation(const NodeView& v) {
     spec->beta = *hi;
   }
   const int x = v.in_id(0), y = v.out_id(0);
+  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
   const int64_t n = Count(v.out_shape(0));
   LoweredNode lowered;
   lowered.reads = {x};
   lowered.steps.push_back([=, f = *spec](const StepContext& c) {
-    return c.kernels.Activation(c.stream, f, F(c, x), F(c, y), n);
+    return c.kernels.Activation(c.stream, f, In(c, x, x_type),
+                                Out(c, y, y_type), n);
   });
   return lowered;
 }
@@ -132,13 +137,15 @@ DeviceBinaryOp BinaryOf(const std::string& op) {
   return DeviceBinaryOp::kAdd;
 }
 
-// A step running Binary(`args`) over the float values a and b into y.
-DeviceStep BinaryStep(BinaryArgs args, int a, int b, int y) {
+// A step running Binary(`args`) over the float values a and b into y,
+// stored as `types` (a, b, y) say.
+DeviceStep BinaryStep(BinaryArgs args, int a, int b, int y,
+                      std::array<DeviceFloat, 3> types = {}) {
   return [=](const StepContext& c) {
     BinaryArgs run = args;
-    run.a = F(c, a);
-    run.b = F(c, b);
-    run.y = F(c, y);
+    run.a = In(c, a, types[0]);
+    run.b = In(c, b, types[1]);
+    run.y = Out(c, y, types[2]);
     return c.kernels.Binary(c.stream, run);
   };
 }
@@ -155,7 +162,8 @@ absl::StatusOr<LoweredNode> LowerBinary(const NodeView& v) {
   LoweredNode lowered;
   lowered.reads = {a, b};
   lowered.steps.push_back(
-      BinaryStep({.op = op, .a_shape = a_shape, .b_shape = b_shape}, a, b, y));
+      BinaryStep({.op = op, .a_shape = a_shape, .b_shape = b_shape}, a, b, y,
+                 {v.in_type(0), v.in_type(1), v.out_type(0)}));
   return lowered;
 }
 
@@ -498,7 +506,10 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
   auto normalized = NormalizeAxis((*attrs)->axis, rank);
   if (!normalized.ok()) return normalized.status();
   const int64_t axis = *normalized;
-  const size_t elem = ElementByteSize(v.out(0).info.dtype);
+  // Every input is stored as the output is (DeviceHalfUse::kMove).
+  const size_t elem = v.out_type(0) == DeviceFloat::kHalf
+                          ? sizeof(Half)
+                          : ElementByteSize(v.out(0).info.dtype);
   if (elem == 0) return absl::UnimplementedError("variable-size elements");
   const size_t rows = Product(out, 0, axis);
   const size_t dst_pitch = Product(out, axis, out.size()) * elem;
@@ -530,7 +541,7 @@ absl::StatusOr<LoweredNode> LowerTranspose(const NodeView& v) {
   auto attrs = v.resolved<TransposeAttrs>();
   if (!attrs.ok()) return attrs.status();
   const std::vector<int64_t> perm = TransposePerm(**attrs, shape.size());
-  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  const size_t elem = v.in_element_bytes(0);
   if (absl::Status s = device_ops::CheckElementCopy(elem, shape.size());
       !s.ok())
     return s;
@@ -692,8 +703,39 @@ ActivationSpec device_ops::DeviceFusedActivation(
       return ActivationSpec{DeviceActivation::kSigmoid};
     case Kind::kTanh:
       return ActivationSpec{DeviceActivation::kTanh};
+    case Kind::kSilu:
+      return ActivationSpec{DeviceActivation::kSilu};
+    case Kind::kHardSwish:
+      return ActivationSpec{DeviceActivation::kHardSwish};
+    case Kind::kHardSigmoid:
+      return ActivationSpec{DeviceActivation::kHardSigmoid, attr.alpha,
+                            attr.beta};
   }
   return ActivationSpec{};
+}
+
+DeviceHalfUse HalfUseOf(const PlanNode& node) {
+  auto family = FamilyOf(node);
+  if (!family.ok()) return DeviceHalfUse::kNone;
+  switch (*family) {
+    case Family::kActivation:
+    case Family::kBinary:
+    case Family::kConv:
+    case Family::kPool:
+    case Family::kBatchNorm:
+      return DeviceHalfUse::kCompute;
+    case Family::kView:
+      // Dropout's mask output is written from a float32 constant's bytes;
+      // it is bool, so the storage pass never ties it.
+    case Family::kConcat:
+    case Family::kTranspose:
+      return DeviceHalfUse::kMove;
+    case Family::kGemm:
+    case Family::kMatMul:
+      return DeviceHalfUse::kReadProducts;
+    default:
+      return DeviceHalfUse::kNone;
+  }
 }
 
 std::vector<std::string> DeviceOnnxOperators() {
@@ -709,10 +751,10 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   if (!family.ok()) return family.status();
   auto channels_last = node.attributes->GetInt("channels_last", 0);
   if (!channels_last.ok()) return channels_last.status();
-  if (*channels_last != 0) {
+  if (*channels_last != 0 && *family != Family::kConv &&
+      *family != Family::kPool && *family != Family::kBatchNorm) {
     return absl::UnimplementedError(
-        "a channels-last node (the CPU engine's layout; load the model with "
-        "ModelOptions::ForDevice)");
+        "a channels-last node of an operator the GPU runs NCHW only");
   }
   // Every fused activation the schemas resolve has a device form.
   if (*family == Family::kActivation) return CheckActivation(node, opset);
@@ -731,6 +773,15 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
       if (id >= 0 && plan.values[id].info.dtype == DataType::kBytes)
         return absl::UnimplementedError(
             "STRING tensors run on the CPU executor only");
+    }
+  }
+  if (options.storage != nullptr && HalfUseOf(node) == DeviceHalfUse::kNone) {
+    for (const std::vector<int>* ids : {&node.inputs, &node.outputs}) {
+      for (int id : *ids) {
+        if (id >= 0 && (*options.storage)[id] == DeviceFloat::kHalf)
+          return absl::InternalError(
+              "a float16 value reaches an operator that reads float32 only");
+      }
     }
   }
   const NodeView v(plan, node, options);

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,9 +34,9 @@ struct StepContext {
   DeviceStream& stream;
   void* const* addresses;  // by value id: where each value lives this batch
   // The node's derived constants on the device (LoweredNode::derived and
-  // derived_half).
+  // converted).
   const float* const* derived;
-  const Half* const* derived_half;
+  const void* const* converted;
   // The node's scratch buffers (LoweredNode::scratch_bytes) in the arena.
   void* const* scratch;
 };
@@ -52,14 +53,23 @@ struct LoweredNode {
   // (BatchNormalization's per-channel scale and shift), uploaded with the
   // plan; steps read them as StepContext::derived[i].
   std::vector<std::vector<float>> derived;
-  // Float32 constants the device reads as float16 (FP16 mode: weights),
-  // StepContext::derived_half[i]. The program converts and uploads each
-  // source once and shares it between the plans of every batch size.
-  struct HalfConstant {
+  // Float32 constants the device reads in another form (FP16 mode's
+  // float16 weights; channels-last convolution weights as KRSC),
+  // StepContext::converted[i]. The program converts and uploads each form
+  // of a source once and shares it between the plans of every batch size.
+  struct ConvertedConstant {
     const float* source = nullptr;  // the constant's host data
     int64_t count = 0;
+    DeviceFloat type = DeviceFloat::kFloat;
+    // Non-zero: the source is convolution weights [O, I, H, W] with these
+    // dims, stored as [O, H, W, I] (cuDNN's KRSC, for NHWC convolutions).
+    int64_t oihw[4] = {0, 0, 0, 0};
+    auto Key() const {
+      return std::make_tuple(source, count, type, oihw[0], oihw[1], oihw[2],
+                             oihw[3]);
+    }
   };
-  std::vector<HalfConstant> derived_half;
+  std::vector<ConvertedConstant> converted;
   // Device memory the steps use while the node runs (FP16 mode: operands
   // converted to float16), StepContext::scratch[i]; garbage on entry.
   std::vector<size_t> scratch_bytes;
@@ -67,12 +77,27 @@ struct LoweredNode {
 
 // How nodes are lowered. fp16: GEMMs and convolutions take float16
 // operands and accumulate in float32 (DeviceKernels' FP16 mode). Constant
-// operands (weights) are converted once per program (derived_half);
-// computed ones by a ToHalf step into scratch before each product.
-// Everything else, model inputs and outputs included, stays float32.
+// operands (weights) are converted once per program (converted); computed
+// ones are read as stored when `storage` keeps them float16, else
+// converted by a ToHalf step into scratch before each product.
+// `storage` (by value id; null: all float32) says how each value is stored
+// (device_storage.h); nodes read and write values as stored there.
 struct LoweringOptions {
   bool fp16 = false;
+  const std::vector<DeviceFloat>* storage = nullptr;
 };
+
+// What a node's lowering does with float16 storage (device_storage.h):
+//   kNone: reads and writes float32 only;
+//   kCompute: reads every float input as stored and writes its float
+//     outputs as stored, computing in float32 (activations, arithmetic,
+//     convolutions, pooling, BatchNormalization);
+//   kMove: moves elements without converting; its float inputs and
+//     outputs are stored alike (views, Concat, Transpose);
+//   kReadProducts: reads float16 operands 0 and 1 of a product and writes
+//     float32 (Gemm, MatMul).
+enum class DeviceHalfUse { kNone, kCompute, kMove, kReadProducts };
+DeviceHalfUse HalfUseOf(const PlanNode& node);
 
 // The ONNX default-domain operators the device registry lowers, sorted
 // (some only for some attributes, dtypes or shapes: CheckDeviceNode and

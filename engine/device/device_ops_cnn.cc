@@ -40,23 +40,27 @@ SpatialGeometry AsTwoDimensional(SpatialGeometry g) {
   return g;
 }
 
-absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
-  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+// ConvArgs' geometry for a 1-D or 2-D convolution node, NCHW or (the
+// layout pass's channels_last) NHWC.
+absl::StatusOr<ConvArgs> ConvGeometry(const NodeView& v, const ConvAttrs& a) {
   const Shape& x = v.in_shape(0);
+  const bool nhwc = a.channels_last;
   if (x.size() != 3 && x.size() != 4) {
     return absl::UnimplementedError(absl::StrCat(
         "input of rank ", x.size(),
-        "; the GPU runs 1-D and 2-D (NCW, NCHW) convolutions only"));
+        "; the GPU runs 1-D and 2-D (NCW, NCHW, NHWC) convolutions only"));
   }
-  absl::StatusOr<const ConvAttrs*> attrs = v.resolved<ConvAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  if (nhwc && x.size() != 4) {
+    return absl::UnimplementedError("a channels-last convolution not 2-D");
+  }
   const Shape& w = v.in_shape(1);
-  const Shape& y = v.out_shape(0);
+  const std::vector<int64_t> spatial =
+      nhwc ? std::vector<int64_t>(x.begin() + 1, x.end() - 1)
+           : std::vector<int64_t>(x.begin() + 2, x.end());
   // The same geometry the CPU's Conv infers with (engine/schema/); a 1-D
   // convolution (Whisper's, wav2vec's) runs as a 2-D one of height 1.
   absl::StatusOr<SpatialGeometry> resolved = ResolveConvGeometry(
-      (*attrs)->window, std::vector<int64_t>(x.begin() + 2, x.end()),
-      std::vector<int64_t>(w.begin() + 2, w.end()));
+      a.window, spatial, std::vector<int64_t>(w.begin() + 2, w.end()));
   if (!resolved.ok()) return resolved.status();
   const SpatialGeometry g = AsTwoDimensional(*std::move(resolved));
   for (size_t i = 0; i < 2; ++i) {
@@ -68,9 +72,9 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   const bool one_d = x.size() == 3;
   ConvArgs args;
   args.n = x[0];
-  args.c = x[1];
-  args.in_h = one_d ? 1 : x[2];
-  args.in_w = x.back();
+  args.c = nhwc ? x[3] : x[1];
+  args.in_h = one_d ? 1 : spatial[0];
+  args.in_w = spatial.back();
   args.m = w[0];
   args.kernel_h = g.kernel[0];
   args.kernel_w = g.kernel[1];
@@ -82,14 +86,59 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   args.pad_left = g.pads_begin[1];
   args.dilation_h = g.dilations[0];
   args.dilation_w = g.dilations[1];
-  args.groups = (*attrs)->window.group;
-  args.activation = DeviceFusedActivation((*attrs)->activation);
-  const int ix = v.in_id(0), iw = v.in_id(1), iy = v.out_id(0);
+  args.groups = a.window.group;
+  args.channels_last = nhwc;
+  args.activation = DeviceFusedActivation(a.activation);
+  return args;
+}
+
+// The weights as the convolution reads them: float16 in FP16 mode, KRSC
+// when channels-last (both converted once per program), else as they are.
+struct ConvWeights {
+  HalfOperand half;
+  int converted = -1;  // float32 KRSC
+  int value = -1;      // float32 as it is
+};
+
+absl::StatusOr<ConvWeights> AddConvWeights(const NodeView& v,
+                                           const ConvArgs& args,
+                                           LoweredNode& lowered) {
+  const Shape& w = v.in_shape(1);
+  const int64_t oihw[4] = {w[0], w[1], w.size() == 4 ? w[2] : 1, w.back()};
+  ConvWeights weights;
+  const bool constant = v.in(1).storage == ValueStorage::kConstant &&
+                        v.in(1).info.constant_data != nullptr;
+  if (args.channels_last && !constant) {
+    return absl::UnimplementedError(
+        "channels-last convolution weights computed at run time");
+  }
+  const int64_t* krsc = args.channels_last ? oihw : nullptr;
+  if (v.options().fp16) {
+    weights.half = AddHalfOperand(v, 1, lowered, krsc);
+  } else if (krsc != nullptr) {
+    weights.converted =
+        AddConvertedConstant(v, 1, DeviceFloat::kFloat, krsc, lowered);
+  } else {
+    weights.value = v.in_id(1);
+    lowered.reads.push_back(weights.value);
+  }
+  return weights;
+}
+
+absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
+  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  absl::StatusOr<const ConvAttrs*> attrs = v.resolved<ConvAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  absl::StatusOr<ConvArgs> geometry = ConvGeometry(v, **attrs);
+  if (!geometry.ok()) return geometry.status();
+  const ConvArgs args = *geometry;
+  const Shape& y = v.out_shape(0);
+  const int ix = v.in_id(0), iy = v.out_id(0);
   const int ib = v.has_input(2) ? v.in_id(2) : -1;
   const int iz = v.has_input(3) ? v.in_id(3) : -1;
   if (iz >= 0) {
     if (absl::Status s = v.RequireFloat({3}); !s.ok()) return s;
-    if (v.in_shape(3) != y || y[0] != x[0] || y[1] != w[0]) {
+    if (v.in_shape(3) != y) {
       return absl::UnimplementedError(
           "a residual Z that broadcasts; the GPU adds a Z of the "
           "convolution's output shape");
@@ -99,31 +148,38 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   LoweredNode lowered;
   if (ib >= 0) lowered.reads.push_back(ib);
   if (iz >= 0) lowered.reads.push_back(iz);
-  if (!fp16 || Count(y) == 0) {
+  if (Count(y) == 0) {
     lowered.reads.push_back(ix);
-    lowered.reads.push_back(iw);
-    if (Count(y) == 0) return lowered;
+    return lowered;
   }
-  HalfOperand half_x, half_w;
-  int half_y = -1;
+  HalfOperand half_x;
   if (fp16) {
     half_x = AddHalfOperand(v, 0, lowered);
-    half_w = AddHalfOperand(v, 1, lowered);
-    half_y = AddHalfScratch(Count(y), lowered);
+  } else {
+    lowered.reads.push_back(ix);
   }
-  lowered.steps.push_back([=](const StepContext& c) {
+  auto weights = AddConvWeights(v, args, lowered);
+  if (!weights.ok()) return weights.status();
+  const DeviceFloat y_type = v.out_type(0);
+  const DeviceFloat z_type = iz >= 0 ? v.in_type(3) : DeviceFloat::kFloat;
+  const int y_scratch = fp16 && y_type == DeviceFloat::kFloat
+                            ? AddHalfScratch(Count(y), lowered)
+                            : -1;
+  lowered.steps.push_back([=, w = *weights](const StepContext& c) {
     ConvArgs a = args;
     if (fp16) {
-      a.x_half = half_x.Address(c);
-      a.w_half = half_w.Address(c);
-      a.y_half = static_cast<Half*>(c.scratch[half_y]);
+      a.x = half_x.Address(c);
+      a.w = w.half.Address(c);
     } else {
       a.x = F(c, ix);
-      a.w = F(c, iw);
+      a.w = w.converted >= 0
+                ? static_cast<const float*>(c.converted[w.converted])
+                : F(c, w.value);
     }
     a.bias = ib >= 0 ? F(c, ib) : nullptr;
-    a.z = iz >= 0 ? F(c, iz) : nullptr;
-    a.y = F(c, iy);
+    if (iz >= 0) a.z = In(c, iz, z_type);
+    a.y = Out(c, iy, y_type);
+    if (y_scratch >= 0) a.y_scratch = static_cast<Half*>(c.scratch[y_scratch]);
     return c.kernels.Conv2D(c.stream, a);
   });
   return lowered;
@@ -139,22 +195,29 @@ absl::StatusOr<LoweredNode> LowerPool(const NodeView& v) {
   const Shape& x = v.in_shape(0);
   const Shape& y = v.out_shape(0);
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  auto channels_last = v.attrs().GetInt("channels_last", 0);
+  if (!channels_last.ok()) return channels_last.status();
+  const bool nhwc = *channels_last != 0;
+  // Spatial axes 1 and 2 of NHWC, 2 and 3 of NCHW.
+  const size_t h = nhwc ? 1 : 2;
   Pool2DArgs args;
-  args.planes = x[0] * x[1];
-  args.in_h = x[2];
-  args.in_w = x[3];
-  args.out_h = y[2];
-  args.out_w = y[3];
+  args.channels = nhwc ? x[3] : x[1];
+  args.channels_last = nhwc;
+  args.planes = x[0] * args.channels;
+  args.in_h = x[h];
+  args.in_w = x[h + 1];
+  args.out_h = y[h];
+  args.out_w = y[h + 1];
   args.max = op == "MaxPool" || op == "GlobalMaxPool";
   if (global) {
-    args.kernel_h = x[2];
-    args.kernel_w = x[3];
+    args.kernel_h = x[h];
+    args.kernel_w = x[h + 1];
   } else {
     // The same windows the CPU's pools use (engine/schema/pool_schema.h).
     absl::StatusOr<const PoolAttrs*> attrs = v.resolved<PoolAttrs>();
     if (!attrs.ok()) return attrs.status();
     const PoolAttrs& a = **attrs;
-    absl::StatusOr<PoolWindows> w = ResolvePoolWindows(a, {x[2], x[3]});
+    absl::StatusOr<PoolWindows> w = ResolvePoolWindows(a, {x[h], x[h + 1]});
     if (!w.ok()) return w.status();
     args.kernel_h = a.kernel[0];
     args.kernel_w = a.kernel[1];
@@ -169,11 +232,13 @@ absl::StatusOr<LoweredNode> LowerPool(const NodeView& v) {
     args.count_include_pad = a.count_include_pad;
   }
   const int ix = v.in_id(0), iy = v.out_id(0);
+  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
   LoweredNode lowered;
   lowered.reads = {ix};
   if (Count(y) == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Pool2D(c.stream, args, F(c, ix), F(c, iy));
+    return c.kernels.Pool2D(c.stream, args, In(c, ix, x_type),
+                            Out(c, iy, y_type));
   });
   return lowered;
 }
@@ -212,8 +277,10 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
   auto attrs = v.resolved<BatchNormAttrs>();
   if (!attrs.ok()) return attrs.status();
   const double epsilon = (*attrs)->epsilon;
+  const bool nhwc = (*attrs)->channels_last;
+  const ActivationSpec act = DeviceFusedActivation((*attrs)->activation);
   const Shape& x = v.in_shape(0);
-  const int64_t channels = x.size() > 1 ? x[1] : 1;
+  const int64_t channels = x.size() > 1 ? (nhwc ? x.back() : x[1]) : 1;
   const float* params[4];
   for (int i = 1; i <= 4; ++i) {
     const TensorInfo& info = v.in(i).info;
@@ -231,21 +298,23 @@ absl::StatusOr<LoweredNode> LowerBatchNorm(const NodeView& v) {
         static_cast<float>(params[1][c] - params[2][c] * params[0][c] * inv);
   }
   const int64_t n = x.empty() ? 1 : x[0];
-  const int64_t spatial = x.size() > 2 ? Product(x, 2, x.size()) : 1;
+  const int64_t spatial = x.size() > 2 ? Count(x) / (n * channels) : 1;
   const int ix = v.in_id(0), iy = v.out_id(0);
+  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
   LoweredNode lowered;
   lowered.reads = {ix};
   lowered.derived = {std::move(a), std::move(shift)};
   if (n * channels * spatial == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.ChannelAffine(c.stream, {.x = F(c, ix),
+    return c.kernels.ChannelAffine(c.stream, {.x = In(c, ix, x_type),
                                               .scale = c.derived[0],
                                               .shift = c.derived[1],
-                                              .y = F(c, iy),
+                                              .y = Out(c, iy, y_type),
                                               .batch = n,
                                               .channels = channels,
                                               .spatial = spatial,
-                                              .activation = ActivationSpec{}});
+                                              .channels_last = nhwc,
+                                              .activation = act});
   });
   return lowered;
 }

@@ -7,26 +7,44 @@
 
 namespace coalesce::device_ops {
 
-HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered) {
+HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
+                           const int64_t* oihw) {
   const PlannedValue& value = v.in(input);
   const int64_t count = Count(value.info.shape);
   HalfOperand operand;
   if (value.storage == ValueStorage::kConstant &&
       value.info.constant_data != nullptr) {
-    operand.derived = static_cast<int>(lowered.derived_half.size());
-    lowered.derived_half.push_back(
-        {reinterpret_cast<const float*>(value.info.constant_data), count});
+    operand.converted =
+        AddConvertedConstant(v, input, DeviceFloat::kHalf, oihw, lowered);
+    return operand;
+  }
+  const int id = v.in_id(input);
+  lowered.reads.push_back(id);
+  if (v.in_type(input) == DeviceFloat::kHalf) {
+    operand.value = id;
     return operand;
   }
   operand.scratch = AddHalfScratch(count, lowered);
-  const int id = v.in_id(input);
   const int scratch = operand.scratch;
-  lowered.reads.push_back(id);
   lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.ToHalf(c.stream, F(c, id),
                             static_cast<Half*>(c.scratch[scratch]), count);
   });
   return operand;
+}
+
+int AddConvertedConstant(const NodeView& v, int input, DeviceFloat type,
+                         const int64_t* oihw, LoweredNode& lowered) {
+  const PlannedValue& value = v.in(input);
+  LoweredNode::ConvertedConstant constant;
+  constant.source = reinterpret_cast<const float*>(value.info.constant_data);
+  constant.count = Count(value.info.shape);
+  constant.type = type;
+  if (oihw != nullptr) {
+    for (int d = 0; d < 4; ++d) constant.oihw[d] = oihw[d];
+  }
+  lowered.converted.push_back(constant);
+  return static_cast<int>(lowered.converted.size()) - 1;
 }
 
 int AddHalfScratch(int64_t count, LoweredNode& lowered) {

@@ -52,6 +52,19 @@ class NodeView {
   const PlannedValue& out(int i) const { return plan_.values[out_id(i)]; }
   const Shape& in_shape(int i) const { return in(i).info.shape; }
   const Shape& out_shape(int i) const { return out(i).info.shape; }
+  // How a value is stored on the device (LoweringOptions::storage).
+  DeviceFloat stored(int id) const {
+    return options_.storage != nullptr ? (*options_.storage)[id]
+                                       : DeviceFloat::kFloat;
+  }
+  DeviceFloat in_type(int i) const { return stored(in_id(i)); }
+  DeviceFloat out_type(int i) const { return stored(out_id(i)); }
+  // Bytes of one element of input i as stored (its dtype's, or 2 for
+  // float16 storage).
+  size_t in_element_bytes(int i) const {
+    return in_type(i) == DeviceFloat::kHalf ? sizeof(Half)
+                                            : ElementByteSize(in(i).info.dtype);
+  }
 
   // Unimplemented unless the listed inputs and output 0 are float32.
   absl::Status RequireFloat(std::initializer_list<int> inputs) const {
@@ -92,6 +105,14 @@ inline float* F(const StepContext& c, int id) {
   return static_cast<float*>(c.addresses[id]);
 }
 
+// Value `id` as a float tensor stored as `type`, read or written.
+inline FloatIn In(const StepContext& c, int id, DeviceFloat type) {
+  return FloatIn(c.addresses[id], type);
+}
+inline FloatOut Out(const StepContext& c, int id, DeviceFloat type) {
+  return FloatOut(c.addresses[id], type);
+}
+
 inline int64_t Product(const Shape& shape, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end; ++i) p *= shape[i];
@@ -114,23 +135,33 @@ inline absl::Status CheckElementCopy(size_t element_bytes, size_t rank) {
 }
 
 // A float16 operand of a product in FP16 mode (LoweringOptions::fp16): a
-// constant converted at lowering (derived_half) or a computed value that a
-// ToHalf step converts into scratch before each product.
+// constant converted once per program (LoweredNode::converted), a value
+// stored as float16 read in place, or a float32 value that a ToHalf step
+// converts into scratch before each product.
 struct HalfOperand {
-  int derived = -1;  // index in LoweredNode::derived_half
-  int scratch = -1;  // index in LoweredNode::scratch_bytes
+  int converted = -1;  // index in LoweredNode::converted
+  int scratch = -1;    // index in LoweredNode::scratch_bytes
+  int value = -1;      // value id stored as float16
   const Half* Address(const StepContext& c) const {
-    return derived >= 0 ? c.derived_half[derived]
-                        : static_cast<const Half*>(c.scratch[scratch]);
+    if (converted >= 0) return static_cast<const Half*>(c.converted[converted]);
+    if (value >= 0) return static_cast<const Half*>(c.addresses[value]);
+    return static_cast<const Half*>(c.scratch[scratch]);
   }
 };
 
 // Makes input `input` of the node (float32) a float16 operand of the next
-// step appended to `lowered`: a constant is converted now; anything else
-// gets a scratch buffer, a ToHalf step appended now, and a place in
-// `lowered.reads`. Constants converted this way are not added to reads, so
-// their float32 form is never uploaded.
-HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered);
+// step appended to `lowered`: a constant is converted once (its float32
+// form is never uploaded; `oihw` as in ConvertedConstant); a value stored
+// float16 is read as it is; anything else gets a scratch buffer, a ToHalf
+// step appended now, and a place in `lowered.reads`.
+HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
+                           const int64_t* oihw = nullptr);
+
+// Input `input` (a float32 constant) converted to `type`, and to KRSC when
+// `oihw` (its dims) is given, once per program: its index in
+// lowered.converted.
+int AddConvertedConstant(const NodeView& v, int input, DeviceFloat type,
+                         const int64_t* oihw, LoweredNode& lowered);
 
 // Scratch for a float16 result of `count` elements (a convolution's output
 // before it returns to float32).

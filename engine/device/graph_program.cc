@@ -16,6 +16,7 @@
 #include "engine/arena_planner.h"
 #include "engine/device/batch_rows.h"
 #include "engine/device/device_ops.h"
+#include "engine/device/device_storage.h"
 #include "engine/device/status_context.h"
 #include "kernels/cuda/half_math.h"
 
@@ -39,7 +40,7 @@ struct BoundPlan {
   // plan, addresses filled per batch).
   struct NodeMemory {
     std::vector<const float*> derived;
-    std::vector<const Half*> derived_half;
+    std::vector<const void*> converted;
     std::vector<size_t> scratch_bytes;
     std::vector<size_t> scratch_offsets;
     std::vector<void*> scratch;
@@ -61,7 +62,9 @@ struct BoundPlan {
   std::vector<size_t> io_offsets;
   size_t arena_bytes_with_io = 0;
   std::vector<void*> constants;  // by value id: device address
-  // LoweredNode::derived and derived_half on the device.
+  // How each value is stored (device_storage.h), by value id.
+  std::vector<DeviceFloat> storage;
+  // LoweredNode::derived on the device.
   std::vector<std::unique_ptr<DeviceBuffer>> derived;
   std::vector<Shape> output_shapes;
   // Model outputs not written in place: (output index, value id).
@@ -76,6 +79,33 @@ struct BoundPlan {
   };
   std::map<std::vector<const void*>, Captured> graphs;
 };
+
+// The bytes of `constant` in its converted form: reordered to KRSC when it
+// has OIHW dims, then float32 or float16 (rounded as the device rounds).
+std::vector<char> ConvertConstant(
+    const LoweredNode::ConvertedConstant& constant) {
+  const int64_t count = constant.count;
+  std::vector<float> ordered(constant.source, constant.source + count);
+  const int64_t* d = constant.oihw;
+  if (d[0] > 0 && d[0] * d[1] * d[2] * d[3] == count) {
+    for (int64_t o = 0; o < d[0]; ++o)
+      for (int64_t i = 0; i < d[1]; ++i)
+        for (int64_t h = 0; h < d[2]; ++h)
+          for (int64_t w = 0; w < d[3]; ++w)
+            ordered[((o * d[2] + h) * d[3] + w) * d[1] + i] =
+                constant.source[((o * d[1] + i) * d[2] + h) * d[3] + w];
+  }
+  std::vector<char> bytes(static_cast<size_t>(count) *
+                          DeviceFloatBytes(constant.type));
+  if (constant.type == DeviceFloat::kFloat) {
+    std::memcpy(bytes.data(), ordered.data(), bytes.size());
+    return bytes;
+  }
+  Half* half = reinterpret_cast<Half*>(bytes.data());
+  for (int64_t i = 0; i < count; ++i)
+    half[i] = kernels::cuda::FloatToHalfBits(ordered[i]);
+  return bytes;
+}
 
 class GraphProgram : public DeviceProgram {
  public:
@@ -122,10 +152,10 @@ class GraphProgram : public DeviceProgram {
   absl::Status UploadDerived(const LoweredNode& lowered, BoundPlan& bound,
                              BoundPlan::NodeMemory& memory) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `constant` as float16 on the device: converted and uploaded on first
-  // use, then shared by every plan. `owner` holds its host data.
-  absl::StatusOr<const Half*> HalfConstantOnDevice(
-      const LoweredNode::HalfConstant& constant,
+  // `constant` in its converted form on the device: converted and uploaded
+  // on first use, then shared by every plan. `owner` holds its host data.
+  absl::StatusOr<const void*> ConvertedOnDevice(
+      const LoweredNode::ConvertedConstant& constant,
       const std::shared_ptr<const NeutralPlan>& owner) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `value` (a constant) on the device: uploaded on first use, then shared
@@ -167,23 +197,23 @@ class GraphProgram : public DeviceProgram {
   mutable absl::Mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<BoundPlan>> plans_
       ABSL_GUARDED_BY(mu_);
-  // Model constants (by host address and bytes) and FP16 mode's float16
-  // weights (by host address and count) on the device, each with the plan
-  // that owns its host data, so that the address is never reused while the
-  // entry lives (constants computed while planning live in their plan).
+  // Model constants (by host address and bytes) and their converted forms
+  // (FP16 mode's float16 weights, KRSC weights: by ConvertedConstant::Key)
+  // on the device, each with the plan that owns its host data, so that the
+  // address is never reused while the entry lives (constants computed while
+  // planning live in their plan).
   struct DeviceCopy {
     std::unique_ptr<DeviceBuffer> buffer;
     std::shared_ptr<const NeutralPlan> owner;
   };
   mutable std::map<std::pair<const char*, size_t>, DeviceCopy> constants_
       ABSL_GUARDED_BY(mu_);
-  mutable std::map<std::pair<const float*, int64_t>, DeviceCopy> half_constants_
-      ABSL_GUARDED_BY(mu_);
+  using ConvertedKey = decltype(LoweredNode::ConvertedConstant{}.Key());
+  mutable std::map<ConvertedKey, DeviceCopy> converted_ ABSL_GUARDED_BY(mu_);
   // The entries the binding in progress added, dropped if it fails.
   mutable std::vector<std::pair<const char*, size_t>> new_constants_
       ABSL_GUARDED_BY(mu_);
-  mutable std::vector<std::pair<const float*, int64_t>> new_half_constants_
-      ABSL_GUARDED_BY(mu_);
+  mutable std::vector<ConvertedKey> new_converted_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceStream> upload_stream_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceEvent> upload_done_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<DeviceBuffer> staging_ ABSL_GUARDED_BY(mu_);
@@ -326,12 +356,12 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     std::shared_ptr<const NeutralPlan> plan,
     std::vector<std::string>* errors) const {
   new_constants_.clear();
-  new_half_constants_.clear();
+  new_converted_.clear();
   auto bound = BindSteps(std::move(plan), errors);
   if (!bound.ok() || (errors != nullptr && !errors->empty())) {
     // Its plan is freed: another plan's constants may get its addresses.
     for (const auto& key : new_constants_) constants_.erase(key);
-    for (const auto& key : new_half_constants_) half_constants_.erase(key);
+    for (const auto& key : new_converted_) converted_.erase(key);
   }
   return bound;
 }
@@ -344,6 +374,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
   const std::vector<PlannedValue>& values = plan->values;
   bound->constants.assign(values.size(), nullptr);
   bound->node_memory.resize(plan->nodes.size());
+  bound->storage = PlanDeviceStorage(*plan, options_.fp16);
   // By value id: the last node reading it (through views too).
   std::vector<int> last_read(values.size(), -1);
   std::vector<int> root(values.size());
@@ -354,7 +385,8 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
     const bool allow_view =
         values[node.outputs[0]].storage == ValueStorage::kIntermediate;
     auto lowered =
-        LowerDeviceNode(*plan, node, allow_view, {.fp16 = options_.fp16});
+        LowerDeviceNode(*plan, node, allow_view,
+                        {.fp16 = options_.fp16, .storage = &bound->storage});
     if (!lowered.ok()) {
       if (errors == nullptr ||
           lowered.status().code() != absl::StatusCode::kUnimplemented) {
@@ -426,31 +458,27 @@ absl::Status GraphProgram::UploadDerived(const LoweredNode& lowered,
     memory.derived.push_back(static_cast<const float*>((*buffer)->data()));
     bound.derived.push_back(*std::move(buffer));
   }
-  for (const LoweredNode::HalfConstant& constant : lowered.derived_half) {
-    auto address = HalfConstantOnDevice(constant, bound.plan);
+  for (const LoweredNode::ConvertedConstant& constant : lowered.converted) {
+    auto address = ConvertedOnDevice(constant, bound.plan);
     if (!address.ok()) return address.status();
-    memory.derived_half.push_back(*address);
+    memory.converted.push_back(*address);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<const Half*> GraphProgram::HalfConstantOnDevice(
-    const LoweredNode::HalfConstant& constant,
+absl::StatusOr<const void*> GraphProgram::ConvertedOnDevice(
+    const LoweredNode::ConvertedConstant& constant,
     const std::shared_ptr<const NeutralPlan>& owner) const {
-  const auto key = std::make_pair(constant.source, constant.count);
-  auto it = half_constants_.find(key);
-  if (it == half_constants_.end()) {
-    std::vector<Half> converted(static_cast<size_t>(constant.count));
-    for (int64_t i = 0; i < constant.count; ++i)
-      converted[i] = kernels::cuda::FloatToHalfBits(constant.source[i]);
-    auto buffer = Upload(reinterpret_cast<const char*>(converted.data()),
-                         std::max<size_t>(converted.size() * sizeof(Half), 1));
+  const ConvertedKey key = constant.Key();
+  auto it = converted_.find(key);
+  if (it == converted_.end()) {
+    const std::vector<char> bytes = ConvertConstant(constant);
+    auto buffer = Upload(bytes.data(), std::max<size_t>(bytes.size(), 1));
     if (!buffer.ok()) return buffer.status();
-    it = half_constants_.emplace(key, DeviceCopy{*std::move(buffer), owner})
-             .first;
-    new_half_constants_.push_back(key);
+    it = converted_.emplace(key, DeviceCopy{*std::move(buffer), owner}).first;
+    new_converted_.push_back(key);
   }
-  return static_cast<const Half*>(it->second.buffer->data());
+  return it->second.buffer->data();
 }
 
 // Intermediate values get blocks from their producer to their last reader
@@ -474,7 +502,8 @@ void GraphProgram::PlanArena(BoundPlan& bound,
     if (node.folded) continue;
     for (int id : node.outputs) {
       if (!owns_block(id)) continue;
-      bound.arena_offsets[id] = planner.Allocate(plan.values[id].byte_size);
+      bound.arena_offsets[id] =
+          planner.Allocate(StoredBytes(plan, bound.storage, id));
       live[id] = true;
     }
     BoundPlan::NodeMemory* memory = bound.node_memory[n].get();
@@ -487,7 +516,8 @@ void GraphProgram::PlanArena(BoundPlan& bound,
     }
     for (size_t id = 0; id < live.size(); ++id) {
       if (live[id] && last_read[id] <= static_cast<int>(n)) {
-        planner.Free(bound.arena_offsets[id], plan.values[id].byte_size);
+        planner.Free(bound.arena_offsets[id],
+                     StoredBytes(plan, bound.storage, static_cast<int>(id)));
         live[id] = false;
       }
     }
@@ -676,7 +706,7 @@ absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
                               stream,
                               plan.addresses.data(),
                               step.memory->derived.data(),
-                              step.memory->derived_half.data(),
+                              step.memory->converted.data(),
                               step.memory->scratch.data()};
     absl::Status s = step.run(context);
     if (!s.ok()) {

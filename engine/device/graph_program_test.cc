@@ -111,8 +111,8 @@ class DeviceCaseTest
 // `options`: "" when every output matches the CPU engine's and the device
 // saw no race.
 std::string RunCase(const ::coalesce::testing::DeviceTestCase& c,
-                    GraphProgramOptions options) {
-  auto model = ::coalesce::testing::LoadCase(c);
+                    GraphProgramOptions options, bool channels_last = false) {
+  auto model = ::coalesce::testing::LoadCase(c, channels_last);
   if (!model.ok()) return model.status().ToString();
   auto device = std::make_shared<SimulatedDevice>();
   auto program = CreateGraphProgram(
@@ -138,6 +138,18 @@ TEST_P(DeviceCaseTest, MatchesCpuInFp16) {
   ::coalesce::testing::DeviceTestCase c = GetParam();
   c.tolerance = std::max(c.tolerance, kFp16Tolerance);
   EXPECT_EQ(RunCase(c, {.fp16 = true}), "");
+}
+
+// As the server runs FP16 (gpu_layout's default): NHWC convolutions,
+// pooling and BatchNormalization, float16 activations between operators.
+TEST_P(DeviceCaseTest, MatchesCpuInFp16Nhwc) {
+  ::coalesce::testing::DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kFp16Tolerance);
+  EXPECT_EQ(RunCase(c, {.fp16 = true}, /*channels_last=*/true), "");
+}
+
+TEST_P(DeviceCaseTest, MatchesCpuNhwc) {
+  EXPECT_EQ(RunCase(GetParam(), {}, /*channels_last=*/true), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -68,6 +68,8 @@ inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
       return K::kFloor;
     case DeviceActivation::kCeil:
       return K::kCeil;
+    case DeviceActivation::kSilu:
+      return K::kSilu;
   }
   return K::kIdentity;
 }

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device/kernel_args.h"
 #include "engine/device/kernel_checks.h"
+#include "engine/device/simulated_cnn.h"
+#include "engine/device/simulated_floats.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
@@ -46,6 +48,14 @@ std::vector<float> Widen(const Half* x, int64_t count) {
   std::vector<float> y(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) y[i] = kc::HalfBitsToFloat(x[i]);
   return y;
+}
+
+// A float tensor of `count` elements as stored (float32 or float16).
+Region Elements(FloatIn x, int64_t count) {
+  return {x.data, static_cast<size_t>(count) * DeviceFloatBytes(x.type)};
+}
+Region Elements(FloatOut y, int64_t count) {
+  return Elements(FloatIn(y.data, y.type), count);
 }
 
 int64_t Count(const Shape& shape) {
@@ -198,14 +208,14 @@ class SimulatedKernels : public DeviceKernels {
                   });
   }
 
-  absl::Status Activation(DeviceStream& stream, ActivationSpec f,
-                          const float* x, float* y, int64_t count) override {
-    return Launch(stream, "activation", {Floats(x, count)}, {Floats(y, count)},
-                  [=] {
-                    const kc::Activation act = ToKernel(f.kind);
-                    for (int64_t i = 0; i < count; ++i)
-                      y[i] = kc::ApplyActivation(act, x[i], f.alpha, f.beta);
-                  });
+  absl::Status Activation(DeviceStream& stream, ActivationSpec f, FloatIn x,
+                          FloatOut y, int64_t count) override {
+    return Launch(
+        stream, "activation", {Elements(x, count)}, {Elements(y, count)}, [=] {
+          const kc::Activation act = ToKernel(f.kind);
+          for (int64_t i = 0; i < count; ++i)
+            Store(y, i, kc::ApplyActivation(act, Load(x, i), f.alpha, f.beta));
+        });
   }
 
   absl::Status Binary(DeviceStream& stream, const BinaryArgs& a) override {
@@ -214,13 +224,13 @@ class SimulatedKernels : public DeviceKernels {
     if (!n.ok()) return n.status();
     return Launch(
         stream, "binary",
-        {Floats(a.a, Count(a.a_shape)), Floats(a.b, Count(a.b_shape))},
-        {Floats(a.y, *n)},
+        {Elements(a.a, Count(a.a_shape)), Elements(a.b, Count(a.b_shape))},
+        {Elements(a.y, *n)},
         [=, op = ToKernel(a.op), x = a.a, z = a.b, y = a.y, n = *n] {
           for (int64_t i = 0; i < n; ++i) {
             int64_t xi = 0, zi = 0;
             kc::BroadcastOffsets(ix, i, &xi, &zi);
-            y[i] = kc::ApplyBinary(op, x[xi], z[zi]);
+            Store(y, i, kc::ApplyBinary(op, Load(x, xi), Load(z, zi)));
           }
         });
   }
@@ -474,62 +484,36 @@ class SimulatedKernels : public DeviceKernels {
     const int64_t x_count = a.n * a.c * a.in_h * a.in_w;
     const int64_t w_count = a.m * (a.c / a.groups) * a.kernel_h * a.kernel_w;
     const int64_t y_count = a.n * a.m * a.out_h * a.out_w;
-    if (a.x_half != nullptr) return HalfConv2D(stream, a, x_count, w_count);
-    std::vector<Region> reads = {Floats(a.x, x_count), Floats(a.w, w_count)};
+    const bool half = a.x.is_half();
+    if (a.w.is_half() != half) {
+      return absl::InvalidArgumentError(
+          "Conv2D: x and w must both be float32 or both float16");
+    }
+    if (half && !a.y.is_half() && a.y_scratch == nullptr) {
+      return absl::InvalidArgumentError(
+          "Conv2D: a float16 convolution into float32 y needs y_scratch");
+    }
+    std::vector<Region> reads = {Elements(a.x, x_count),
+                                 Elements(a.w, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
-    if (a.z != nullptr) reads.push_back(Floats(a.z, y_count));
-    return Launch(stream, "conv2d", std::move(reads), {Floats(a.y, y_count)},
-                  [a] { RunConv(a); });
+    if (a.z.data != nullptr) reads.push_back(Elements(a.z, y_count));
+    std::vector<Region> writes = {Elements(a.y, y_count)};
+    if (half && !a.y.is_half()) writes.push_back(Halves(a.y_scratch, y_count));
+    return Launch(stream, half ? "conv2d_half" : "conv2d", std::move(reads),
+                  std::move(writes), [=] { RunSimulatedConv2D(a); });
   }
 
-  // As the CUDA kernels do: the float16 convolution (accumulating in
-  // float32 or better) rounds its result to y_half, then bias and
-  // activation on the widened result.
-  absl::Status HalfConv2D(DeviceStream& stream, const ConvArgs& a,
-                          int64_t x_count, int64_t w_count) {
-    const int64_t y_count = a.n * a.m * a.out_h * a.out_w;
-    std::vector<Region> reads = {Halves(a.x_half, x_count),
-                                 Halves(a.w_half, w_count)};
-    if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
-    if (a.z != nullptr) reads.push_back(Floats(a.z, y_count));
-    return Launch(stream, "conv2d_half", std::move(reads),
-                  {Halves(a.y_half, y_count), Floats(a.y, y_count)}, [=] {
-                    const std::vector<float> x = Widen(a.x_half, x_count);
-                    const std::vector<float> w = Widen(a.w_half, w_count);
-                    ConvArgs wide = a;
-                    wide.x = x.data();
-                    wide.w = w.data();
-                    wide.bias = nullptr;
-                    wide.z = nullptr;
-                    wide.activation = {};
-                    RunConv(wide);  // into y, then rounded through y_half
-                    const kc::Activation act = ToKernel(a.activation.kind);
-                    const int64_t spatial = a.out_h * a.out_w;
-                    for (int64_t i = 0; i < y_count; ++i) {
-                      a.y_half[i] = kc::FloatToHalfBits(a.y[i]);
-                      float v = kc::HalfBitsToFloat(a.y_half[i]);
-                      if (a.bias != nullptr) v += a.bias[(i / spatial) % a.m];
-                      if (a.z != nullptr) v += a.z[i];
-                      a.y[i] = kc::ApplyActivation(act, v, a.activation.alpha,
-                                                   a.activation.beta);
-                    }
-                  });
-  }
-
-  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args,
-                      const float* x, float* y) override {
+  absl::Status Pool2D(DeviceStream& stream, const Pool2DArgs& args, FloatIn x,
+                      FloatOut y) override {
     const kc::Pool2DGeometry g = ToGeometry(args);
     const int64_t planes = args.planes;
-    return Launch(stream, "pool2d", {Floats(x, planes * g.in_h * g.in_w)},
-                  {Floats(y, planes * g.out_h * g.out_w)}, [=] {
-                    for (int64_t p = 0; p < planes; ++p) {
-                      const float* plane = x + p * g.in_h * g.in_w;
-                      float* out = y + p * g.out_h * g.out_w;
-                      for (int64_t i = 0; i < g.out_h; ++i)
-                        for (int64_t j = 0; j < g.out_w; ++j)
-                          out[i * g.out_w + j] = kc::PoolValue(g, plane, i, j);
-                    }
-                  });
+    if (args.channels_last &&
+        (args.channels <= 0 || planes % args.channels != 0)) {
+      return absl::InvalidArgumentError("Pool2D: channels must divide planes");
+    }
+    return Launch(stream, "pool2d", {Elements(x, planes * g.in_h * g.in_w)},
+                  {Elements(y, planes * g.out_h * g.out_w)},
+                  [=] { RunSimulatedPool2D(args, x, y); });
   }
 
   absl::Status Lrn(DeviceStream& stream, const LrnArgs& a) override {
@@ -548,20 +532,11 @@ class SimulatedKernels : public DeviceKernels {
   absl::Status ChannelAffine(DeviceStream& stream,
                              const ChannelAffineArgs& a) override {
     const int64_t n = a.batch * a.channels * a.spatial;
-    std::vector<Region> reads = {Floats(a.x, n)};
+    std::vector<Region> reads = {Elements(a.x, n)};
     if (a.scale != nullptr) reads.push_back(Floats(a.scale, a.channels));
     if (a.shift != nullptr) reads.push_back(Floats(a.shift, a.channels));
-    return Launch(
-        stream, "channel_affine", std::move(reads), {Floats(a.y, n)}, [=] {
-          const kc::Activation f = ToKernel(a.activation.kind);
-          for (int64_t i = 0; i < n; ++i) {
-            const int64_t c = kc::ChannelOf(i, a.channels, a.spatial);
-            const float v = a.x[i] * (a.scale != nullptr ? a.scale[c] : 1.0f) +
-                            (a.shift != nullptr ? a.shift[c] : 0.0f);
-            a.y[i] = kc::ApplyActivation(f, v, a.activation.alpha,
-                                         a.activation.beta);
-          }
-        });
+    return Launch(stream, "channel_affine", std::move(reads),
+                  {Elements(a.y, n)}, [=] { RunSimulatedChannelAffine(a); });
   }
 
   absl::Status Copy2D(DeviceStream& stream, const Copy2DArgs& a) override {
@@ -611,45 +586,6 @@ class SimulatedKernels : public DeviceKernels {
         a.y[r * a.cols + c] =
             kc::LayerNormValue(in[c], row.mean, inv, a.scale[c],
                                a.bias != nullptr ? a.bias[c] : 0.0f);
-      }
-    }
-  }
-
-  // Direct convolution, accumulating in double, then bias and activation.
-  static void RunConv(const ConvArgs& a) {
-    const int64_t cg = a.c / a.groups, mg = a.m / a.groups;
-    const kc::Activation act = ToKernel(a.activation.kind);
-    for (int64_t n = 0; n < a.n; ++n) {
-      for (int64_t m = 0; m < a.m; ++m) {
-        const int64_t g = m / mg;
-        for (int64_t p = 0; p < a.out_h; ++p) {
-          for (int64_t q = 0; q < a.out_w; ++q) {
-            double sum = 0;
-            for (int64_t c = 0; c < cg; ++c) {
-              const float* plane =
-                  a.x + ((n * a.c) + g * cg + c) * a.in_h * a.in_w;
-              const float* filter =
-                  a.w + (m * cg + c) * a.kernel_h * a.kernel_w;
-              for (int64_t r = 0; r < a.kernel_h; ++r) {
-                const int64_t h = p * a.stride_h - a.pad_top + r * a.dilation_h;
-                if (h < 0 || h >= a.in_h) continue;
-                for (int64_t s = 0; s < a.kernel_w; ++s) {
-                  const int64_t w =
-                      q * a.stride_w - a.pad_left + s * a.dilation_w;
-                  if (w < 0 || w >= a.in_w) continue;
-                  sum += double{plane[h * a.in_w + w]} *
-                         filter[r * a.kernel_w + s];
-                }
-              }
-            }
-            const int64_t at = ((n * a.m + m) * a.out_h + p) * a.out_w + q;
-            float v = static_cast<float>(sum);
-            if (a.bias != nullptr) v += a.bias[m];
-            if (a.z != nullptr) v += a.z[at];
-            a.y[at] = kc::ApplyActivation(act, v, a.activation.alpha,
-                                          a.activation.beta);
-          }
-        }
       }
     }
   }

@@ -25,6 +25,15 @@ kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr) {
     case From::kTanh:
       kind = Kind::kTanh;
       break;
+    case From::kSilu:
+      kind = Kind::kSilu;
+      break;
+    case From::kHardSwish:
+      kind = Kind::kHardSwish;
+      break;
+    case From::kHardSigmoid:
+      kind = Kind::kHardSigmoid;
+      break;
   }
   return kernels::FusedActivation{kind, attr.alpha, attr.beta};
 }

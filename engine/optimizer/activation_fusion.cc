@@ -64,7 +64,13 @@ std::optional<Activation> ActivationOf(const GraphEditor& editor,
                                        int64_t opset) {
   if (!IsDefaultDomain(node)) return std::nullopt;
   const std::string& op = node.op_type();
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh") return Activation{op};
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish")
+    return Activation{op};
+  if (op == "HardSigmoid") {
+    const auto* alpha = FindAttr(node, "alpha");
+    const auto* beta = FindAttr(node, "beta");
+    return Activation{op, alpha ? alpha->f() : 0.2f, beta ? beta->f() : 0.5f};
+  }
   if (op == "LeakyRelu") {
     const auto* alpha = FindAttr(node, "alpha");
     return Activation{op, alpha ? alpha->f() : 0.01f};
@@ -101,7 +107,40 @@ void FuseMatMulBias(GraphEditor& editor) {
   editor.Commit();
 }
 
+// SiLU as exporters write it, Mul(x, Sigmoid(x)) (either operand order),
+// where x is a fusable producer's result read by exactly those two nodes:
+// the producer gets activation "Silu" and writes the Mul's output; the
+// Sigmoid and the Mul are removed. True when it fused.
+bool FuseSilu(onnx::NodeProto& mul, GraphEditor& editor) {
+  if (!IsDefaultDomain(mul) || mul.op_type() != "Mul" ||
+      mul.input_size() != 2 || mul.output_size() != 1)
+    return false;
+  for (int side : {0, 1}) {
+    const std::string& x = mul.input(side);
+    onnx::NodeProto* sigmoid = editor.Producer(mul.input(1 - side));
+    onnx::NodeProto* producer = editor.Producer(x);
+    if (sigmoid == nullptr || !IsDefaultDomain(*sigmoid) ||
+        sigmoid->op_type() != "Sigmoid" || sigmoid->input_size() != 1 ||
+        sigmoid->input(0) != x || producer == nullptr ||
+        FusedName(*producer).empty() || producer->output_size() != 1 ||
+        editor.UseCount(x) != 2 || !editor.HasSingleNodeUse(sigmoid->output(0)))
+      continue;
+    MakeFused(*producer);
+    SetStringAttr(*producer, "activation", "Silu");
+    SetFloatAttr(*producer, "activation_alpha", 0.0f);
+    SetFloatAttr(*producer, "activation_beta", 0.0f);
+    producer->set_output(0, mul.output(0));
+    editor.Remove(sigmoid);
+    editor.Remove(&mul);
+    return true;
+  }
+  return false;
+}
+
 void FuseActivations(int64_t opset, GraphEditor& editor) {
+  for (onnx::NodeProto& mul : *editor.graph().mutable_node())
+    FuseSilu(mul, editor);
+  editor.Commit();
   for (onnx::NodeProto& act_node : *editor.graph().mutable_node()) {
     if (act_node.input_size() < 1) continue;
     std::optional<Activation> act = ActivationOf(editor, act_node, opset);

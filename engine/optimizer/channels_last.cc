@@ -2,7 +2,7 @@
 // NHWC activations, which oneDNN's convolutions on AVX-512 read and write
 // natively, instead of reordering NCHW in and out around every Conv.
 //
-// Each ungrouped Conv/FusedConv with 4-D constant weights becomes
+// Each Conv/FusedConv with 4-D constant weights (grouped ones too) becomes
 //   x -> Transpose(0,2,3,1) -> FusedConv(channels_last=1) -> Transpose(0,3,1,2)
 // so every value keeps its name and meaning and the layout change is explicit
 // in the graph. Then the transposes move downstream through operators that do
@@ -13,10 +13,12 @@
 // operator (LRN, Reshape, Gemm) reads a convolution's result, and at the
 // graph's edges. Transposes nothing reads are removed.
 //
-// Pooling (2-D MaxPool without Indices, AveragePool, and the global ones)
-// and inference BatchNormalization run on NHWC values too (channels_last=1
-// on the node; ops/pool.cc, ops/batch_norm.cc), and so does arithmetic with
-// a per-channel constant (rewritten to [C]).
+// Pooling (2-D MaxPool without Indices, AveragePool, and the global ones,
+// including a ReduceMean/ReduceMax over the two spatial axes, which is
+// rewritten to the global pool) and inference BatchNormalization run on
+// NHWC values too (channels_last=1 on the node; ops/pool.cc,
+// ops/batch_norm.cc), and so does arithmetic with a per-channel constant
+// (rewritten to [C]).
 //
 // ShuffleNet's channel shuffle (Reshape to [n, g, c, h, w], Transpose
 // (0,2,1,3,4), Reshape to [n, g*c, h, w], constant shapes) between two
@@ -58,6 +60,17 @@ Perm PermOf(const onnx::NodeProto* node) {
   const onnx::AttributeProto* perm = FindAttr(*node, "perm");
   if (perm == nullptr) return {};
   return Perm(perm->ints().begin(), perm->ints().end());
+}
+
+// Elementwise functions of one tensor (Clip's other inputs are scalars):
+// the layout does not matter to them.
+bool IsElementwiseUnary(const std::string& op) {
+  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" ||
+         op == "Clip" || op == "HardSwish" || op == "HardSigmoid";
+}
+
+bool IsElementwiseBinary(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
 }
 
 bool IsInverse(const Perm& first, const Perm& second) {
@@ -138,9 +151,15 @@ class ChannelsLast {
         if (IsFourD(in, depth - 1)) return true;
       return false;
     }
-    const bool keeps_rank = IsOp(*p, "Relu") || IsOp(*p, "LeakyRelu") ||
-                            IsOp(*p, "Sigmoid") || IsOp(*p, "Tanh") ||
-                            IsOp(*p, "Clip") || IsOp(*p, "BatchNormalization");
+    // Arithmetic of two 4-D values is 4-D (SiLU's and squeeze-excitation's
+    // Mul, a residual Add).
+    if (IsElementwiseBinary(p->op_type()) && IsDefaultDomain(*p) &&
+        p->input_size() == 2) {
+      return IsFourD(p->input(0), depth - 1) && IsFourD(p->input(1), depth - 1);
+    }
+    const bool keeps_rank =
+        (IsDefaultDomain(*p) && IsElementwiseUnary(p->op_type())) ||
+        IsOp(*p, "BatchNormalization");
     return keeps_rank && IsFourD(p->input(0), depth - 1);
   }
 
@@ -174,6 +193,12 @@ class ChannelsLast {
   // reads the NHWC values instead (channels_last=1), and the transpose
   // follows it.
   bool SinkThroughPool(onnx::NodeProto& node);
+  // A ReduceMean or ReduceMax over the two spatial axes (kept) of a
+  // transpose to NCHW becomes GlobalAveragePool or GlobalMaxPool, which
+  // SinkThroughPool then makes channels-last: the dynamo exporter writes
+  // adaptive_avg_pool2d(1) (ResNet's, squeeze-excitation's) as such a
+  // ReduceMean. True when it rewrote `node`.
+  bool AsGlobalPool(onnx::NodeProto& node);
   // 2-D or global pooling, or an inference BatchNormalization, not yet
   // channels-last: the operators with a channels_last attribute.
   static bool TakesChannelsLast(const onnx::NodeProto& node);
@@ -237,7 +262,7 @@ bool ChannelsLast::Sink() {
   for (int i = 0; i < count; ++i) {
     onnx::NodeProto& node = *graph_.mutable_node(i);
     if (Cancel(node) || SinkThrough(node) || SinkThroughShuffle(node) ||
-        SinkThroughPool(node)) {
+        (AsGlobalPool(node) | SinkThroughPool(node))) {
       changed = true;
       editor_.Refresh();
     }
@@ -272,10 +297,9 @@ bool ChannelsLast::SinkThrough(onnx::NodeProto& node) {
       node.input_size() < 1)
     return false;
   const std::string& op = node.op_type();
-  const bool unary = op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" ||
-                     op == "Tanh" || op == "Clip";
-  const bool binary = op == "Add" || op == "Sub" || op == "Mul" ||
-                      op == "Div" || op == "Sum" || op == "Max" || op == "Min";
+  const bool unary = IsElementwiseUnary(op);
+  const bool binary =
+      IsElementwiseBinary(op) || op == "Sum" || op == "Max" || op == "Min";
   const bool concat = op == "Concat";
   if (!unary && !binary && !concat) return false;
   // Unary: input 0 (Clip's bounds are scalars). Otherwise every input, all
@@ -421,6 +445,32 @@ bool ChannelsLast::TakesChannelsLast(const onnx::NodeProto& node) {
   if (!IsOp(node, "AveragePool") && !IsOp(node, "MaxPool")) return false;
   const onnx::AttributeProto* kernel = FindAttr(node, "kernel_shape");
   return kernel != nullptr && kernel->ints_size() == 2;
+}
+
+bool ChannelsLast::AsGlobalPool(onnx::NodeProto& node) {
+  const bool mean = IsOp(node, "ReduceMean");
+  if ((!mean && !IsOp(node, "ReduceMax")) || node.output_size() != 1 ||
+      node.input_size() < 1 ||
+      PermOf(editor_.Producer(node.input(0))) != kToNchw)
+    return false;
+  const onnx::AttributeProto* keep = FindAttr(node, "keepdims");
+  if (keep != nullptr && keep->i() == 0) return false;
+  std::vector<int64_t> axes;
+  if (const onnx::AttributeProto* a = FindAttr(node, "axes")) {
+    axes.assign(a->ints().begin(), a->ints().end());
+  } else if (node.input_size() > 1 && !node.input(1).empty()) {
+    auto given = editor_.Int64Values(node.input(1));  // from opset 18
+    if (!given) return false;
+    axes = *given;
+  }
+  for (int64_t& axis : axes)
+    if (axis < 0) axis += 4;
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3}) return false;
+  node.set_op_type(mean ? "GlobalAveragePool" : "GlobalMaxPool");
+  node.clear_attribute();
+  node.mutable_input()->DeleteSubrange(1, node.input_size() - 1);
+  return true;
 }
 
 bool ChannelsLast::SinkThroughPool(onnx::NodeProto& pool) {

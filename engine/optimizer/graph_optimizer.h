@@ -24,8 +24,9 @@
 //      yet and feeds only the Add (residual_fusion.cc); the CPU runs it as
 //      oneDNN's sum post-op, in place of z where z dies there;
 //   5. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
-//      Sigmoid or Tanh becomes FusedConv / FusedGemm / FusedMatMul with the
-//      activation applied as the result is stored;
+//      Sigmoid, Tanh, HardSwish or HardSigmoid, or SiLU written as
+//      Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm / FusedMatMul with
+//      the activation applied as the result is stored;
 //   6. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
 //   7. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;

@@ -154,6 +154,43 @@ int CountOf(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
 }
 
+// SiLU as exporters write it (EfficientNet), Mul(x, Sigmoid(x)) in either
+// operand order, and HardSwish / HardSigmoid (MobileNetV3) fuse into the
+// convolution; a Sigmoid whose input has a third reader does not.
+TEST(GraphOptimizerTest, SiluHardSwishAndHardSigmoidFuseIntoConv) {
+  OnnxModelBuilder b(14);
+  b.Input("x", {1, 2, 5, 5});
+  b.Output("silu").Output("silu2").Output("hswish").Output("hsig");
+  b.Output("kept").Output("side");
+  for (int i = 0; i < 5; ++i)
+    b.FloatInitializer("w" + std::to_string(i), {3, 2, 3, 3},
+                       testing::RandomFloats(54, 20 + i));
+  b.Node("Conv", {"x", "w0"}, {"c0"});
+  b.Node("Sigmoid", {"c0"}, {"s0"});
+  b.Node("Mul", {"c0", "s0"}, {"silu"});
+  b.Node("Conv", {"x", "w1"}, {"c1"});
+  b.Node("Sigmoid", {"c1"}, {"s1"});
+  b.Node("Mul", {"s1", "c1"}, {"silu2"});
+  b.Node("Conv", {"x", "w2"}, {"c2"});
+  b.Node("HardSwish", {"c2"}, {"hswish"});
+  b.Node("Conv", {"x", "w3"}, {"c3"});
+  auto& hs = b.Node("HardSigmoid", {"c3"}, {"hsig"});
+  testing::SetFloatAttr(hs, "alpha", 0.25f);
+  testing::SetFloatAttr(hs, "beta", 0.4f);
+  b.Node("Conv", {"x", "w4"}, {"c4"});  // c4 also read by Neg: no fusion
+  b.Node("Sigmoid", {"c4"}, {"s4"});
+  b.Node("Mul", {"c4", "s4"}, {"kept"});
+  b.Node("Neg", {"c4"}, {"side"});
+  auto ops = CompareAndGetOps(b, Only(&OptimizerOptions::activation_fusion),
+                              {{{1, 2, 5, 5}, testing::RandomFloats(50, 30)}});
+  EXPECT_EQ(CountOf(ops, "FusedConv"), 4);
+  EXPECT_EQ(CountOf(ops, "Conv"), 1);
+  EXPECT_EQ(CountOf(ops, "Sigmoid"), 1);
+  EXPECT_EQ(CountOf(ops, "Mul"), 1);
+  EXPECT_EQ(CountOf(ops, "HardSwish"), 0);
+  EXPECT_EQ(CountOf(ops, "HardSigmoid"), 0);
+}
+
 // A ResNet block: conv+relu, conv, a 1x1 shortcut conv, Add (or Sum), Relu,
 // then global pooling into y.
 void AddResNetBlock(OnnxModelBuilder& b, const char* sum_op) {
@@ -369,6 +406,35 @@ TEST(GraphOptimizerTest, ChannelsLastPools) {
                               {{{2, 3, 9, 8}, testing::RandomFloats(432, 33)}});
   EXPECT_THAT(ops, ElementsAre("Transpose", "FusedConv", "MaxPool",
                                "AveragePool", "GlobalMaxPool", "Transpose"));
+}
+
+// The dynamo exporter's global pooling, ReduceMean over the spatial axes
+// (an attribute before opset 18, an input from it), runs channels-last as
+// a GlobalAveragePool; SiLU's Mul of two NHWC values keeps them NHWC.
+TEST(GraphOptimizerTest, ChannelsLastTakesSpatialReduceMeanAndSilu) {
+  for (int opset : {13, 18}) {
+    SCOPED_TRACE(opset);
+    OnnxModelBuilder b(opset);
+    b.Input("x", {2, 3, 6, 5}).Output("y");
+    b.FloatInitializer("w", {4, 3, 3, 3}, testing::RandomFloats(108, 40));
+    b.FloatInitializer("w2", {4, 4, 1, 1}, testing::RandomFloats(16, 41));
+    b.Node("Conv", {"x", "w"}, {"c"});
+    b.Node("Sigmoid", {"c"}, {"s"});
+    b.Node("Mul", {"c", "s"}, {"silu"});
+    b.Node("Conv", {"silu", "w2"}, {"c2"});
+    if (opset >= 18) {
+      b.Int64Initializer("axes", {2}, {-1, -2});
+      b.Node("ReduceMean", {"c2", "axes"}, {"y"});
+    } else {
+      testing::SetIntsAttr(b.Node("ReduceMean", {"c2"}, {"y"}), "axes", {2, 3});
+    }
+    auto ops =
+        CompareAndGetOps(b, Only(&OptimizerOptions::channels_last),
+                         {{{2, 3, 6, 5}, testing::RandomFloats(180, 42)}});
+    EXPECT_THAT(ops,
+                ElementsAre("Transpose", "FusedConv", "Sigmoid", "Mul",
+                            "FusedConv", "GlobalAveragePool", "Transpose"));
+  }
 }
 
 // A transpose and its inverse cancel; when the second one's result is a

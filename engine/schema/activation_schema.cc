@@ -18,11 +18,10 @@ absl::StatusOr<FusedActivationAttr> ResolveFusedActivation(
   FusedActivationAttr act{Kind::kNone, *alpha, *beta};
   if (name->empty()) return act;
   static constexpr std::pair<const char*, Kind> kKinds[] = {
-      {"Relu", Kind::kRelu},
-      {"LeakyRelu", Kind::kLeakyRelu},
-      {"Clip", Kind::kClip},
-      {"Sigmoid", Kind::kSigmoid},
-      {"Tanh", Kind::kTanh}};
+      {"Relu", Kind::kRelu},           {"LeakyRelu", Kind::kLeakyRelu},
+      {"Clip", Kind::kClip},           {"Sigmoid", Kind::kSigmoid},
+      {"Tanh", Kind::kTanh},           {"Silu", Kind::kSilu},
+      {"HardSwish", Kind::kHardSwish}, {"HardSigmoid", Kind::kHardSigmoid}};
   for (const auto& [kind_name, kind] : kKinds) {
     if (*name == kind_name) {
       act.kind = kind;

@@ -1,8 +1,10 @@
 // The activation the graph optimizer fuses into FusedConv, FusedGemm and
 // FusedMatMul (and a channels-last BatchNormalization): its attributes
-// "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh; absent for none),
-// "activation_alpha" (LeakyRelu's slope, Clip's min) and "activation_beta"
-// (Clip's max), resolved once for the CPU kernels and the device lowering.
+// "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Silu, HardSwish,
+// HardSigmoid; absent for none), "activation_alpha" (LeakyRelu's slope,
+// Clip's min, HardSigmoid's alpha) and "activation_beta" (Clip's max,
+// HardSigmoid's beta), resolved once for the CPU kernels and the device
+// lowering.
 #ifndef COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
 
@@ -12,7 +14,17 @@
 namespace coalesce {
 
 struct FusedActivationAttr {
-  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
+  enum class Kind {
+    kNone,
+    kRelu,
+    kLeakyRelu,
+    kClip,
+    kSigmoid,
+    kTanh,
+    kSilu,  // x * sigmoid(x): the optimizer's Mul(x, Sigmoid(x))
+    kHardSwish,
+    kHardSigmoid,  // alpha, beta as ONNX's HardSigmoid
+  };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;
   float beta = 0.0f;

@@ -85,6 +85,17 @@ dnnl::post_ops PostOpsFor(const FusedActivation& act, bool sum_first) {
     case Kind::kTanh:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f);
       break;
+    case Kind::kSilu:  // swish with alpha 1: x * sigmoid(1 x)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+      break;
+    case Kind::kHardSwish:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      break;
+    case Kind::kHardSigmoid:  // oneDNN 2 has no hardsigmoid: linear, clip
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, act.alpha,
+                         act.beta);
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
+      break;
   }
   return ops;
 }

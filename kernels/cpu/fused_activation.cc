@@ -35,6 +35,23 @@ void ApplyFusedActivation(const FusedActivation& act, float* data, int64_t n) {
         data[i] = std::min(std::max(data[i], lo), hi);
       return;
     }
+    case Kind::kSilu:
+#pragma omp parallel for simd if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = data[i] / (1.0f + std::exp(-data[i]));
+      return;
+    case Kind::kHardSwish:
+#pragma omp parallel for simd if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i)
+        data[i] *= std::min(std::max(data[i] / 6.0f + 0.5f, 0.0f), 1.0f);
+      return;
+    case Kind::kHardSigmoid: {
+      const float alpha = act.alpha, beta = act.beta;
+#pragma omp parallel for simd if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = std::min(std::max(alpha * data[i] + beta, 0.0f), 1.0f);
+      return;
+    }
   }
 }
 

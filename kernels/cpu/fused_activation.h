@@ -17,6 +17,9 @@ struct FusedActivation {
     kClip,       // alpha: min, beta: max
     kSigmoid,
     kTanh,
+    kSilu,         // x * sigmoid(x) (EfficientNet's SiLU/Swish)
+    kHardSwish,    // x * max(0, min(1, x / 6 + 1/2)) (MobileNetV3)
+    kHardSigmoid,  // max(0, min(1, alpha x + beta))
   };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;

@@ -2,7 +2,9 @@
 // indexing against double-precision references, and the Softmax partial
 // row combination against a direct computation, in several split orders;
 // float16 conversions against a decoding in double, over every half; the
-// typed kernels' integer, predicate and Cast rules on chosen edge values.
+// typed kernels' integer, predicate and Cast rules on chosen edge values;
+// NHWC pooling and per-channel maps against the NCHW math and direct
+// computations, over float32 and float16 storage.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/float_storage.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/half_math.h"
 #include "kernels/cuda/indexing_math.h"
@@ -74,6 +77,8 @@ double Reference(Activation act, double x) {
       return std::floor(x);
     case Activation::kCeil:
       return std::ceil(x);
+    case Activation::kSilu:
+      return x / (1 + std::exp(-x));
   }
   return NAN;
 }
@@ -85,7 +90,7 @@ TEST(CudaMathTest, ActivationsMatchDoublePrecision) {
         Activation::kLeakyRelu, Activation::kClip, Activation::kErf,
         Activation::kExp, Activation::kHardSigmoid, Activation::kHardSwish,
         Activation::kNeg, Activation::kAbs, Activation::kSin, Activation::kCos,
-        Activation::kFloor, Activation::kCeil}) {
+        Activation::kFloor, Activation::kCeil, Activation::kSilu}) {
     for (int k = -1024; k <= 1024; ++k) {
       const float x = k / 64.0f;  // [-16, 16]
       const double want = Reference(act, x);
@@ -161,6 +166,43 @@ TEST(CudaMathTest, BroadcastOffsetsMatchCoordinates) {
       ASSERT_EQ(a, want_a) << "element " << i;
       ASSERT_EQ(b, want_b) << "element " << i;
     }
+  }
+}
+
+// BroadcastIsIdentity exactly when every output element reads element i of
+// both inputs.
+TEST(CudaMathTest, BroadcastIsIdentityWhenNoInputIsBroadcast) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool identity;
+  };
+  const Case cases[] = {
+      {{2, 3, 4}, {2, 3, 4}, true},
+      {{3, 4}, {1, 3, 4}, true},
+      {{2, 1, 4}, {2, 1, 4}, true},
+      {{1}, {1}, true},
+      {{}, {}, true},
+      {{2, 3, 4}, {4}, false},
+      {{2, 3, 4}, {3, 1}, false},
+      {{1}, {5, 2}, false},
+      {{4, 1, 3}, {1, 5, 1}, false},
+      {{5, 2}, {1, 2}, false},
+      {{1, 1, 3}, {1, 3}, true},
+      {{1, 3}, {3, 1}, false},
+  };
+  for (const Case& c : cases) {
+    BroadcastIndexer ix;
+    const int64_t n = MakeBroadcastIndexer(c.a.data(), c.a.size(), c.b.data(),
+                                           c.b.size(), &ix);
+    ASSERT_GE(n, 0);
+    bool every_element_is_i = true;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t a = 0, b = 0;
+      BroadcastOffsets(ix, i, &a, &b);
+      every_element_is_i = every_element_is_i && a == i && b == i;
+    }
+    EXPECT_EQ(every_element_is_i, c.identity) << "case " << &c - cases;
+    EXPECT_EQ(BroadcastIsIdentity(ix), c.identity) << "case " << &c - cases;
   }
 }
 
@@ -655,6 +697,154 @@ TEST(CudaMathTest, LrnMatchesDoublePrecision) {
     }
   }
   EXPECT_EQ(ChannelOf(2 * 6 * 4 + 3 * 4 + 1, 6, 4), 3);
+}
+
+// NCHW and NHWC per-channel indexing against coordinates.
+TEST(CudaMathTest, ChannelOfFollowsTheLayout) {
+  const int64_t batch = 2, channels = 3, spatial = 5;
+  for (bool last : {false, true}) {
+    const ChannelLayout l = {batch, channels, spatial, last};
+    ASSERT_EQ(ElementCount(l), batch * channels * spatial);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = last ? (b * spatial + s) * channels + c
+                                 : (b * channels + c) * spatial + s;
+          EXPECT_EQ(ChannelOf(l, i), c) << "NHWC " << last << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+// The stored-element conversions are half_math.h's: exact loads, stores
+// rounded to nearest even.
+TEST(CudaMathTest, FloatStorageLoadsExactlyAndStoresToNearestEven) {
+  EXPECT_EQ(ToFloat(1.25f), 1.25f);
+  EXPECT_EQ(FromFloat<float>(0.1f), 0.1f);
+  for (uint32_t bits = 0; bits <= 0xffff; bits += 7) {
+    const uint16_t h = static_cast<uint16_t>(bits);
+    const float f = ToFloat(h);
+    ASSERT_EQ(std::bit_cast<uint32_t>(f),
+              std::bit_cast<uint32_t>(HalfBitsToFloat(h)));
+  }
+  EXPECT_EQ(FromFloat<uint16_t>(1.0f), 0x3c00);
+  EXPECT_EQ(FromFloat<uint16_t>(1.0f + 0x1p-11f), 0x3c00);  // tie: to even
+  EXPECT_EQ(FromFloat<uint16_t>(1.0f + 0x3p-11f), 0x3c02);  // tie: to even
+  EXPECT_EQ(FromFloat<uint16_t>(1.0f + 0x1.2p-11f), 0x3c01);
+  EXPECT_EQ(FromFloat<uint16_t>(-70000.0f), 0xfc00);
+  EXPECT_EQ(FromFloat<uint16_t>(0.1f), FloatToHalfBits(0.1f));
+}
+
+// A pooling geometry with asymmetric pads, dilation and a window past the
+// end padding, for the layout tests below.
+Pool2DGeometry LayoutTestGeometry(bool max) {
+  Pool2DGeometry g;
+  g.in_h = 5;
+  g.in_w = 6;
+  g.kernel_h = 3;
+  g.kernel_w = 2;
+  g.stride_h = 2;
+  g.stride_w = 2;
+  g.dilation_w = 2;
+  g.pad_top = 1, g.pad_left = 1, g.pad_bottom = 0, g.pad_right = 1;
+  g.out_h = 3;  // (5 + 1 - 3) / 2 + 1, and one more in ceil mode
+  g.out_w = 3;  // (6 + 2 - 3) / 2 + 1
+  g.max = max;
+  return g;
+}
+
+// NHWC pooling reads the same windows as NCHW: every output element of an
+// NHWC tensor (PoolSiteOf, PoolValue with the channel stride) equals the
+// NCHW computation on the transposed tensor, bit for bit, in float32 and
+// from float16 storage.
+TEST(CudaMathTest, PoolSiteOfNhwcMatchesNchw) {
+  const int64_t images = 2, channels = 3;
+  for (bool max : {true, false}) {
+    const Pool2DGeometry g = LayoutTestGeometry(max);
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    std::vector<float> nchw(images * channels * in_plane);
+    std::vector<float> nhwc(nchw.size());
+    std::vector<uint16_t> nhwc_half(nchw.size());
+    for (int64_t n = 0; n < images; ++n)
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t s = 0; s < in_plane; ++s) {
+          const int64_t i = (n * channels + c) * in_plane + s;
+          // Values a float16 holds exactly, so both storages agree.
+          nchw[i] = HalfBitsToFloat(FloatToHalfBits(std::sin(1.3 * i) * 4));
+          nhwc[(n * in_plane + s) * channels + c] = nchw[i];
+          nhwc_half[(n * in_plane + s) * channels + c] =
+              FloatToHalfBits(nchw[i]);
+        }
+    const PoolLayout nchw_layout = {images * channels, 1, false};
+    const PoolLayout nhwc_layout = {images * channels, channels, true};
+    for (int64_t n = 0; n < images; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t r = 0; r < out_plane; ++r) {
+          const int64_t plane = n * channels + c;
+          const PoolSite a = PoolSiteOf(g, nchw_layout, plane * out_plane + r);
+          ASSERT_EQ(a.plane_offset, plane * in_plane);
+          ASSERT_EQ(a.pixel_stride, 1);
+          ASSERT_EQ(a.p * g.out_w + a.q, r);
+          const float want = PoolValue(g, nchw.data() + a.plane_offset, a.p,
+                                       a.q, a.pixel_stride);
+          const int64_t i = (n * out_plane + r) * channels + c;
+          const PoolSite b = PoolSiteOf(g, nhwc_layout, i);
+          ASSERT_EQ(b.p, a.p);
+          ASSERT_EQ(b.q, a.q);
+          EXPECT_EQ(PoolValue(g, nhwc.data() + b.plane_offset, b.p, b.q,
+                              b.pixel_stride),
+                    want)
+              << (max ? "max" : "avg") << " at " << i;
+          EXPECT_EQ(PoolValue(g, nhwc_half.data() + b.plane_offset, b.p, b.q,
+                              b.pixel_stride),
+                    want)
+              << (max ? "max" : "avg") << " float16 at " << i;
+        }
+      }
+    }
+  }
+}
+
+// ChannelAffineValue against a direct computation: float16 x and z are
+// widened exactly, the map applied in float32 in its order.
+TEST(CudaMathTest, ChannelAffineValueReadsEitherStorage) {
+  const int64_t batch = 2, channels = 3, spatial = 4;
+  const int64_t count = batch * channels * spatial;
+  const float scale[] = {0.5f, -2.0f, 1.5f}, shift[] = {1.0f, 0.25f, -3.0f};
+  std::vector<uint16_t> x(count), z(count);
+  for (int64_t i = 0; i < count; ++i) {
+    x[i] = FloatToHalfBits(std::cos(0.7 * i) * 3);
+    z[i] = FloatToHalfBits(std::sin(0.3 * i));
+  }
+  for (bool last : {false, true}) {
+    ChannelAffineMap m;
+    m.layout = {batch, channels, spatial, last};
+    m.scale = scale;
+    m.shift = shift;
+    m.act = Activation::kLeakyRelu;
+    m.alpha = 0.125f;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t c = last ? i % channels : (i / spatial) % channels;
+      const float affine = HalfBitsToFloat(x[i]) * scale[c] + shift[c];
+      const float with_z = affine + HalfBitsToFloat(z[i]);
+      const float want = with_z >= 0 ? with_z : 0.125f * with_z;
+      EXPECT_FLOAT_EQ(ChannelAffineValue(m, x.data(), z.data(), i), want);
+      const float want_no_z = affine >= 0 ? affine : 0.125f * affine;
+      EXPECT_FLOAT_EQ(ChannelAffineValue(m, x.data(),
+                                         static_cast<const float*>(nullptr), i),
+                      want_no_z);
+    }
+  }
+  // A convolution's epilogue: no scale, the bias as the shift.
+  ChannelAffineMap bias_only;
+  bias_only.layout = {1, channels, 1, true};
+  bias_only.shift = shift;
+  const float r[] = {2.0f, -1.0f, 0.5f}, residual[] = {1.0f, 1.0f, 1.0f};
+  for (int64_t c = 0; c < channels; ++c) {
+    EXPECT_EQ(ChannelAffineValue(bias_only, r, residual, c),
+              r[c] + shift[c] + residual[c]);
+  }
 }
 
 // A half's value from its fields, in double: (-1)^sign * mantissa * 2^exp.

@@ -34,6 +34,7 @@ enum class Activation {
   kCos,
   kFloor,
   kCeil,
+  kSilu,  // x sigmoid(x)
 };
 
 // ONNX semantics: Gelu (approximate="none") is 0.5 x (1 + erf(x / sqrt 2)),
@@ -61,6 +62,8 @@ COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
       return 1.0f / (1.0f + expf(-x));
     case Activation::kTanh:
       return tanhf(x);
+    case Activation::kSilu:
+      return x / (1.0f + expf(-x));
     case Activation::kGeluErf:
       return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case Activation::kGeluTanh: {
@@ -134,6 +137,20 @@ COALESCE_HD void BroadcastOffsets(const BroadcastIndexer& ix, int64_t index,
   }
   *a_offset = a;
   *b_offset = b;
+}
+
+// True when output element i is element i of a and of b: neither input is
+// broadcast (axes of size 1 aside), so a kernel may skip BroadcastOffsets.
+inline bool BroadcastIsIdentity(const BroadcastIndexer& ix) {
+  int64_t stride = 1;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    if (ix.out_dims[d] != 1 &&
+        (ix.a_strides[d] != stride || ix.b_strides[d] != stride)) {
+      return false;
+    }
+    stride *= ix.out_dims[d];
+  }
+  return true;
 }
 
 // Fills `ix` for a and b of the given shapes (each rank <= kMaxBroadcastRank)

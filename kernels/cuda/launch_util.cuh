@@ -1,9 +1,13 @@
 // Shared by the .cu files of kernels/cuda/: the grid of a grid-stride loop,
-// and one block's tree reduction. CUDA only (not a math header).
+// one block's tree reduction, and the dispatch from a FloatStorage to the
+// element type of a templated kernel. CUDA only (not a math header).
 #ifndef COALESCE_KERNELS_CUDA_LAUNCH_UTIL_CUH_
 #define COALESCE_KERNELS_CUDA_LAUNCH_UTIL_CUH_
 
+#include <cuda_runtime_api.h>
 #include <stdint.h>
+
+#include "kernels/cuda/float_storage.h"
 
 namespace coalesce::kernels::cuda {
 
@@ -31,6 +35,14 @@ __device__ T BlockReduce(T part, Combine combine) {
     __syncthreads();
   }
   return parts[0];
+}
+
+// fn(T{}) with T the element type `storage` stands for (float_storage.h):
+// float, or uint16_t for float16 bits. Nest calls for several operands.
+template <typename Fn>
+cudaError_t WithFloatType(FloatStorage storage, Fn fn) {
+  if (storage == FloatStorage::kHalf) return fn(uint16_t{});
+  return fn(float{});
 }
 
 }  // namespace coalesce::kernels::cuda

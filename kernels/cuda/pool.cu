@@ -4,13 +4,15 @@
 namespace coalesce::kernels::cuda {
 namespace {
 
-__global__ void Pool2DKernel(Pool2DGeometry g, const float* __restrict__ x,
-                             float* __restrict__ y, int64_t n) {
-  const int64_t plane_out = g.out_h * g.out_w;
+template <typename X, typename Y>
+__global__ void Pool2DKernel(Pool2DGeometry g, PoolLayout layout,
+                             const X* __restrict__ x, Y* __restrict__ y,
+                             int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t plane = i / plane_out, r = i % plane_out;
-    y[i] = PoolValue(g, x + plane * g.in_h * g.in_w, r / g.out_w, r % g.out_w);
+    const PoolSite s = PoolSiteOf(g, layout, i);
+    y[i] = FromFloat<Y>(
+        PoolValue(g, x + s.plane_offset, s.p, s.q, s.pixel_stride));
   }
 }
 
@@ -26,28 +28,32 @@ __global__ void LrnKernel(const float* __restrict__ x, float* __restrict__ y,
   }
 }
 
-__global__ void ChannelAffineKernel(const float* x, const float* scale,
-                                    const float* shift, float* y,
-                                    int64_t channels, int64_t spatial,
-                                    Activation act, float alpha, float beta,
-                                    int64_t n) {
+// x and y may be the same array (no __restrict__): element i is read
+// before it is written, by the thread that writes it.
+template <typename X, typename Z, typename Y>
+__global__ void ChannelAffineKernel(ChannelAffineMap m, const X* x, const Z* z,
+                                    Y* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = ChannelOf(i, channels, spatial);
-    const float v = x[i] * (scale != nullptr ? scale[c] : 1.0f) +
-                    (shift != nullptr ? shift[c] : 0.0f);
-    y[i] = ApplyActivation(act, v, alpha, beta);
+    y[i] = FromFloat<Y>(ChannelAffineValue(m, x, z, i));
   }
 }
 
 }  // namespace
 
-cudaError_t LaunchPool2D(const Pool2DGeometry& g, const float* x, float* y,
-                         int64_t planes, cudaStream_t stream) {
-  const int64_t n = planes * g.out_h * g.out_w;
+cudaError_t LaunchPool2D(const Pool2DGeometry& g, const PoolLayout& layout,
+                         FloatSource x, FloatTarget y, cudaStream_t stream) {
+  const int64_t n = layout.planes * g.out_h * g.out_w;
   if (n == 0) return cudaSuccess;
-  Pool2DKernel<<<LoopBlocks(n), kLoopThreads, 0, stream>>>(g, x, y, n);
-  return cudaGetLastError();
+  return WithFloatType(x.storage, [&](auto x_tag) {
+    return WithFloatType(y.storage, [&](auto y_tag) {
+      using X = decltype(x_tag);
+      using Y = decltype(y_tag);
+      Pool2DKernel<X, Y><<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
+          g, layout, static_cast<const X*>(x.data), static_cast<Y*>(y.data), n);
+      return cudaGetLastError();
+    });
+  });
 }
 
 cudaError_t LaunchLrn(const float* x, float* y, int64_t batch, int64_t channels,
@@ -60,16 +66,25 @@ cudaError_t LaunchLrn(const float* x, float* y, int64_t batch, int64_t channels,
   return cudaGetLastError();
 }
 
-cudaError_t LaunchChannelAffine(const float* x, const float* scale,
-                                const float* shift, float* y, int64_t batch,
-                                int64_t channels, int64_t spatial,
-                                Activation act, float alpha, float beta,
+cudaError_t LaunchChannelAffine(const ChannelAffineMap& m, FloatSource x,
+                                FloatSource z, FloatTarget y,
                                 cudaStream_t stream) {
-  const int64_t n = batch * channels * spatial;
+  const int64_t n = ElementCount(m.layout);
   if (n == 0) return cudaSuccess;
-  ChannelAffineKernel<<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
-      x, scale, shift, y, channels, spatial, act, alpha, beta, n);
-  return cudaGetLastError();
+  return WithFloatType(x.storage, [&](auto x_tag) {
+    return WithFloatType(z.storage, [&](auto z_tag) {
+      return WithFloatType(y.storage, [&](auto y_tag) {
+        using X = decltype(x_tag);
+        using Z = decltype(z_tag);
+        using Y = decltype(y_tag);
+        ChannelAffineKernel<X, Z, Y>
+            <<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
+                m, static_cast<const X*>(x.data), static_cast<const Z*>(z.data),
+                static_cast<Y*>(y.data), n);
+        return cudaGetLastError();
+      });
+    });
+  });
 }
 
 }  // namespace coalesce::kernels::cuda

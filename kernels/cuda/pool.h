@@ -1,9 +1,12 @@
-// CUDA kernels over NCHW feature maps: 2-D max and average pooling (any
-// pads, dilation, count_include_pad), LRN across channels, and a
-// per-channel affine map with an activation, y = act(x * scale[c] +
-// shift[c]) (Conv's bias and activation, BatchNormalization at inference).
-// The math is in pool_math.h and elementwise_math.h. Each launcher enqueues
-// one kernel and returns the launch's error.
+// CUDA kernels over feature maps: 2-D max and average pooling (any pads,
+// dilation, count_include_pad) over NCHW or NHWC; LRN across channels
+// (NCHW, float32); and the per-channel map y = act(x * scale[c] +
+// shift[c] + z) over NCHW or NHWC (Conv's epilogue: bias, residual and
+// activation; BatchNormalization at inference). Pooling and the
+// per-channel map compute in float32 and read and write float32 or float16,
+// each operand independently (float_storage.h). The math is in pool_math.h
+// and elementwise_math.h. Each launcher enqueues one kernel (none for an
+// empty output) and returns the launch's error.
 #ifndef COALESCE_KERNELS_CUDA_POOL_H_
 #define COALESCE_KERNELS_CUDA_POOL_H_
 
@@ -11,24 +14,29 @@
 #include <stdint.h>
 
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/float_storage.h"
 #include "kernels/cuda/pool_math.h"
 
 namespace coalesce::kernels::cuda {
 
-// x [planes, in_h, in_w] -> y [planes, out_h, out_w].
-cudaError_t LaunchPool2D(const Pool2DGeometry& g, const float* x, float* y,
-                         int64_t planes, cudaStream_t stream);
+// x [planes, in_h, in_w] -> y [planes, out_h, out_w], or with
+// channels_last x [planes / channels, in_h, in_w, channels] -> y
+// [planes / channels, out_h, out_w, channels].
+// REQUIRES: layout.channels > 0 dividing layout.planes; y not x.
+cudaError_t LaunchPool2D(const Pool2DGeometry& g, const PoolLayout& layout,
+                         FloatSource x, FloatTarget y, cudaStream_t stream);
 
-// x, y [batch, channels, spatial].
+// x, y [batch, channels, spatial], float32.
 cudaError_t LaunchLrn(const float* x, float* y, int64_t batch, int64_t channels,
                       int64_t spatial, int64_t size, float alpha, float beta,
                       float bias, cudaStream_t stream);
 
-// scale and shift may be null (1 and 0); y may equal x.
-cudaError_t LaunchChannelAffine(const float* x, const float* scale,
-                                const float* shift, float* y, int64_t batch,
-                                int64_t channels, int64_t spatial,
-                                Activation act, float alpha, float beta,
+// y = act(x * scale[c] + shift[c] + z) over m.layout's elements
+// (ChannelAffineValue); z.data null for no residual. y may equal x (same
+// storage), never z.
+// REQUIRES: m.layout.channels > 0 when there are elements.
+cudaError_t LaunchChannelAffine(const ChannelAffineMap& m, FloatSource x,
+                                FloatSource z, FloatTarget y,
                                 cudaStream_t stream);
 
 }  // namespace coalesce::kernels::cuda

@@ -9,6 +9,7 @@ scale of the DequantizeLinear nearest above it).
 
 As a script, runs the whole corpus on one device and prints a line a model:
     python3 tests/models/real_corpus.py --device simulated   # or cpu, gpu
+    python3 tests/models/real_corpus.py --device gpu --gpu-precision fp16
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import runners
 # bundle's gpu-check points it at the repository's copy).
 CORPUS = Path(os.environ.get("COALESCE_REAL_CORPUS", Path(__file__).resolve().parent / "real"))
 FP32_RTOL, FP32_ATOL_SCALE = 1e-4, 1e-5
+# FP16 mode keeps activations in float16 (10 mantissa bits) between
+# operators: errors of a few float16 steps per layer add up.
+FP16_RTOL, FP16_ATOL_SCALE = 2e-2, 1e-2
+FP16_QDQ_STEPS = 4
 TARGETS = ("cpu", "device")  # known_refusals.txt's target names
 
 
@@ -89,9 +94,13 @@ def quantization_step(model_path: Path, output: str) -> float:
     raise AssertionError(f"no DequantizeLinear above output {output!r}")
 
 
-def problems(folder: Path, kind: str, actual: dict, expected: dict) -> list:
-    """What differs between the engine's outputs and the reference's."""
+def problems(folder: Path, kind: str, actual: dict, expected: dict,
+             fp16: bool = False) -> list:
+    """What differs between the engine's outputs and the reference's
+    (fp16: run in FP16 mode, compared within its tolerance)."""
     if kind == "fp32":
+        if fp16:
+            return runners.compare_outputs(actual, expected, FP16_RTOL, FP16_ATOL_SCALE)
         return runners.compare_outputs(actual, expected, FP32_RTOL, FP32_ATOL_SCALE)
     found = [] if set(actual) == set(expected) else [
         f"outputs {sorted(actual)}, expected {sorted(expected)}"]
@@ -102,16 +111,24 @@ def problems(folder: Path, kind: str, actual: dict, expected: dict) -> list:
                          f"{list(e.shape)}")
             continue
         step = quantization_step(folder / "model.onnx", name)
+        # In FP16 mode a float16 rounding may move a requantization by one
+        # step at each quantized layer; the output allows a few.
+        steps = FP16_QDQ_STEPS if fp16 else 1
         diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
-        if not (diff <= step * 1.0001).all():
-            found.append(f"output '{name}': max |diff| {diff.max()} over one step {step}")
+        if not (diff <= steps * step * 1.0001).all():
+            found.append(f"output '{name}': max |diff| {diff.max()} over {steps} "
+                         f"step(s) of {step}")
     return found
 
 
-def check(onnx_run: Path, device: str, workdir: Path, target: str) -> int:
+def check(onnx_run: Path, device: str, workdir: Path, target: str,
+          precision: str = "fp32") -> int:
     """Runs every corpus model on `device` ("cpu", "simulated" or "gpu") and
     prints one line each: PASS, REFUSED (listed in known_refusals.txt for
-    `target`, with that reason) or FAIL. Returns the number of failures."""
+    `target`, with that reason) or FAIL. precision "fp16" (a device only):
+    run with --gpu-precision fp16 and compared within problems(fp16=True)'s
+    tolerance. Returns the number of failures."""
+    extra_args = [] if precision == "fp32" else ["--gpu-precision", precision]
     refusals = known_refusals()
     failures = 0
     for model in sorted(manifest()):
@@ -122,12 +139,14 @@ def check(onnx_run: Path, device: str, workdir: Path, target: str) -> int:
         for name, feeds, expected in data_sets(folder):
             try:
                 run = runners.run_coalesce(folder / "model.onnx", feeds, workdir / model / name,
-                                           binary=onnx_run, device=device, threads=2)
+                                           binary=onnx_run, device=device, threads=2,
+                                           extra_args=extra_args)
             except runners.CoalesceRunError as err:
                 listed = reason is not None and reason in err.stderr
                 verdict = "REFUSED (listed)" if listed else f"FAIL: {err.stderr.strip()[:300]}"
                 break
-            found = problems(folder, kind, run.outputs, expected)
+            found = problems(folder, kind, run.outputs, expected,
+                             fp16=precision == "fp16")
             if found:
                 verdict = f"FAIL ({name}): {found[0][:300]}"
                 break
@@ -135,7 +154,8 @@ def check(onnx_run: Path, device: str, workdir: Path, target: str) -> int:
             verdict = f"PASS (listed as refused: {reason})"
         failures += verdict.startswith("FAIL")
         print(f"{model:45s} {verdict}", flush=True)
-    print(f"real exports on {device}: {failures} failed of {len(manifest())}")
+    mode = "" if precision == "fp32" else f" ({precision})"
+    print(f"real exports on {device}{mode}: {failures} failed of {len(manifest())}")
     return failures
 
 
@@ -145,10 +165,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="The corpus of real exports on one device.")
     parser.add_argument("--onnx-run", type=Path, default=runners.onnx_run_binary())
     parser.add_argument("--device", default="simulated", choices=("cpu", "simulated", "gpu"))
+    parser.add_argument("--gpu-precision", default="fp32", choices=("fp32", "fp16"),
+                        help="fp16: the device's FP16 mode, within the FP16 tolerance")
     args = parser.parse_args()
+    if args.device == "cpu" and args.gpu_precision != "fp32":
+        parser.error("--gpu-precision fp16 needs --device simulated or gpu")
     target = "cpu" if args.device == "cpu" else "device"
     with tempfile.TemporaryDirectory() as tmp:
-        return 1 if check(args.onnx_run, args.device, Path(tmp), target) else 0
+        return 1 if check(args.onnx_run, args.device, Path(tmp), target,
+                          args.gpu_precision) else 0
 
 
 if __name__ == "__main__":

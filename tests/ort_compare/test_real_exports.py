@@ -6,7 +6,10 @@ model (docs/conformance.md, "Real exports").
 Every model runs through coalesce-onnx-run on the CPU and, as a GPU
 instance, on the simulated device (the capability check KIND_GPU uses, then
 the device kernels' math on the host), for each committed data set (batch 1
-and batch 4), compared as real_corpus.problems says.
+and batch 4), compared as real_corpus.problems says. The device runs each
+model twice: in float32, and in FP16 mode as `gpu_precision: "fp16"` serves
+it (float16 activations, NHWC convolutions, the fused plan), within FP16's
+tolerance.
 
 A model the engine refuses fails its test unless known_refusals.txt lists it
 for that target with the reason, which must appear in the error; a listed
@@ -21,7 +24,10 @@ import pytest
 import real_corpus
 import runners
 
-DEVICES = {"cpu": "cpu", "device": "simulated"}  # target -> --device
+# target -> (--device, more arguments, refusals listed for this target)
+DEVICES = {"cpu": ("cpu", [], "cpu"),
+           "device": ("simulated", [], "device"),
+           "device_fp16": ("simulated", ["--gpu-precision", "fp16"], "device")}
 MODELS = sorted(real_corpus.manifest())
 REFUSALS = real_corpus.known_refusals()
 
@@ -31,20 +37,23 @@ REFUSALS = real_corpus.known_refusals()
 def test_real_export(model, target, onnx_run, tmp_path):
     folder = real_corpus.CORPUS / model
     kind = real_corpus.manifest()[model]["kind"]
-    reason = REFUSALS.get((model, target))
+    device, extra_args, refusal_target = DEVICES[target]
+    reason = REFUSALS.get((model, refusal_target))
     sets = real_corpus.data_sets(folder)
     assert sets, f"{model}: no test_data_set_* folders"
     for name, feeds, expected in sets:
         try:
             run = runners.run_coalesce(folder / "model.onnx", feeds, tmp_path / name,
-                                       binary=onnx_run, device=DEVICES[target], threads=2)
+                                       binary=onnx_run, device=device, threads=2,
+                                       extra_args=extra_args)
         except runners.CoalesceRunError as err:
             if reason is None:
                 pytest.fail(f"{model} ({target}, {name}) refused; fix it or list it in "
                             f"known_refusals.txt with the reason:\n{err.stderr}", pytrace=False)
             assert reason in err.stderr, f"listed reason {reason!r} not in:\n{err.stderr}"
             return
-        found = real_corpus.problems(folder, kind, run.outputs, expected)
+        found = real_corpus.problems(folder, kind, run.outputs, expected,
+                                     fp16=target == "device_fp16")
         assert not found, f"{model} ({target}, {name}):\n" + "\n".join(found)
     assert reason is None, (f"{model} ({target}) now runs: remove it from known_refusals.txt "
                             f"(listed: {reason})")

@@ -759,8 +759,9 @@ std::string CompareOutputs(const std::vector<TypedTensor>& got,
   return "";
 }
 
-absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c) {
-  ModelOptions options = ModelOptions::ForDevice();
+absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c,
+                                                      bool channels_last) {
+  ModelOptions options = ModelOptions::ForDevice(channels_last);
   if (!c.optimize) options.optimizer = OptimizerOptions::None();
   return Model::LoadFromBytes(c.model.Serialize(), options);
 }

@@ -65,7 +65,10 @@ std::string CheckAgainstCpu(const DeviceTestCase& c,
                             const std::shared_ptr<const Model>& model,
                             ExecutorInstance& executor);
 
-absl::StatusOr<std::shared_ptr<const Model>> LoadCase(const DeviceTestCase& c);
+// The case's model as a device program loads it: NCHW, or with the
+// channels-last layout pass (the server's layout with FP16).
+absl::StatusOr<std::shared_ptr<const Model>> LoadCase(
+    const DeviceTestCase& c, bool channels_last = false);
 
 }  // namespace coalesce::testing
 

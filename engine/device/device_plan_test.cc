@@ -1,0 +1,194 @@
+// The device's lowering decisions (device_plan.h) for real exports of the
+// corpus (tests/models/real/): which nodes are fused, where the layout
+// changes, and which precision each value has, in FP16 mode with the NHWC
+// layout the server picks for it. Each "it is fused" check is paired with
+// the same model loaded with that fusion switched off, where the check's
+// premise must fail, so the checks can tell a fused plan from one that is
+// not. Outputs against onnxruntime, in the same mode, are checked by
+// tests/ort_compare/test_real_exports.py.
+#include "engine/device/device_plan.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/neutral_planner.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+std::string CorpusModel(const std::string& name) {
+  return std::string(COALESCE_CORPUS_DIR) + "/" + name + "/model.onnx";
+}
+
+// The plan of `name` for one 224-free input: every -1 dim of the inputs as
+// 2 (the tiny corpus models take small images at any batch).
+DevicePlanSummary PlanOf(const std::string& name, bool fp16,
+                         ModelOptions options) {
+  auto model = Model::LoadFromFile(CorpusModel(name), options);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return {};
+  std::vector<Shape> shapes;
+  for (const TensorSpec& spec : (*model)->signature().inputs) {
+    Shape shape = spec.dims;
+    for (int64_t& d : shape)
+      if (d < 0) d = 2;
+    shapes.push_back(shape);
+  }
+  auto plan = MakeNeutralPlanner(*model)(shapes);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+  auto summary = DescribeDevicePlan(**plan, fp16);
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  return summary.ok() ? *summary : DevicePlanSummary{};
+}
+
+DevicePlanSummary Fp16Nhwc(const std::string& name,
+                           OptimizerOptions optimizer = {}) {
+  ModelOptions options = ModelOptions::ForDevice(/*channels_last=*/true);
+  optimizer.channels_last = true;
+  options.optimizer = optimizer;
+  return PlanOf(name, /*fp16=*/true, options);
+}
+
+int Count(const DevicePlanSummary& s, const std::string& op) {
+  return static_cast<int>(
+      std::count_if(s.nodes.begin(), s.nodes.end(),
+                    [&](const DevicePlanNode& n) { return n.op == op; }));
+}
+
+// Every convolution NHWC, writing float16, in one step; the first may take
+// a second (converting the float32 model input).
+void ExpectConvolutionsNhwcHalf(const DevicePlanSummary& s) {
+  int first_steps = 0;
+  for (const DevicePlanNode& n : s.nodes) {
+    if (n.op != "FusedConv" && n.op != "Conv") continue;
+    SCOPED_TRACE(n.name);
+    EXPECT_EQ(n.op, "FusedConv");
+    EXPECT_TRUE(n.channels_last);
+    ASSERT_FALSE(n.outputs.empty());
+    EXPECT_EQ(n.outputs[0], "fp16");
+    if (first_steps == 0) {
+      first_steps = n.steps;
+      EXPECT_LE(n.steps, 2);
+    } else {
+      EXPECT_EQ(n.inputs[0], "fp16");
+      EXPECT_EQ(n.steps, 1);
+    }
+  }
+  EXPECT_GT(first_steps, 0) << "no convolution";
+  if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(s);
+}
+
+// Float32 only at the edges: the model input's NHWC copy (the first
+// convolution converts it), and what the classifier's products write (they
+// read float16 and write float32, as the model's output is).
+void ExpectFloat32OnlyAtEdges(const DevicePlanSummary& s) {
+  for (size_t i = 1; i < s.nodes.size(); ++i) {
+    const DevicePlanNode& n = s.nodes[i];
+    if (n.op == "Gemm" || n.op == "FusedGemm") continue;
+    for (const std::string& out : n.outputs)
+      EXPECT_NE(out, "fp32") << n.op << " " << n.name;
+  }
+}
+
+// Layout changes only at the edges: into NHWC after the model input, back
+// to NCHW before the classifier.
+void ExpectTransposesOnlyAtEdges(const DevicePlanSummary& s) {
+  EXPECT_EQ(Count(s, "Transpose"), 2);
+  ASSERT_FALSE(s.nodes.empty());
+  EXPECT_EQ(s.nodes.front().op, "Transpose");
+}
+
+TEST(DevicePlanTest, ResNetIsFusedNhwcHalfEndToEnd) {
+  for (const char* name :
+       {"resnet_bottleneck_tiny__torchscript", "resnet_bottleneck_tiny__dynamo",
+        "resnet_basic_tiny__torchscript"}) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary s = Fp16Nhwc(name);
+    ExpectConvolutionsNhwcHalf(s);
+    ExpectTransposesOnlyAtEdges(s);
+    // Bias, BatchNorm, Relu and the residual Add are in the convolutions.
+    for (const char* op : {"Relu", "Add", "BatchNormalization", "Sum"})
+      EXPECT_EQ(Count(s, op), 0) << op;
+    ExpectFloat32OnlyAtEdges(s);
+    EXPECT_EQ(s.float_values, 1);  // the input's NHWC copy
+    EXPECT_GT(s.half_values, 10);
+  }
+}
+
+TEST(DevicePlanTest, ResNetChecksFailWithoutTheFusions) {
+  OptimizerOptions no_residual;
+  no_residual.residual_fusion = false;
+  EXPECT_GT(Count(Fp16Nhwc("resnet_bottleneck_tiny__torchscript", no_residual),
+                  "Add"),
+            0);
+  OptimizerOptions no_activation;
+  no_activation.activation_fusion = false;
+  EXPECT_GT(
+      Count(Fp16Nhwc("resnet_bottleneck_tiny__torchscript", no_activation),
+            "Relu"),
+      0);
+}
+
+TEST(DevicePlanTest, EfficientNetFusesSiluAndStaysNhwcHalf) {
+  for (const char* name :
+       {"efficientnet_b0_tiny__torchscript", "efficientnet_b0_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary s = Fp16Nhwc(name);
+    ExpectConvolutionsNhwcHalf(s);
+    ExpectTransposesOnlyAtEdges(s);
+    // SiLU is in the convolutions; what remains is squeeze-excitation's
+    // global pool and its scale (a broadcast Mul), half as well.
+    EXPECT_EQ(Count(s, "Sigmoid"), 0);
+    EXPECT_EQ(Count(s, "Mul"), Count(s, "GlobalAveragePool") - 1);
+    ExpectFloat32OnlyAtEdges(s);
+  }
+  OptimizerOptions no_activation;
+  no_activation.activation_fusion = false;
+  EXPECT_GT(Count(Fp16Nhwc("efficientnet_b0_tiny__torchscript", no_activation),
+                  "Sigmoid"),
+            0);
+}
+
+TEST(DevicePlanTest, MobileNetV3FusesHardSwishAndStaysNhwcHalf) {
+  for (const char* name : {"mobilenet_v3_small_tiny__torchscript",
+                           "mobilenet_v3_small_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary s = Fp16Nhwc(name);
+    ExpectConvolutionsNhwcHalf(s);
+    ExpectTransposesOnlyAtEdges(s);
+    EXPECT_EQ(Count(s, "HardSwish"), 0);
+    EXPECT_EQ(Count(s, "HardSigmoid"), 0);
+    EXPECT_EQ(Count(s, "Relu"), 0);
+    ExpectFloat32OnlyAtEdges(s);
+  }
+}
+
+TEST(DevicePlanTest, Fp32KeepsNchwAndFloat32) {
+  const DevicePlanSummary s = PlanOf("resnet_bottleneck_tiny__torchscript",
+                                     /*fp16=*/false, ModelOptions::ForDevice());
+  EXPECT_EQ(Count(s, "Transpose"), 0);
+  EXPECT_EQ(s.half_values, 0);
+  for (const DevicePlanNode& n : s.nodes) EXPECT_FALSE(n.channels_last);
+}
+
+TEST(DevicePlanTest, OperatorsThatReadFloat32KeepTheirInputsFloat32) {
+  // A transformer: LayerNorm and Softmax read float32, so the values
+  // around them stay float32 while the products read float16.
+  const DevicePlanSummary s = PlanOf("bert_tiny__torchscript", /*fp16=*/true,
+                                     ModelOptions::ForDevice());
+  ASSERT_GT(Count(s, "LayerNormalization"), 0);
+  for (const DevicePlanNode& n : s.nodes) {
+    if (n.op != "LayerNormalization" && n.op != "Softmax") continue;
+    SCOPED_TRACE(n.name);
+    EXPECT_EQ(n.inputs[0], "fp32");
+    EXPECT_EQ(n.outputs[0], "fp32");
+  }
+}
+
+}  // namespace
+}  // namespace coalesce

@@ -1,0 +1,42 @@
+// How each value of a plan is stored on the device: float32, or float16
+// where FP16 mode keeps activations in half precision between operators.
+//
+// Decided once per bound plan, before lowering, from what each node's
+// lowering can read and write (DeviceHalfUse, device_ops.h):
+//   - a value is float16 only if it is a float32 intermediate (never a
+//     model input, output or constant: the wire and the weights' sources
+//     stay float32) and every node that writes or reads it handles float16
+//     there;
+//   - nodes that only move elements (views, Concat, Transpose) tie their
+//     float inputs and outputs together: all float16 or all float32, so
+//     they move bytes without converting;
+//   - a node that cannot read float16 (Softmax, LayerNorm, Resize, ...)
+//     keeps its float inputs float32, so their producers write float32.
+// Conversions therefore happen only inside the operators that compute
+// (a convolution reading a float32 model input converts it once), never as
+// separate reorders between two operators that both handle float16.
+//
+// Layout is not decided here: channels-last is a graph rewrite at load
+// (engine/optimizer/channels_last.cc, ModelOptions::ForDevice), so every
+// value's layout is explicit in the plan's shapes.
+#ifndef COALESCE_ENGINE_DEVICE_DEVICE_STORAGE_H_
+#define COALESCE_ENGINE_DEVICE_DEVICE_STORAGE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/device/device_kernels.h"
+#include "engine/neutral_plan.h"
+
+namespace coalesce {
+
+// By value id of `plan`: every value kFloat unless `half` (FP16 mode).
+std::vector<DeviceFloat> PlanDeviceStorage(const NeutralPlan& plan, bool half);
+
+// Bytes of value `id` as stored: half of its float32 size in float16.
+size_t StoredBytes(const NeutralPlan& plan,
+                   const std::vector<DeviceFloat>& storage, int id);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_DEVICE_STORAGE_H_
