@@ -90,6 +90,7 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
   if (absl::Status s = CheckNoStrings(model->signature()); !s.ok()) return s;
   auto instance_options = GpuInstanceOptionsFromConfig(config);
   if (!instance_options.ok()) return instance_options.status();
+  instance_options->kernels.tuning_cache = options.tuning_cache;
   auto plugin = LoadDevicePlugin(options.cuda_plugin_path);
   if (!plugin.ok()) return plugin.status();
   Instances created;

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/plugin_loader.h"
+#include "engine/device/tuning_cache.h"
 #include "engine/executor.h"
 #include "engine/model.h"
 #include "proto/model_config.pb.h"
@@ -34,6 +35,9 @@ namespace coalesce {
 
 struct ExecutorFactoryOptions {
   std::string cuda_plugin_path = DefaultCudaPluginPath();
+  // Shared by the model's GPU instances (DeviceKernelOptions::tuning_cache);
+  // null: each instance measures for itself and keeps nothing.
+  std::shared_ptr<TuningCache> tuning_cache;
 };
 
 // REQUIRES: `config` completed (model_config_completion.h).

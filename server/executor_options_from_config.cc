@@ -13,6 +13,14 @@ constexpr char kDoubleBuffering[] = "double_buffering";
 constexpr char kGpuPrecision[] = "gpu_precision";
 constexpr char kCudaGraphs[] = "cuda_graphs";
 constexpr char kCudaGraphPadding[] = "cuda_graph_padding";
+constexpr char kGpuLayout[] = "gpu_layout";
+
+// A string parameter, or `fallback` when the config has none.
+std::string StringParameter(const inference::ModelConfig& config,
+                            const char* key, const std::string& fallback) {
+  auto it = config.parameters().find(key);
+  return it == config.parameters().end() ? fallback : it->second.string_value();
+}
 
 absl::Status ReadBool(const inference::ModelConfig& config, const char* key,
                       bool* value) {
@@ -82,6 +90,21 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
                      precision, "\""));
   }
   return options;
+}
+
+absl::StatusOr<bool> GpuChannelsLastFromConfig(
+    const inference::ModelConfig& config) {
+  const bool fp16 = StringParameter(config, kGpuPrecision, "fp32") == "fp16";
+  const std::string layout =
+      StringParameter(config, kGpuLayout, fp16 ? "nhwc" : "nchw");
+  if (layout != "nhwc" && layout != "nchw") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", config.name(),
+                     "': parameter 'gpu_layout' must be \"nhwc\" or "
+                     "\"nchw\", got \"",
+                     layout, "\""));
+  }
+  return layout == "nhwc";
 }
 
 }  // namespace coalesce

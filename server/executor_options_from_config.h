@@ -13,10 +13,16 @@
 //   gpu_precision    "fp32" (default: exact float32), "tf32": GPU GEMMs
 //                    and convolutions may use TF32 tensor cores (about 3
 //                    decimal digits per input, float32 accumulation), or
-//                    "fp16": they multiply float16 operands (weights
-//                    converted at load, activations on the GPU before each
-//                    product; float32 accumulation; everything else, the
-//                    wire included, stays float32).
+//                    "fp16": activations stay float16 between the
+//                    operators that handle it (convolutions, pooling,
+//                    elementwise, Concat, Transpose, views; float32
+//                    accumulation and statistics), weights are converted
+//                    once at load, and the wire, Softmax, LayerNorm and
+//                    the rest stay float32 (engine/device/device_storage.h).
+//   gpu_layout       "nhwc" or "nchw": the layout of 2-D convolutions,
+//                    pooling and BatchNormalization on the GPU (NHWC: the
+//                    load-time layout pass, engine/model.h ForDevice).
+//                    Default: "nhwc" with gpu_precision "fp16", else "nchw".
 //   cuda_graphs      "true" (default) or "false": GPU instances capture a
 //                    batch's kernels as a CUDA graph per shape set and
 //                    buffers after one warm-up batch, and replay it
@@ -46,8 +52,14 @@ absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
     const inference::ModelConfig& config, int cores);
 
 // The same for GPU instances. InvalidArgument naming the parameter for a
-// bad value; Unimplemented for gpu_precision "fp16".
+// bad value.
 absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
+    const inference::ModelConfig& config);
+
+// Whether GPU instances run the model channels-last (gpu_layout, with its
+// default from gpu_precision). InvalidArgument naming the parameter for a
+// bad value.
+absl::StatusOr<bool> GpuChannelsLastFromConfig(
     const inference::ModelConfig& config);
 
 }  // namespace coalesce

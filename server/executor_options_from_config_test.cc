@@ -107,5 +107,30 @@ TEST(ExecutorOptionsFromConfigTest, BadGpuParametersAreRefusedByName) {
               ::testing::HasSubstr("'double_buffering'"));
 }
 
+TEST(ExecutorOptionsFromConfigTest, GpuLayoutDefaultsToNhwcWithFp16) {
+  auto fp32 = GpuChannelsLastFromConfig(Parse(R"(name: "m")"));
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_FALSE(*fp32);
+  auto fp16 = GpuChannelsLastFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
+  ASSERT_TRUE(fp16.ok());
+  EXPECT_TRUE(*fp16);
+  auto nchw = GpuChannelsLastFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "gpu_precision" value { string_value: "fp16" } }
+      parameters { key: "gpu_layout" value { string_value: "nchw" } })"));
+  ASSERT_TRUE(nchw.ok());
+  EXPECT_FALSE(*nchw);
+  auto nhwc = GpuChannelsLastFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_layout" value { string_value: "nhwc" } })"));
+  ASSERT_TRUE(nhwc.ok());
+  EXPECT_TRUE(*nhwc);
+  auto bad = GpuChannelsLastFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_layout" value { string_value: "NHWC" } })"));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("'gpu_layout'"));
+}
+
 }  // namespace
 }  // namespace coalesce

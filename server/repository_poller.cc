@@ -5,12 +5,19 @@
 #include <utility>
 
 #include "server/model_config_io.h"
+#include "server/model_tuning_cache.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The server's own tuning cache (model_tuning_cache.h) and its temporary
+// files change as it measures; they are not a change of the model.
+bool IsTuningCache(const fs::path& file) {
+  return file.filename().string().rfind(kTuningCacheFileName, 0) == 0;
+}
 
 // Order-independent within a folder would hide renames; the iteration order
 // is made stable by sorting the entries first.
@@ -24,7 +31,7 @@ uint64_t Fingerprint(const fs::path& dir) {
       continue;
     }
     std::error_code file_ec;
-    if (!it->is_regular_file(file_ec)) continue;
+    if (!it->is_regular_file(file_ec) || IsTuningCache(it->path())) continue;
     const uintmax_t size = it->file_size(file_ec);
     const auto mtime = it->last_write_time(file_ec);
     files[fs::relative(it->path(), dir, file_ec).string()] = {

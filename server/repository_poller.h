@@ -1,7 +1,9 @@
 // RepositoryPoller: --model-control-mode poll. Every `interval` it looks at
 // the repository's model folders and brings the served models in line:
 // a new folder is loaded, a folder whose files changed (any file added,
-// removed, resized or rewritten) is reloaded, a removed folder is unloaded.
+// removed, resized or rewritten; the server's own tuning cache,
+// model_tuning_cache.h, does not count) is reloaded, a removed folder is
+// unloaded.
 // A reload swaps the new versions in before the old ones drain
 // (ModelManager::Load), so no request is dropped; a reload that fails leaves
 // the old versions serving and is retried when the files change again.

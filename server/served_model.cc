@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
+#include "server/executor_options_from_config.h"
 #include "server/model_config_completion.h"
 #include "server/reshape_instance.h"
 #include "server/resource_limits.h"
@@ -67,13 +68,18 @@ ReshapePlan ReshapePlanOf(const inference::ModelConfig& config,
 }
 
 // The CPU engine's rewrites, unless an instance group may run on a GPU
-// (KIND_GPU, or KIND_AUTO before it is resolved): the device registry lowers
-// NCHW convolutions, not the CPU's channels-last ones. A model without
-// instance groups runs on the CPU (model_config_completion.h).
-ModelOptions ModelOptionsFor(const inference::ModelConfig& config) {
+// (KIND_GPU, or KIND_AUTO before it is resolved): then the device's, whose
+// layout is the config's gpu_layout (the CPU runs either layout, so a
+// KIND_AUTO model that falls back to the CPU serves the same graph). A
+// model without instance groups runs on the CPU
+// (model_config_completion.h).
+absl::StatusOr<ModelOptions> ModelOptionsFor(
+    const inference::ModelConfig& config) {
   for (const auto& group : config.instance_group()) {
-    if (group.kind() != inference::ModelInstanceGroup::KIND_CPU)
-      return ModelOptions::ForDevice();
+    if (group.kind() == inference::ModelInstanceGroup::KIND_CPU) continue;
+    absl::StatusOr<bool> channels_last = GpuChannelsLastFromConfig(config);
+    if (!channels_last.ok()) return channels_last.status();
+    return ModelOptions::ForDevice(*channels_last);
   }
   return ModelOptions{};
 }
@@ -88,7 +94,9 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
                                    ? "model.onnx"
                                    : config.default_model_filename();
   const auto path = model_dir / std::to_string(version) / filename;
-  auto model = Model::LoadFromFile(path.string(), ModelOptionsFor(config));
+  absl::StatusOr<ModelOptions> options = ModelOptionsFor(config);
+  if (!options.ok()) return options.status();
+  auto model = Model::LoadFromFile(path.string(), *options);
   if (!model.ok()) {
     return absl::Status(model.status().code(),
                         absl::StrCat("version ", version, " (", filename,
@@ -104,7 +112,10 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   WarnIgnoredSettings(config);
   auto labels = ReadOutputLabels(model_dir, config);
   if (!labels.ok()) return labels.status();
-  auto instances = CreateExecutorInstances(*model, &config, {});
+  auto tuning = ModelTuningCache::Open(model_dir / std::to_string(version),
+                                       config.name());
+  auto instances = CreateExecutorInstances(*model, &config,
+                                           {.tuning_cache = tuning->cache()});
   if (!instances.ok()) return instances.status();
   const ReshapePlan reshape = ReshapePlanOf(config, (*model)->signature());
   for (auto& instance : *instances) {
@@ -140,6 +151,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   served->model = *std::move(model);
   served->batcher = *std::move(batcher);
   served->labels = std::make_shared<const OutputLabels>(*std::move(labels));
+  served->tuning = std::move(tuning);
   return served;
 }
 
@@ -152,6 +164,7 @@ absl::Status ServedModel::Enqueue(
 void ServedModel::Shutdown() const {
   if (sequencer != nullptr) sequencer->Shutdown();
   batcher->Shutdown();
+  if (tuning != nullptr) tuning->SaveIfChanged();
 }
 
 }  // namespace coalesce

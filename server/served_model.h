@@ -20,6 +20,7 @@
 #include "engine/model.h"
 #include "proto/model_config.pb.h"
 #include "server/classification.h"
+#include "server/model_tuning_cache.h"
 
 namespace coalesce {
 
@@ -34,11 +35,15 @@ struct ServedModel {
   std::unique_ptr<SequenceBatcher> sequencer;
   // Labels of the outputs with a label_filename (classification.h).
   std::shared_ptr<const OutputLabels> labels;
+  // The GPU instances' measured algorithm choices, saved beside the model
+  // at Shutdown.
+  std::shared_ptr<ModelTuningCache> tuning;
 
   // Hands a request to the sequencer when there is one, else the batcher
   // (their Enqueue contracts).
   absl::Status Enqueue(std::unique_ptr<InferenceRequest>* request) const;
-  // Drains the sequencer (if any), then the batcher.
+  // Drains the sequencer (if any), then the batcher; then saves what the
+  // instances measured (model_tuning_cache.h).
   void Shutdown() const;
 };
 

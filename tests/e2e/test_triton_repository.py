@@ -218,6 +218,14 @@ def test_poll_mode_follows_the_repository_without_dropping_requests(start_server
         thread.join(timeout=60)
     assert not errors, errors[:3]
     assert answered[0] > 0
-    assert "model 'm' changed in the repository: loading" in srv.log()
+    assert srv.log().count("model 'm' changed in the repository: loading") == 1
+
+    # The server's own tuning cache beside a model is not a change of it.
+    # A new model written at the same time shows that a later pass ran.
+    (repo / "m" / "1" / "coalesce.tuning").write_text("coalesce-tuning-cache 2\n")
+    (repo / "m" / "1" / "coalesce.tuning.tmp.1").write_text("partial")
+    gm.write_model(repo, "k", gm.make_tiny_model(), tiny_config("k"))
+    wait_for(lambda: client.is_model_ready("k"), 20, 0.1, "model 'k' to appear")
+    assert srv.log().count("model 'm' changed in the repository: loading") == 1
     with pytest.raises(Exception, match="needs --model-control-mode explicit"):
         client.load_model("m")
