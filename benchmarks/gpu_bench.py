@@ -21,11 +21,22 @@
    the GPU's busy fraction over each level sampled by nvidia-smi (NVML's
    utilization.gpu, every 100 ms).
 
+3. With --cnn, that section alone (issue 26, CNNs in FP16, NHWC, fused):
+   torchvision's ResNet-50, EfficientNet-B0 and MobileNetV3-Large (random
+   weights, exported here) at batch 1..256, Coalesce FP32, TF32, FP16
+   (default layout, NHWC) and FP16 with --gpu-layout nchw, against PyTorch
+   FP32 (eager, CUDA graph), FP16 autocast (eager, CUDA graph), the best
+   plain PyTorch (channels_last + autocast + CUDA graph) in FP16 and BF16;
+   the ratios, images/s and the issue's targets (PASS/MISSED), outputs
+   against onnxruntime, and each model's FP16 --device-plan at batch 32
+   written beside --out (cnn-plan-<model>-fp16-b32.txt).
+
 Writes the tables as Markdown to --out (default ./gpu-bench.md) and prints
 them. Exit 0 when every run succeeded and every checked output matched, 1
 otherwise.
 
 Usage: python3 gpu_bench.py [--bundle DIR] [--out FILE] [--quick]
+       python3 gpu_bench.py --cnn --quick [--batches B,...] [--deadline-s S]
 """
 
 from __future__ import annotations
@@ -98,9 +109,10 @@ class ModelCase:
 
 
 def onnx_run_command(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
-                     warmup: int, precision: str, graphs: bool = True) -> list:
+                     warmup: int, precision: str, graphs: bool = True,
+                     extra: tuple = ()) -> list:
     """coalesce-onnx-run on the GPU with `feeds` written under `work`: outputs
-    to work/out, timings to work/timing.json."""
+    to work/out, timings to work/timing.json; `extra` flags last."""
     inputs = []
     for i, (name, x) in enumerate(feeds.items()):
         f = work / f"in{i}.pb"
@@ -112,14 +124,20 @@ def onnx_run_command(bundle: Path, model: Path, feeds: dict, work: Path, repeat:
             precision, "--device-graphs", "on" if graphs else "off",
             "--model", str(model), *inputs, "--output-dir", str(out),
             "--warmup", str(warmup), "--repeat", str(repeat),
-            "--timing-json", str(work / "timing.json")]
+            "--timing-json", str(work / "timing.json"), *extra]
 
 
 def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
-                 warmup: int, precision: str, graphs: bool = True) -> tuple[float, list]:
-    cmd = onnx_run_command(bundle, model, feeds, work, repeat, warmup, precision, graphs)
+                 warmup: int, precision: str, graphs: bool = True, extra: tuple = (),
+                 stdout_to: Path | None = None) -> tuple[float, list]:
+    """(median ms, outputs) of coalesce-onnx-run; its stdout also written to
+    `stdout_to` when given (with --device-plan in `extra`: the plan)."""
+    cmd = onnx_run_command(bundle, model, feeds, work, repeat, warmup, precision, graphs, extra)
     out, timing = work / "out", work / "timing.json"
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if stdout_to is not None:
+        stdout_to.write_text(f"$ coalesce-onnx-run {' '.join(cmd[1:])}\n\n"
+                             f"{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         raise RuntimeError(f"coalesce-onnx-run exited {proc.returncode}: {proc.stderr[-2000:]}")
     names = [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
@@ -162,17 +180,26 @@ class DenseTorch:
 
 
 def torch_time_ms(module, args_host: list, repeat: int, warmup: int, graph: bool,
-                  fp16: bool = False) -> float:
+                  fp16: bool = False, dtype=None, channels_last: bool = False) -> float:
     """Host to host, as coalesce-onnx-run: pinned inputs copied in, forward,
     the output copied back to pinned memory, synchronized. fp16: under
-    autocast to float16 (its weight cache off, as graph capture needs)."""
+    autocast to float16 (its weight cache off, as graph capture needs);
+    dtype: autocast to that dtype instead (torch.bfloat16, say).
+    channels_last: the 4-D inputs' device buffers in channels_last (the
+    host arrays stay NCHW: the copy in converts them on the GPU), for a
+    module already moved to channels_last."""
     import contextlib
     import torch
+    if fp16:
+        dtype = torch.float16
     pinned = [torch.from_numpy(a).pin_memory() for a in args_host]
-    autocast = (torch.autocast("cuda", dtype=torch.float16, cache_enabled=False) if fp16
+    autocast = (torch.autocast("cuda", dtype=dtype, cache_enabled=False) if dtype is not None
                 else contextlib.nullcontext())
     with torch.inference_mode(), autocast:
         static = [p.cuda() for p in pinned]
+        if channels_last:
+            static = [s.contiguous(memory_format=torch.channels_last) if s.dim() == 4 else s
+                      for s in static]
         out0 = module(*static)
         pinned_out = torch.empty(out0.shape, dtype=out0.dtype).pin_memory()
         g = None
@@ -229,24 +256,53 @@ def dense_case(name: str, path: Path, batches: list) -> ModelCase:
                      lambda: DenseTorch(proto))
 
 
-def resnet50_case(work: Path, batches: list) -> ModelCase | None:
-    """torchvision's ResNet-50, random weights, exported at opset 17 with a
-    dynamic batch; None without torchvision."""
+def calibrate_batch_norm(model, batch: int = 32, seed: int = 1):
+    """Sets every BatchNorm's running statistics to those of one batch of
+    random images through the model (the rest of it in eval mode), so that
+    a randomly initialized network keeps its activations near unit scale
+    (default statistics, mean 0 and variance 1, let them vanish or grow
+    layer by layer: EfficientNet's depthwise convolutions shrink them)."""
+    import torch
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    model.eval()
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: after one batch, its statistics
+        m.train()
+    with torch.no_grad():
+        model(torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(seed)))
+    model.eval()
+
+
+def torchvision_case(name: str, work: Path, batches: list,
+                     calibrate: bool = False) -> ModelCase | None:
+    """torchvision.models.<name>, random weights (seed 0; calibrate: its
+    BatchNorm statistics from one random batch), exported on the CPU with the
+    TorchScript exporter at opset 17 with a dynamic batch; random normal
+    images; None without torchvision."""
     try:
         import torch
         import torchvision
     except ImportError:
         return None
     torch.manual_seed(0)
-    model = torchvision.models.resnet50(weights=None).eval()
-    path = work / "resnet50.onnx"
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    if calibrate:
+        calibrate_batch_norm(model)
+    path = work / f"{name}.onnx"
     torch.onnx.export(model, torch.randn(1, 3, 224, 224), str(path), opset_version=17,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, dynamo=False)
     rng = np.random.default_rng(2)
-    return ModelCase("resnet50", path, batches,
+    return ModelCase(name, path, batches,
                      lambda b: {"input": rng.standard_normal((b, 3, 224, 224)).astype(np.float32)},
                      lambda: model.cuda())
+
+
+def resnet50_case(work: Path, batches: list) -> ModelCase | None:
+    """torchvision's ResNet-50, random weights, exported at opset 17 with a
+    dynamic batch; None without torchvision."""
+    return torchvision_case("resnet50", work, batches)
 
 
 class BertTorch:
@@ -429,6 +485,318 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         ok = ok and ok32 and ok16
         report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
         report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
+    return ok
+
+
+# -- CNNs in FP16, NHWC, fused (issue 26) ----------------------------------------
+
+CNN_MODELS = "resnet50,efficientnet_b0,mobilenet_v3_large"
+CNN_BATCHES = [1, 8, 32, 64, 128, 256]
+CNN_FIRST_BATCHES = (32, 128, 256)  # measured first, model by model
+CNN_PLAN_BATCH = 32
+CNN_CHECK_ROWS = 8  # the first and last images of a batch checked against onnxruntime
+# Models whose BatchNorm statistics come from one random batch: with the
+# default ones (mean 0, variance 1) their random-weight activations vanish
+# layer by layer (logits of about 1e-14 and 1e-10: float16 would flush them
+# to zero and any output would pass the check). ResNet-50 keeps the default
+# statistics, as in the engine table (logits up to about 100).
+CNN_CALIBRATED = ("efficientnet_b0", "mobilenet_v3_large")
+RESNET50_IMAGES_PER_S = 20000
+
+# Coalesce: (key, column, --gpu-precision, extra flags, tolerance), in the
+# order run (FP16 first: the rows' most important cells).
+CNN_COALESCE = [
+    ("fp16", "Coalesce FP16 ms", "fp16", (), 2e-2),
+    ("fp16_nchw", "Coalesce FP16 NCHW ms", "fp16", ("--gpu-layout", "nchw"), 2e-2),
+    ("fp32", "Coalesce FP32 ms", "fp32", (), 1e-3),
+    ("tf32", "Coalesce TF32 ms", "tf32", (), 2e-2),
+]
+# PyTorch: (key, column, autocast dtype or None, CUDA graph, channels_last).
+CNN_TORCH = [
+    ("fp16_eager", "PyTorch FP16 eager ms", "float16", False, False),
+    ("fp16_graph", "PyTorch FP16 CUDA graph ms", "float16", True, False),
+    ("fp16_best", "PyTorch FP16 best ms", "float16", True, True),
+    ("fp32_eager", "PyTorch FP32 eager ms", None, False, False),
+    ("fp32_graph", "PyTorch FP32 CUDA graph ms", None, True, False),
+    ("bf16_best", "PyTorch BF16 best ms", "bfloat16", True, True),
+]
+# The table's columns, left to right (the keys above).
+CNN_COLUMNS = ["fp32", "tf32", "fp16", "fp16_nchw", "fp32_eager", "fp32_graph", "fp16_eager",
+               "fp16_graph", "fp16_best", "bf16_best"]
+# Targets: (key, text); cnn_target says where each applies and its value.
+CNN_TARGETS = [
+    ("best", "FP16 at batch >= 32: >= 1.0x best plain PyTorch FP16 (channels_last + "
+     "autocast float16 + CUDA graph), every model"),
+    ("eager", "FP16 at batch >= 32: >= 2x PyTorch FP16 eager (autocast float16), every model"),
+    ("images", f"ResNet-50 FP16 at batch 256: >= {RESNET50_IMAGES_PER_S:,} images/s "
+     "(the target is for an H100)"),
+    ("fp32", "FP32: >= 1.0x PyTorch FP32 with a CUDA graph (TF32 off on both sides), every "
+     "model and batch"),
+]
+
+
+def cnn_order(names: list, batches: list) -> list:
+    """(model, batch) in the order measured: each model at 32, 128 and 256
+    (ResNet-50 first), then the other batches (those >= 32 first), every
+    model at each."""
+    first = [b for b in CNN_FIRST_BATCHES if b in batches]
+    rest = sorted((b for b in batches if b not in first), key=lambda b: b < 32)
+    return [(n, b) for n in names for b in first] + [(n, b) for b in rest for n in names]
+
+
+def cnn_target(key: str, model: str, batch: int, ms: dict) -> tuple[bool, float | None] | None:
+    """None where target `key` does not apply to the row; else (applies,
+    its value: a ratio or images/s, None where a run it needs failed)."""
+    def ratio(torch_key, ours):
+        t, c = ms.get(torch_key), ms.get(ours)
+        return t / c if isinstance(t, float) and isinstance(c, float) else None
+    if key == "best":
+        return (True, ratio("fp16_best", "fp16")) if batch >= 32 else None
+    if key == "eager":
+        return (True, ratio("fp16_eager", "fp16")) if batch >= 32 else None
+    if key == "images":
+        if model != "resnet50" or batch != 256:
+            return None
+        c = ms.get("fp16")
+        return True, (batch * 1e3 / c if isinstance(c, float) else None)
+    if key == "fp32":
+        return True, ratio("fp32_graph", "fp32")
+    raise ValueError(key)
+
+
+def cnn_passes(key: str, value: float) -> bool:
+    return value >= {"best": 1.0, "eager": 2.0, "images": RESNET50_IMAGES_PER_S, "fp32": 1.0}[key]
+
+
+def gpu_name() -> str:
+    if shutil.which("nvidia-smi"):
+        proc = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                               "--format=csv,noheader", "-i", "0"], capture_output=True,
+                              text=True)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip()
+    return "unknown (no nvidia-smi)"
+
+
+def cnn_section(bundle: Path, names: list, batches: list, work: Path, quick: bool,
+                report: Report, deadline: Deadline, plan_dir: Path) -> bool:
+    """torchvision's ResNet-50, EfficientNet-B0 and MobileNetV3-Large at
+    each batch: Coalesce FP32, TF32, FP16 (NHWC) and FP16 NCHW, PyTorch in
+    six forms, the ratios, the targets and each Coalesce run's outputs
+    against onnxruntime; one row as each (model, batch) is done, the
+    targets summed up after the last. Each model's --device-plan in FP16 at
+    batch 32 goes to plan_dir."""
+    repeat, warmup = (10, 3) if quick else (50, 10)
+    why_no_torch = torch_status()
+    targets_text = [f"- `{key}`: {text}" for key, text in CNN_TARGETS]
+    intro = [
+        "", "### CNNs in FP16, NHWC, fused (issue 26): Coalesce against PyTorch on the same GPU",
+        "",
+        f"GPU: {gpu_name()}. torchvision's {', '.join(names)}: random weights "
+        "(`weights=None`, seed 0), exported here with the TorchScript exporter (opset 17, "
+        "dynamic batch), random normal 3x224x224 images; "
+        f"{', '.join(n for n in names if n in CNN_CALIBRATED) or 'none'}: each BatchNorm's "
+        "statistics from one batch of 32 random images (with the default ones their "
+        "logits vanish, to 1e-10 and below). "
+        f"Median of {repeat} host-to-host runs after {warmup} warm-up runs on both sides "
+        "(copies in and out included; PyTorch with pinned buffers, `non_blocking` copies "
+        "and a synchronize).", "",
+        "Coalesce: `coalesce-onnx-run --device gpu` (CUDA graphs on) in FP32 (NCHW), "
+        "TF32, FP16 (default layout, NHWC: activations float16 between operators, "
+        "convolutions fused with bias, residual and activation through cuDNN's graph API, "
+        "engines chosen by measurement at the first run of each shape, before the timed "
+        "runs) and FP16 with `--gpu-layout nchw` (the layout A/B). **Coalesce offers no "
+        "BF16 mode**: the PyTorch BF16 column is for reference.", "",
+        "PyTorch: FP32 with TF32 off, eager and a CUDA graph captured per batch; FP16 under "
+        "`torch.autocast(float16)`, eager and CUDA graph; *best* = best plain PyTorch: "
+        "model and input `channels_last` + autocast float16 + CUDA graph (the input copied "
+        "in NCHW and converted on the GPU, as Coalesce does); BF16 best = the same under "
+        "autocast bfloat16. `torch.backends.cudnn.benchmark` at its default (off), no "
+        "`torch.compile`.", "",
+        "Ratios: PyTorch ms / Coalesce ms (above 1: Coalesce is faster): *FP16 vs best* and "
+        "*FP16 vs eager* (Coalesce FP16, NHWC), *FP32 vs graph* (Coalesce FP32 against "
+        "PyTorch FP32 CUDA graph). FP16 images/s: batch / Coalesce FP16 time. Max abs diff: "
+        "each Coalesce run against onnxruntime on the CPU (FP32) on the first and last "
+        f"{CNN_CHECK_ROWS} images of the batch (the images of a batch are independent), "
+        "within 1e-3 (FP32) and 2e-2 (TF32, FP16) x max(1, |ref|); the cell starts with the "
+        "reference's max abs value.", "",
+        "Targets (PASS/MISSED per row in *targets*, summed up after the table):", "",
+        *targets_text, "",
+        f"Rows in the order measured: each model at batch {', '.join(map(str, CNN_FIRST_BATCHES))}"
+        " first, then the other batches; a run cut short by `--deadline-s` says which rows "
+        f"it did not run. The `--device-plan` of each model in FP16 at batch {CNN_PLAN_BATCH} "
+        "(default layout) is beside this report as `cnn-plan-<model>-fp16-b"
+        f"{CNN_PLAN_BATCH}.txt`.", ""]
+    if why_no_torch:
+        intro += [f"PyTorch columns empty: {why_no_torch}.", ""]
+    labels = {k: col for k, col, *_ in CNN_COALESCE + CNN_TORCH}
+    header = (["model", "batch"] + [labels[k] for k in CNN_COLUMNS] +
+              ["FP16 vs best", "FP16 vs eager", "FP32 vs graph", "FP16 images/s", "targets",
+               "max abs diff vs onnxruntime: (max abs ref) FP32, TF32, FP16, FP16 NCHW"])
+    table = report.part(intro + ["| " + " | ".join(header) + " |",
+                                 "|---|" + "---:|" * (len(header) - 3) + "---|---|"])
+    blank = len(header) - 2  # "|"s after "| model | batch | <note>"
+
+    ok = True
+    order = cnn_order(names, batches)
+    cases: dict = {}  # model -> ModelCase, or the reason there is none
+    twins: dict = {}  # model -> (module, channels_last module), or why none
+    sessions: dict = {}  # model -> onnxruntime session, or None
+    verdicts: dict = {key: [] for key, _ in CNN_TARGETS}  # key -> [(row, value or None, pass)]
+    planned: set = set()
+    for name, batch in order:
+        if deadline.passed():
+            report.add(table, f"| {name} | {batch} | not run: --deadline-s reached" +
+                       " |" * blank)
+            for key, _ in CNN_TARGETS:
+                if cnn_target(key, name, batch, {}) is not None:
+                    verdicts[key].append((f"{name} b{batch}", None, None))
+            continue
+        if name not in cases:
+            try:
+                case = torchvision_case(name, work, batches,
+                                        calibrate=name in CNN_CALIBRATED)
+                cases[name] = case if case is not None else "torchvision is not installed"
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                cases[name] = f"export failed: {cell(str(e))}"
+        case = cases[name]
+        if isinstance(case, str):
+            report.add(table, f"| {name} | {batch} | FAILED: {case}" + " |" * blank)
+            ok = False
+            continue
+        feeds = case.feeds(batch)
+        ms: dict = {}
+        outputs: dict = {}
+        failures: dict = {}
+        for key, _, precision, extra, _ in CNN_COALESCE:
+            plan = None
+            if key == "fp16" and batch == CNN_PLAN_BATCH:
+                plan = plan_dir / f"cnn-plan-{name}-fp16-b{CNN_PLAN_BATCH}.txt"
+                extra = (*extra, "--device-plan")
+            try:
+                ms[key], outputs[key] = run_coalesce(bundle, case.path, feeds, work, repeat,
+                                                     warmup, precision, extra=extra,
+                                                     stdout_to=plan)
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                failures[key] = f"FAILED: {cell(str(e))[-150:]}"
+                ok = False
+            if plan is not None:
+                planned.add(name)
+        twin = twins.get(name)
+        if twin is None:
+            twin = why_no_torch or case.why_no_torch
+            if not twin:
+                try:
+                    import copy
+                    import torch
+                    module = case.torch_module()
+                    twin = (module, copy.deepcopy(module).to(memory_format=torch.channels_last))
+                except Exception as e:  # noqa: BLE001 - reported in the table
+                    twin = f"PyTorch twin failed: {cell(str(e))}"
+            twins[name] = twin
+        if isinstance(twin, tuple):
+            import torch
+            for key, _, dtype, graph, channels_last in CNN_TORCH:
+                try:
+                    ms[key] = torch_time_ms(twin[1] if channels_last else twin[0],
+                                            list(feeds.values()), repeat, warmup, graph=graph,
+                                            dtype=getattr(torch, dtype) if dtype else None,
+                                            channels_last=channels_last)
+                except Exception as e:  # noqa: BLE001 - reported in the table
+                    failures[key] = f"FAILED: {cell(str(e))[-150:]}"
+                finally:
+                    torch.cuda.empty_cache()
+        else:  # the reason once, in the first PyTorch column
+            failures["fp32_eager"] = twin
+        rows = (np.arange(batch) if batch <= 2 * CNN_CHECK_ROWS else
+                np.r_[0:CNN_CHECK_ROWS, batch - CNN_CHECK_ROWS:batch])
+        diffs = []
+        try:
+            if name not in sessions:
+                import onnxruntime as ort
+                sessions[name] = ort.InferenceSession(str(case.path),
+                                                      providers=["CPUExecutionProvider"])
+            ref = sessions[name].run(None, {k: v[rows] for k, v in feeds.items()})
+        except ImportError:
+            ref = None
+            diffs.append("onnxruntime not installed")
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            ref = None
+            diffs.append(f"FAILED: onnxruntime: {cell(str(e))[-150:]}")
+            ok = False
+        ref_note = ("" if ref is None else
+                    f"(max abs ref {max(float(np.max(np.abs(r))) for r in ref):.3g}) ")
+        for key in ("fp32", "tf32", "fp16", "fp16_nchw") if ref is not None else ():
+            if key not in outputs:
+                diffs.append("not run")
+                continue
+            tolerance = next(t for k, *_, t in CNN_COALESCE if k == key)
+            text, within = diff_cell(ref, [o[rows] for o in outputs[key]], tolerance)
+            ok = ok and within
+            diffs.append(text)
+        cells = [name, str(batch)]
+        for key in CNN_COLUMNS:
+            cells.append(f"{ms[key]:.3f}" if key in ms else failures.get(key, ""))
+        for torch_key, ours in (("fp16_best", "fp16"), ("fp16_eager", "fp16"),
+                                ("fp32_graph", "fp32")):
+            cells.append(f"{ms[torch_key] / ms[ours]:.2f}x"
+                         if torch_key in ms and ours in ms else "")
+        cells.append(f"{batch * 1e3 / ms['fp16']:,.0f}" if "fp16" in ms else "")
+        row_targets = []
+        for key, _ in CNN_TARGETS:
+            applies = cnn_target(key, name, batch, ms)
+            if applies is None:
+                continue
+            value = applies[1]
+            passed = None if value is None else cnn_passes(key, value)
+            verdicts[key].append((f"{name} b{batch}", value, passed))
+            row_targets.append(f"{key}: " + ("n/a" if passed is None else
+                                             "PASS" if passed else "MISSED"))
+        cells.append(", ".join(row_targets))
+        cells.append(ref_note + ", ".join(diffs))
+        report.add(table, "| " + " | ".join(cells) + " |")
+
+    # Each model's plan at batch 32, when that batch was not in the table.
+    for name in dict.fromkeys(n for n, _ in order):
+        case = cases.get(name)
+        if name in planned or not isinstance(case, ModelCase) or deadline.passed():
+            continue
+        plan = plan_dir / f"cnn-plan-{name}-fp16-b{CNN_PLAN_BATCH}.txt"
+        try:
+            planned.add(name)
+            run_coalesce(bundle, case.path, case.feeds(CNN_PLAN_BATCH), work, 1, 0, "fp16",
+                         extra=("--device-plan",), stdout_to=plan)
+        except Exception as e:  # noqa: BLE001 - reported below
+            report.part([f"\n{name}: the FP16 device plan failed: {cell(str(e))}"])
+            ok = False
+    plans = [f"cnn-plan-{n}-fp16-b{CNN_PLAN_BATCH}.txt" for n in planned
+             if (plan_dir / f"cnn-plan-{n}-fp16-b{CNN_PLAN_BATCH}.txt").is_file()]
+    summary = ["", "Targets:", "", "| target | verdict | rows |", "|---|---|---|"]
+    for key, text in CNN_TARGETS:
+        entries = verdicts[key]
+        measured = [e for e in entries if e[2] is not None]
+        missed = [e for e in measured if not e[2]]
+        unit = "/s" if key == "images" else "x"
+        if missed:
+            verdict = "MISSED"
+        elif not measured:
+            verdict = "not measured"
+        elif len(measured) < len(entries):
+            verdict = f"PASS on the {len(measured)} of {len(entries)} rows measured"
+        else:
+            verdict = "PASS"
+        detail = (f"{len(measured)} of {len(entries)} rows measured" if entries else
+                  "no such row in this run")
+        if missed:
+            detail += "; missed: " + ", ".join(
+                f"{row} {value:,.0f}{unit}" if key == "images" else f"{row} {value:.2f}{unit}"
+                for row, value, _ in missed)
+        elif key == "images" and measured:
+            detail += f"; {measured[0][1]:,.0f} images/s"
+        summary.append(f"| {text} | {verdict} | {detail} |")
+    summary += ["", "Device plans written: " + (", ".join(f"`{p}`" for p in plans) or "none")]
+    report.part(summary)
+    print("\n".join(summary), flush=True)
     return ok
 
 
@@ -727,10 +1095,23 @@ def main() -> int:
                         help="no engine-only tables (with --breakdown-batch: the breakdown only)")
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="start nothing new after this many seconds; rows not run say so")
+    parser.add_argument("--cnn", action="store_true",
+                        help="the CNN section alone (issue 26): --cnn-models at batches "
+                        f"{','.join(map(str, CNN_BATCHES))} (or --batches), Coalesce FP32, "
+                        "TF32, FP16 NHWC and FP16 NCHW against six PyTorch forms; each "
+                        "model's FP16 --device-plan beside --out; no other section runs")
+    parser.add_argument("--cnn-models", default=CNN_MODELS,
+                        help="torchvision models for --cnn, ResNet-50 first")
     args = parser.parse_args()
     deadline = Deadline(args.deadline_s)
     report = Report(args.out)
     report.part([f"Measured {time.strftime('%Y-%m-%d')}.", ""])
+    if args.cnn:
+        with tempfile.TemporaryDirectory() as tmp:
+            ok = cnn_section(args.bundle, args.cnn_models.split(","),
+                             args.batches or CNN_BATCHES, Path(tmp), args.quick, report,
+                             deadline, args.out.resolve().parent)
+        return 0 if ok else 1
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         subprocess.run([sys.executable, str(args.bundle / "share" / "generate_models.py"),
