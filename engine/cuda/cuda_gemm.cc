@@ -43,8 +43,8 @@ uint32_t Alignment(std::initializer_list<const void*> ptrs,
 // The key of args' GEMM; `*fused` as EpilogueOf says.
 GemmKey KeyOf(const GemmArgs& args, bool* fused) {
   const bool half = args.a_half != nullptr;
-  const int64_t f = sizeof(float);
   const int64_t h = half ? sizeof(Half) : sizeof(float);  // of A and B
+  const int64_t c = DeviceFloatBytes(args.c.type);
   const void* a = half ? static_cast<const void*>(args.a_half) : args.a;
   const void* b = half ? static_cast<const void*>(args.b_half) : args.b;
   return GemmKey{
@@ -57,13 +57,33 @@ GemmKey KeyOf(const GemmArgs& args, bool* fused) {
       args.stride_c,
       args.trans_a,
       args.trans_b,
-      EpilogueOf(args.activation.kind, args.bias != nullptr, fused),
-      Alignment({a, b, args.c},
-                {args.stride_a * h, args.stride_b * h, args.stride_c * f}),
-      half};
+      EpilogueOf(args.activation.kind, args.bias.data != nullptr, fused),
+      Alignment({a, b, args.c.data},
+                {args.stride_a * h, args.stride_b * h, args.stride_c * c}),
+      half,
+      args.c.is_half()};
 }
 
 }  // namespace
+
+absl::Status CheckGemmOperands(const GemmArgs& args) {
+  const bool half = args.a_half != nullptr;
+  if (half != (args.b_half != nullptr)) {
+    return absl::InvalidArgumentError(
+        "Gemm: a_half and b_half must be set together");
+  }
+  if (args.c.is_half() && !half) {
+    return absl::InvalidArgumentError(
+        "Gemm: a float16 c needs float16 operands (a_half, b_half)");
+  }
+  if (args.bias.data != nullptr && args.bias.type != args.c.type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Gemm: the bias is ", args.bias.is_half() ? "float16" : "float32",
+        ", c is ", args.c.is_half() ? "float16" : "float32",
+        "; the bias must have c's type"));
+  }
+  return absl::OkStatus();
+}
 
 // A GEMM's cuBLASLt descriptors and chosen algorithm, destroyed with it.
 class PreparedGemm {
@@ -105,8 +125,15 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
 }
 
 absl::Status PreparedGemm::InitDesc(const GemmKey& key, bool tf32) {
-  // float16 A and B with float32 C and D, accumulating in float32, is one
-  // of cuBLASLt's supported type combinations for CUBLAS_COMPUTE_32F.
+  // float16 A and B with float32 or float16 C and D, accumulating in
+  // float32 with float32 alpha and beta (scale type CUDA_R_32F), are
+  // combinations cublasLtMatmul supports for CUBLAS_COMPUTE_32F (NVIDIA's
+  // LtHSHgemmStridedBatchSimple sample runs the float16 C one). The bias
+  // epilogues read the bias as CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE says,
+  // left at its default (-1): "the same type as the elements of output
+  // matrix (Dtype)" (cublasLt.h) outside IMMA and FP8 kernels. So float32
+  // with a float32 D and float16 with a float16 D, as GemmArgs' bias is
+  // (CheckGemmOperands).
   absl::Status s = CublasStatus(
       lt_,
       lt_.MatmulDescCreate(
@@ -146,7 +173,9 @@ absl::Status PreparedGemm::InitLayouts(const GemmKey& key) {
           ? Layout(y_, in, key.m, key.k, key.m, key.batch, key.stride_a)
           : Layout(y_, in, key.k, key.m, key.k, key.batch, key.stride_a);
   if (!s.ok()) return s;
-  return Layout(d_, CUDA_R_32F, key.n, key.m, key.n, key.batch, key.stride_c);
+  // C and D: one layout (beta is 0 and C is D's memory).
+  const cudaDataType_t out = key.half_c ? CUDA_R_16F : CUDA_R_32F;
+  return Layout(d_, out, key.n, key.m, key.n, key.batch, key.stride_c);
 }
 
 absl::Status PreparedGemm::Layout(LtMatrixLayout& layout, cudaDataType_t type,
@@ -208,8 +237,8 @@ absl::Status PreparedGemm::ChooseAlgo(cublasLtHandle_t handle,
   if (found == 0) {
     return absl::InternalError(absl::StrCat(
         "cuBLASLt has no algorithm for a ", key.m, "x", key.k, " by ", key.k,
-        "x", key.n, key.half ? " float16" : " float32", " GEMM (batch ",
-        key.batch, ")"));
+        "x", key.n, key.half ? " float16" : " float32", " GEMM into float",
+        key.half_c ? "16" : "32", " (batch ", key.batch, ")"));
   }
   algo_ = result.algo;
   return absl::OkStatus();
@@ -217,8 +246,8 @@ absl::Status PreparedGemm::ChooseAlgo(cublasLtHandle_t handle,
 
 absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
                                void* workspace, cudaStream_t stream) const {
-  if (args.bias != nullptr) {
-    const void* bias = args.bias;
+  if (args.bias.data != nullptr) {
+    const void* bias = args.bias.data;
     absl::Status s =
         CublasStatus(lt_,
                      lt_.MatmulDescSetAttribute(
@@ -234,8 +263,8 @@ absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
   return CublasStatus(
       lt_,
       lt_.Matmul(handle, desc_.get(), &args.alpha, x, x_.get(), y, y_.get(),
-                 &beta, args.c, d_.get(), args.c, d_.get(), &algo_, workspace,
-                 workspace_bytes_, stream),
+                 &beta, args.c.data, d_.get(), args.c.data, d_.get(), &algo_,
+                 workspace, workspace_bytes_, stream),
       "cublasLtMatmul");
 }
 

@@ -2,15 +2,17 @@
 // cuBLASLt, for CudaKernels (cuda_kernels_impl.h). Row-major
 // C = op(A) op(B) runs as column-major C^T = op(B)^T op(A)^T, in exact
 // float32 (CUBLAS_COMPUTE_32F) unless TF32 is allowed, or with float16 A and
-// B accumulating in float32; the bias and Relu (and GeluTanh) are fused as
-// cuBLASLt epilogues. Each shape's descriptors and the heuristic's algorithm
-// are prepared once and cached.
+// B accumulating in float32 and writing float32 or float16 C (the bias then
+// of C's type); the bias and Relu (and GeluTanh) are fused as cuBLASLt
+// epilogues, applied in float32 before C is rounded. Each shape's
+// descriptors and the heuristic's algorithm are prepared once and cached.
 //
 // Owns its cuBLASLt handle and the prepared descriptors (RAII owners,
 // library_handles.h); the caller owns the workspace. Not thread-safe: one
 // per CudaKernels, called from one thread at a time, with its device
 // current. Errors: cuBLASLt's (CublasStatus), or Internal when no algorithm
-// fits; on an error nothing was enqueued.
+// fits; on an error nothing was enqueued. The caller refuses operand types
+// GemmArgs does not allow first (CheckGemmOperands).
 #ifndef COALESCE_ENGINE_CUDA_CUDA_GEMM_H_
 #define COALESCE_ENGINE_CUDA_CUDA_GEMM_H_
 
@@ -38,12 +40,18 @@ struct GemmKey {
   cublasLtEpilogue_t epilogue;
   uint32_t alignment;  // bytes, of every matrix (see cuda_gemm.cc)
   bool half;           // float16 A and B (GemmArgs::a_half)
+  bool half_c;         // float16 C and D, and bias (GemmArgs::c)
   auto Tie() const {
     return std::tie(m, n, k, batch, stride_a, stride_b, stride_c, trans_a,
-                    trans_b, epilogue, alignment, half);
+                    trans_b, epilogue, alignment, half, half_c);
   }
   bool operator<(const GemmKey& o) const { return Tie() < o.Tie(); }
 };
+
+// InvalidArgument unless args' operand types are ones GemmArgs allows:
+// a_half and b_half both set or both null; c float32, or float16 only with
+// float16 A and B; a bias of c's type.
+absl::Status CheckGemmOperands(const GemmArgs& args);
 
 class PreparedGemm;
 
@@ -59,7 +67,8 @@ class CudaGemm {
 
   // Enqueues args' product on `stream`, with its bias and, when cuBLASLt
   // fuses it, its activation; `*fused` says whether it did (otherwise the
-  // caller applies args.activation to C).
+  // caller applies args.activation to C, in C's type).
+  // REQUIRES: CheckGemmOperands(args) is OK.
   absl::Status Run(const GemmArgs& args, void* workspace, cudaStream_t stream,
                    bool* fused);
 

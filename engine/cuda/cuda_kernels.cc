@@ -80,7 +80,10 @@ absl::Status CudaKernels::Current() const {
   return CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
 }
 
+// An activation cuBLASLt does not fuse runs on C in C's type (a float16 C
+// is then rounded twice: by the product, and by the activation).
 absl::Status CudaKernels::Gemm(DeviceStream& stream, const GemmArgs& args) {
+  if (absl::Status s = CheckGemmOperands(args); !s.ok()) return s;
   if (args.m == 0 || args.n == 0 || args.batch == 0) return absl::OkStatus();
   if (absl::Status s = Current(); !s.ok()) return s;
   bool fused = false;
@@ -88,7 +91,8 @@ absl::Status CudaKernels::Gemm(DeviceStream& stream, const GemmArgs& args) {
       gemm_->Run(args, workspace_.get(), CudaStreamOf(stream), &fused);
   if (!s.ok() || fused) return s;
   const int64_t count = ((args.batch - 1) * args.stride_c + args.m * args.n);
-  return Activation(stream, args.activation, args.c, args.c, count);
+  return Activation(stream, args.activation, FloatIn(args.c.data, args.c.type),
+                    args.c, count);
 }
 
 // The operand types are checked before cuDNN is loaded, so that a bad call
@@ -153,19 +157,25 @@ absl::Status CudaKernels::Binary(DeviceStream& stream, const BinaryArgs& a) {
       "binary kernel");
 }
 
-absl::Status CudaKernels::Softmax(DeviceStream& stream, const float* x,
-                                  float* y, int64_t rows, int64_t cols) {
-  return Enqueue(
-      [&] { return kc::LaunchSoftmax(x, y, rows, cols, CudaStreamOf(stream)); },
+absl::Status CudaKernels::Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
+                                  int64_t rows, int64_t cols) {
+  return EnqueueChecked(
+      CheckAlias(x, y, "Softmax"),
+      [&] {
+        return kc::LaunchSoftmax(ToKernel(x), ToKernel(y), rows, cols,
+                                 CudaStreamOf(stream));
+      },
       "softmax kernel");
 }
 
 absl::Status CudaKernels::LayerNorm(DeviceStream& stream,
                                     const LayerNormArgs& a) {
-  return Enqueue(
+  return EnqueueChecked(
+      CheckAlias(a.x, a.y, "LayerNorm"),
       [&] {
-        return kc::LaunchLayerNorm(a.x, a.scale, a.bias, a.y, a.rows, a.cols,
-                                   a.epsilon, CudaStreamOf(stream));
+        return kc::LaunchLayerNorm(ToKernel(a.x), a.scale, a.bias,
+                                   ToKernel(a.y), a.rows, a.cols, a.epsilon,
+                                   CudaStreamOf(stream));
       },
       "layer norm kernel");
 }

@@ -20,8 +20,9 @@
 // from one thread at a time. Each primitive validates its arguments first
 // (engine/device/kernel_checks.h; and here: a y aliasing an input of
 // another storage type, an NHWC pooling's channel count, a convolution's
-// operand types, CheckConvOperands), then makes its device current; an
-// error from either means nothing was enqueued.
+// operand types, CheckConvOperands, a GEMM's, CheckGemmOperands), then
+// makes its device current; an error from either means nothing was
+// enqueued.
 #ifndef COALESCE_ENGINE_CUDA_CUDA_KERNELS_IMPL_H_
 #define COALESCE_ENGINE_CUDA_CUDA_KERNELS_IMPL_H_
 
@@ -67,7 +68,7 @@ class CudaKernels : public DeviceKernels {
   absl::Status Activation(DeviceStream& stream, ActivationSpec f, FloatIn x,
                           FloatOut y, int64_t count) override;
   absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) override;
-  absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+  absl::Status Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
                        int64_t rows, int64_t cols) override;
   absl::Status Transpose(DeviceStream& stream,
                          const TransposeArgs& args) override;

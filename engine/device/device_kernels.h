@@ -145,12 +145,14 @@ struct FloatOut {
 // Computed in float32 throughout (no TF32, unless the kernels' precision
 // allows it). With a_half and b_half set (FP16 mode), the product reads them
 // (float16, laid out as a and b would be) instead of a and b, multiplies in
-// float16 and accumulates in float32; bias and c stay float32.
+// float16 and accumulates in float32. c is float32, or float16 (FP16 mode
+// only: the result rounded after bias and act, or also before an act the
+// implementation applies separately); bias, when given, has c's type.
 struct GemmArgs {
   const float* a = nullptr;
   const float* b = nullptr;
-  const float* bias = nullptr;
-  float* c = nullptr;
+  FloatIn bias = {};
+  FloatOut c = {};
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   int64_t batch = 1;
@@ -158,8 +160,9 @@ struct GemmArgs {
   float alpha = 1.0f;
   const Half* a_half = nullptr;
   const Half* b_half = nullptr;
-  // Implementations fuse what their library fuses (cuBLASLt: Relu, GeluErf)
-  // and apply anything else after the product.
+  // Implementations fuse what their library fuses (cuBLASLt: Relu, and
+  // GeluTanh: its GELU epilogue is the tanh form) and apply anything else
+  // after the product.
   ActivationSpec activation;
 };
 
@@ -179,11 +182,11 @@ struct GemmArgs {
 // the first rounding: within float16 tolerance). A float16 convolution with
 // a float32 y needs `y_scratch`: float16, y's element count.
 struct ConvArgs {
-  FloatIn x;
-  FloatIn w;
+  FloatIn x = {};
+  FloatIn w = {};
   const float* bias = nullptr;
-  FloatIn z;
-  FloatOut y;
+  FloatIn z = {};
+  FloatOut y = {};
   Half* y_scratch = nullptr;
   int64_t n = 0, c = 0, in_h = 0, in_w = 0;
   int64_t m = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
@@ -291,11 +294,11 @@ struct ResizeArgs {
 // equal a or b when that input is not broadcast and has y's type.
 struct BinaryArgs {
   DeviceBinaryOp op = DeviceBinaryOp::kAdd;
-  FloatIn a;
+  FloatIn a = {};
   Shape a_shape;
-  FloatIn b;
+  FloatIn b = {};
   Shape b_shape;
-  FloatOut y;
+  FloatOut y = {};
 };
 
 // Transpose: y = x with its axes permuted (y's axis i is x's axis
@@ -320,11 +323,13 @@ struct BroadcastArgs {
 
 // LayerNormalization of each row of a [rows, cols] matrix:
 // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32.
+// x and y are float32 or float16 each (statistics and the affine map in
+// float32; y rounded once); y may equal x (same type).
 struct LayerNormArgs {
-  const float* x = nullptr;
+  FloatIn x = {};
   const float* scale = nullptr;  // cols elements
   const float* bias = nullptr;   // cols elements, or null (0)
-  float* y = nullptr;
+  FloatOut y = {};
   int64_t rows = 0, cols = 0;
   float epsilon = 1e-5f;  // ONNX's default
 };
@@ -437,10 +442,10 @@ struct LrnArgs {
 // spatial], or [batch, spatial, channels] with channels_last; computed in
 // float32, x and y each float32 or float16; y may equal x (same type).
 struct ChannelAffineArgs {
-  FloatIn x;
+  FloatIn x = {};
   const float* scale = nullptr;  // channels elements, or null (1)
   const float* shift = nullptr;  // channels elements, or null (0)
-  FloatOut y;
+  FloatOut y = {};
   int64_t batch = 0, channels = 0, spatial = 0;
   bool channels_last = false;
   ActivationSpec activation;
@@ -488,8 +493,9 @@ class DeviceKernels {
 
   virtual absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) = 0;
 
-  // Softmax over each row of a [rows, cols] matrix.
-  virtual absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+  // Softmax over each row of a [rows, cols] matrix; x and y float32 or
+  // float16 each, the row's max and sum in float32.
+  virtual absl::Status Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
                                int64_t rows, int64_t cols) = 0;
 
   virtual absl::Status Transpose(DeviceStream& stream,

@@ -202,32 +202,37 @@ absl::StatusOr<LoweredNode> LowerSum(const NodeView& v) {
 
 // -- Gemm and MatMul ----------------------------------------------------
 
-// Appends the steps that follow a product into y: adding a C that is not a
-// bias row (Gemm), then an activation the GEMM did not fuse.
-void AddEpilogue(LoweredNode& lowered, int y, const Shape& y_shape, int c,
-                 const Shape& c_shape, ActivationSpec act) {
+// Appends the steps that follow a product into y (stored as `y_type`):
+// adding a C (float32) that is not a bias row (Gemm), then an activation
+// the GEMM did not fuse.
+void AddEpilogue(LoweredNode& lowered, int y, DeviceFloat y_type,
+                 const Shape& y_shape, int c, const Shape& c_shape,
+                 ActivationSpec act) {
   if (c >= 0) {
     lowered.reads.push_back(c);
     lowered.steps.push_back(BinaryStep(
         {.op = DeviceBinaryOp::kAdd, .a_shape = y_shape, .b_shape = c_shape}, y,
-        c, y));
+        c, y, {y_type, DeviceFloat::kFloat, y_type}));
   }
   if (act.kind != DeviceActivation::kIdentity) {
     const int64_t n = Count(y_shape);
     lowered.steps.push_back([=](const StepContext& ctx) {
-      return ctx.kernels.Activation(ctx.stream, act, F(ctx, y), F(ctx, y), n);
+      return ctx.kernels.Activation(ctx.stream, act, In(ctx, y, y_type),
+                                    Out(ctx, y, y_type), n);
     });
   }
 }
 
-// The GEMM of `args` on inputs 0 and 1 into output 0, plus `bias` (a value
-// id; -1: none): float32, or in FP16 mode on float16 operands.
-void AddGemm(const NodeView& v, const GemmArgs& args, int bias,
+// The GEMM of `args` on inputs 0 and 1 into output 0, plus input 2 as a
+// bias row when `bias`: float32, or in FP16 mode on float16 operands,
+// writing output 0 as it is stored (a float16 output reads a float16 copy
+// of the bias).
+void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
              LoweredNode& lowered) {
   const int a = v.in_id(0), b = v.in_id(1), c = v.out_id(0);
   const bool fp16 = v.options().fp16;
-  if (bias >= 0) lowered.reads.push_back(bias);
-  HalfOperand half_a, half_b;
+  const DeviceFloat c_type = v.out_type(0);
+  HalfOperand half_a, half_b, half_bias;
   if (fp16) {
     half_a = AddHalfOperand(v, 0, lowered);
     half_b = AddHalfOperand(v, 1, lowered);
@@ -235,6 +240,13 @@ void AddGemm(const NodeView& v, const GemmArgs& args, int bias,
     lowered.reads.push_back(a);
     lowered.reads.push_back(b);
   }
+  const bool bias_half = bias && c_type == DeviceFloat::kHalf;
+  if (bias_half) {
+    half_bias = AddHalfOperand(v, 2, lowered);
+  } else if (bias) {
+    lowered.reads.push_back(v.in_id(2));
+  }
+  const int bias_id = bias ? v.in_id(2) : -1;
   lowered.steps.push_back([=](const StepContext& ctx) {
     GemmArgs g = args;
     if (fp16) {
@@ -244,8 +256,12 @@ void AddGemm(const NodeView& v, const GemmArgs& args, int bias,
       g.a = F(ctx, a);
       g.b = F(ctx, b);
     }
-    g.bias = bias >= 0 ? F(ctx, bias) : nullptr;
-    g.c = F(ctx, c);
+    if (bias_half) {
+      g.bias = half_bias.Address(ctx);
+    } else if (bias_id >= 0) {
+      g.bias = F(ctx, bias_id);
+    }
+    g.c = Out(ctx, c, c_type);
     return ctx.kernels.Gemm(ctx.stream, g);
   });
 }
@@ -286,8 +302,8 @@ absl::StatusOr<LoweredNode> LowerGemm(const NodeView& v) {
   const bool fuse = c < 0;
   LoweredNode lowered;
   args.activation = fuse ? act : ActivationSpec{};
-  AddGemm(v, args, bias, lowered);
-  AddEpilogue(lowered, iy, v.out_shape(0), c, c_shape,
+  AddGemm(v, args, bias >= 0, lowered);
+  AddEpilogue(lowered, iy, v.out_type(0), v.out_shape(0), c, c_shape,
               fuse ? ActivationSpec{} : act);
   return lowered;
 }
@@ -346,9 +362,8 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
   args.stride_b = layout->stride_b;
   args.stride_c = layout->m * layout->n;
   args.activation = DeviceFusedActivation((*attrs)->activation);
-  const int bias = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
-  AddGemm(v, args, bias, lowered);
+  AddGemm(v, args, v.has_input(2), lowered);
   return lowered;
 }
 
@@ -373,11 +388,13 @@ absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
   const int64_t rows = Product(shape, 0, axis);
   const int64_t cols = Product(shape, axis, shape.size());
   const int x = v.in_id(0), y = v.out_id(0);
+  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
   LoweredNode lowered;
   lowered.reads = {x};
   if (rows * cols == 0) return lowered;
   lowered.steps.push_back([=](const StepContext& c) {
-    return c.kernels.Softmax(c.stream, F(c, x), F(c, y), rows, cols);
+    return c.kernels.Softmax(c.stream, In(c, x, x_type), Out(c, y, y_type),
+                             rows, cols);
   });
   return lowered;
 }
@@ -405,6 +422,7 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
     }
   }
   const int x = v.in_id(0), scale = v.in_id(1), y = v.out_id(0);
+  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
   const int bias = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
   lowered.reads = {x, scale};
@@ -412,10 +430,10 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
   if (rows * cols == 0) return lowered;
   lowered.steps.push_back([=, eps = epsilon](const StepContext& c) {
     return c.kernels.LayerNorm(c.stream,
-                               {.x = F(c, x),
+                               {.x = In(c, x, x_type),
                                 .scale = F(c, scale),
                                 .bias = bias >= 0 ? F(c, bias) : nullptr,
-                                .y = F(c, y),
+                                .y = Out(c, y, y_type),
                                 .rows = rows,
                                 .cols = cols,
                                 .epsilon = eps});
@@ -427,7 +445,7 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
 
 absl::StatusOr<LoweredNode> LowerGather(const NodeView& v) {
   const Shape& data = v.in_shape(0);
-  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  const size_t elem = v.in_element_bytes(0);  // float16 in FP16 mode
   const DataType index_type = v.in(1).info.dtype;
   if (elem != 1 && elem != 2 && elem != 4 && elem != 8) {
     return absl::UnimplementedError(absl::StrCat(
@@ -723,16 +741,22 @@ DeviceHalfUse HalfUseOf(const PlanNode& node) {
     case Family::kConv:
     case Family::kPool:
     case Family::kBatchNorm:
+    case Family::kLayerNorm:
       return DeviceHalfUse::kCompute;
+    case Family::kSoftmax:
+      return DeviceHalfUse::kResult;
     case Family::kView:
       // Dropout's mask output is written from a float32 constant's bytes;
       // it is bool, so the storage pass never ties it.
     case Family::kConcat:
     case Family::kTranspose:
+    case Family::kSlice:
+    case Family::kSplit:
+    case Family::kGather:
       return DeviceHalfUse::kMove;
     case Family::kGemm:
     case Family::kMatMul:
-      return DeviceHalfUse::kReadProducts;
+      return DeviceHalfUse::kProducts;
     default:
       return DeviceHalfUse::kNone;
   }

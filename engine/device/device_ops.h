@@ -94,9 +94,13 @@ struct LoweringOptions {
 //     convolutions, pooling, BatchNormalization);
 //   kMove: moves elements without converting; its float inputs and
 //     outputs are stored alike (views, Concat, Transpose);
-//   kReadProducts: reads float16 operands 0 and 1 of a product and writes
-//     float32 (Gemm, MatMul).
-enum class DeviceHalfUse { kNone, kCompute, kMove, kReadProducts };
+//   kProducts: reads float16 operands 0 and 1 of a product and writes its
+//     result as stored; input 2 (a bias or C) stays float32 (Gemm, MatMul);
+//   kResult: reads float32, writes its result as stored (Softmax: scores
+//     plus a mask of float32's lowest value, -3.4e38, would overflow float16
+//     to -inf, and a fully masked row would become NaN where float32 gives
+//     a uniform row).
+enum class DeviceHalfUse { kNone, kCompute, kMove, kProducts, kResult };
 DeviceHalfUse HalfUseOf(const PlanNode& node);
 
 // The ONNX default-domain operators the device registry lowers, sorted

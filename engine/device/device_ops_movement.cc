@@ -38,15 +38,15 @@ std::vector<int64_t> DenseStrides(const Shape& shape) {
 }
 
 absl::Status CheckMovable(const NodeView& v) {
-  return CheckElementCopy(ElementByteSize(v.in(0).info.dtype),
-                          v.in_shape(0).size());
+  return CheckElementCopy(v.in_element_bytes(0), v.in_shape(0).size());
 }
 
 // A step copying the view (offset, strides) of input `x` into value `y`.
 DeviceStep StridedStep(const NodeView& v, int x, int y, int64_t offset,
                        std::vector<int64_t> strides, const Shape& y_shape) {
   const int64_t x_count = Count(v.in_shape(0));
-  const size_t elem = ElementByteSize(v.in(0).info.dtype);
+  // As stored: Slice and Split move float16 elements in FP16 mode.
+  const size_t elem = v.in_element_bytes(0);
   return [=](const StepContext& c) {
     return c.kernels.StridedCopy(c.stream, {.x = c.addresses[x],
                                             .x_count = x_count,

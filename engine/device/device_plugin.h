@@ -26,7 +26,7 @@ namespace coalesce {
 
 // 4: DeviceKernels::Broadcast (Expand). 5: an Args struct for every
 // primitive of more than four arguments.
-inline constexpr int kDevicePluginAbi = 6;
+inline constexpr int kDevicePluginAbi = 7;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {

@@ -33,8 +33,12 @@ bool AllowsHalf(DeviceHalfUse use, bool input, size_t index) {
     case DeviceHalfUse::kCompute:
     case DeviceHalfUse::kMove:
       return true;
-    case DeviceHalfUse::kReadProducts:
-      return input && index < 2;
+    case DeviceHalfUse::kResult:
+      return !input;
+    case DeviceHalfUse::kProducts:
+      // Operands A and B, and the result; a bias or C (input 2) is read as
+      // float32 (converted for a float16 result).
+      return !input || index < 2;
     case DeviceHalfUse::kNone:
       return false;
   }

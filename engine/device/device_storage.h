@@ -7,11 +7,11 @@
 //     model input, output or constant: the wire and the weights' sources
 //     stay float32) and every node that writes or reads it handles float16
 //     there;
-//   - nodes that only move elements (views, Concat, Transpose) tie their
-//     float inputs and outputs together: all float16 or all float32, so
-//     they move bytes without converting;
-//   - a node that cannot read float16 (Softmax, LayerNorm, Resize, ...)
-//     keeps its float inputs float32, so their producers write float32.
+//   - nodes that only move elements (views, Concat, Transpose, Slice,
+//     Split, Gather) tie their float inputs and outputs together: all
+//     float16 or all float32, so they move bytes without converting;
+//   - a node that cannot read float16 (Where, Cast, Resize, ...) keeps
+//     its float inputs float32, so their producers write float32.
 // Conversions therefore happen only inside the operators that compute
 // (a convolution reading a float32 model input converts it once), never as
 // separate reorders between two operators that both handle float16.

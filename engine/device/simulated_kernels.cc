@@ -37,12 +37,6 @@ Region Halves(const Half* p, int64_t count) {
   return {p, static_cast<size_t>(count) * sizeof(Half)};
 }
 
-// The extent of `batch` matrices of `size` elements, `stride` apart.
-template <typename T>
-Region Matrices(const T* p, int64_t batch, int64_t stride, int64_t size) {
-  return {p, static_cast<size_t>((batch - 1) * stride + size) * sizeof(T)};
-}
-
 // `count` float16 values as floats (exact).
 std::vector<float> Widen(const Half* x, int64_t count) {
   std::vector<float> y(static_cast<size_t>(count));
@@ -173,12 +167,20 @@ class SimulatedKernels : public DeviceKernels {
     const int64_t a_count = (g.batch - 1) * g.stride_a + g.m * g.k;
     const int64_t b_count = (g.batch - 1) * g.stride_b + g.k * g.n;
     const bool half = g.a_half != nullptr;
+    if (!half && (g.c.is_half() || g.bias.is_half())) {
+      return absl::InvalidArgumentError(
+          "Gemm: float16 c or bias needs float16 operands");
+    }
+    if (g.bias.data != nullptr && g.bias.type != g.c.type) {
+      return absl::InvalidArgumentError("Gemm: bias must have c's type");
+    }
     std::vector<Region> reads = {
         half ? Halves(g.a_half, a_count) : Floats(g.a, a_count),
         half ? Halves(g.b_half, b_count) : Floats(g.b, b_count)};
-    if (g.bias != nullptr) reads.push_back(Floats(g.bias, g.n));
-    return Launch(stream, "gemm", std::move(reads),
-                  {Matrices(g.c, g.batch, g.stride_c, g.m * g.n)}, [=] {
+    if (g.bias.data != nullptr) reads.push_back(Elements(g.bias, g.n));
+    const int64_t c_count = (g.batch - 1) * g.stride_c + g.m * g.n;
+    return Launch(stream, "gemm", std::move(reads), {Elements(g.c, c_count)},
+                  [=] {
                     if (!half) return RunGemm(g);
                     // float16 products are exact in float32: widen and run.
                     const std::vector<float> a = Widen(g.a_half, a_count);
@@ -235,17 +237,17 @@ class SimulatedKernels : public DeviceKernels {
         });
   }
 
-  absl::Status Softmax(DeviceStream& stream, const float* x, float* y,
+  absl::Status Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
                        int64_t rows, int64_t cols) override {
-    return Launch(stream, "softmax", {Floats(x, rows * cols)},
-                  {Floats(y, rows * cols)}, [=] {
+    return Launch(stream, "softmax", {Elements(x, rows * cols)},
+                  {Elements(y, rows * cols)}, [=] {
                     for (int64_t r = 0; r < rows; ++r) {
                       kc::MaxSum row = kc::EmptyMaxSum();
                       for (int64_t c = 0; c < cols; ++c)
-                        row = kc::AddElement(row, x[r * cols + c]);
+                        row = kc::AddElement(row, Load(x, r * cols + c));
                       for (int64_t c = 0; c < cols; ++c)
-                        y[r * cols + c] =
-                            kc::SoftmaxValue(x[r * cols + c], row);
+                        Store(y, r * cols + c,
+                              kc::SoftmaxValue(Load(x, r * cols + c), row));
                     }
                   });
   }
@@ -277,11 +279,11 @@ class SimulatedKernels : public DeviceKernels {
 
   absl::Status LayerNorm(DeviceStream& stream,
                          const LayerNormArgs& a) override {
-    std::vector<Region> reads = {Floats(a.x, a.rows * a.cols),
+    std::vector<Region> reads = {Elements(a.x, a.rows * a.cols),
                                  Floats(a.scale, a.cols)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.cols));
     return Launch(stream, "layer_norm", std::move(reads),
-                  {Floats(a.y, a.rows * a.cols)}, [a] { RunLayerNorm(a); });
+                  {Elements(a.y, a.rows * a.cols)}, [a] { RunLayerNorm(a); });
   }
 
   absl::Status Gather(DeviceStream& stream, const GatherArgs& a) override {
@@ -553,12 +555,14 @@ class SimulatedKernels : public DeviceKernels {
   }
 
  private:
+  // The product accumulated in double, then alpha, bias and the
+  // activation in float32, stored (rounded once) in c's type.
   static void RunGemm(const GemmArgs& g) {
     const kc::Activation act = ToKernel(g.activation.kind);
     for (int64_t b = 0; b < g.batch; ++b) {
       const float* a = g.a + b * g.stride_a;
       const float* w = g.b + b * g.stride_b;
-      float* c = g.c + b * g.stride_c;
+      const int64_t c = b * g.stride_c;
       for (int64_t i = 0; i < g.m; ++i) {
         for (int64_t j = 0; j < g.n; ++j) {
           double sum = 0;
@@ -568,24 +572,26 @@ class SimulatedKernels : public DeviceKernels {
             sum += double{av} * bv;
           }
           float v = static_cast<float>(g.alpha * sum);
-          if (g.bias != nullptr) v += g.bias[j];
-          c[i * g.n + j] = kc::ApplyActivation(act, v, g.activation.alpha,
-                                               g.activation.beta);
+          if (g.bias.data != nullptr) v += Load(g.bias, j);
+          Store(g.c, c + i * g.n + j,
+                kc::ApplyActivation(act, v, g.activation.alpha,
+                                    g.activation.beta));
         }
       }
     }
   }
 
   static void RunLayerNorm(const LayerNormArgs& a) {
+    std::vector<float> in(static_cast<size_t>(a.cols));
     for (int64_t r = 0; r < a.rows; ++r) {
-      const float* in = a.x + r * a.cols;
+      for (int64_t c = 0; c < a.cols; ++c) in[c] = Load(a.x, r * a.cols + c);
       kc::MeanM2 row = kc::EmptyMeanM2();
       for (int64_t c = 0; c < a.cols; ++c) row = kc::AddValue(row, in[c]);
       const float inv = kc::InvStdDev(row, a.epsilon);
       for (int64_t c = 0; c < a.cols; ++c) {
-        a.y[r * a.cols + c] =
-            kc::LayerNormValue(in[c], row.mean, inv, a.scale[c],
-                               a.bias != nullptr ? a.bias[c] : 0.0f);
+        Store(a.y, r * a.cols + c,
+              kc::LayerNormValue(in[c], row.mean, inv, a.scale[c],
+                                 a.bias != nullptr ? a.bias[c] : 0.0f));
       }
     }
   }
