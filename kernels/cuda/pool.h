@@ -22,6 +22,10 @@ namespace coalesce::kernels::cuda {
 // x [planes, in_h, in_w] -> y [planes, out_h, out_w], or with
 // channels_last x [planes / channels, in_h, in_w, channels] -> y
 // [planes / channels, out_h, out_w, channels].
+// Global pooling (out 1x1, kernel the whole non-empty input, no pads,
+// dilation 1) runs many threads per plane and combines their partials
+// (PoolValue's value; the sum's float32 rounding and, among several NaNs,
+// the one returned may differ); every other geometry one thread per output.
 // REQUIRES: layout.channels > 0 dividing layout.planes; y not x.
 cudaError_t LaunchPool2D(const Pool2DGeometry& g, const PoolLayout& layout,
                          FloatSource x, FloatTarget y, cudaStream_t stream);

@@ -422,6 +422,46 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     cases.push_back(
         OneNode(op, op, {{-1, 5, 7, 6}}, {{{2, 5, 7, 6}}}, 1e-6f, 13));
   }
+  // Large planes (57 x 59 pixels): the GPU's global pooling loops several
+  // times per thread, and in NHWC its second tile of 32 channels is partial.
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    cases.push_back(OneNode(absl::StrCat(op, "_large"), op, {{-1, 40, 57, 59}},
+                            {{{2, 40, 57, 59}}}, 1e-6f, 13));
+  }
+  {
+    // EfficientNet's MBConv block: depthwise 3x3 + SiLU, squeeze-excitation
+    // (global pool, 1x1 conv + SiLU, 1x1 conv + Sigmoid, broadcast Mul),
+    // projection 1x1 conv, residual Add. FP16 with the NCHW layout gave NaN
+    // on EfficientNet-B0 on an H100 (BENCHMARKS.md, issue 26's first
+    // measurement); this block is where its layout-specific kernels are.
+    const int64_t c = 16, r = 4;
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, c, 14, 15});
+    b.FloatInitializer("dw", {c, 1, 3, 3}, RandomFloats(c * 9, 41));
+    b.FloatInitializer("dwb", {c}, RandomFloats(c, 42));
+    b.FloatInitializer("w1", {r, c, 1, 1}, RandomFloats(r * c, 43));
+    b.FloatInitializer("b1", {r}, RandomFloats(r, 44));
+    b.FloatInitializer("w2", {c, r, 1, 1}, RandomFloats(r * c, 45));
+    b.FloatInitializer("b2", {c}, RandomFloats(c, 46));
+    b.FloatInitializer("wp", {c, c, 1, 1}, RandomFloats(c * c, 47));
+    auto& dw = b.Node("Conv", {"x", "dw", "dwb"}, {"d"});
+    SetIntsAttr(dw, "pads", {1, 1, 1, 1});
+    SetIntAttr(dw, "group", c);
+    b.Node("Sigmoid", {"d"}, {"ds"});
+    b.Node("Mul", {"d", "ds"}, {"a"});
+    b.Node("GlobalAveragePool", {"a"}, {"g"});
+    b.Node("Conv", {"g", "w1", "b1"}, {"s1"});
+    b.Node("Sigmoid", {"s1"}, {"s1s"});
+    b.Node("Mul", {"s1", "s1s"}, {"s2"});
+    b.Node("Conv", {"s2", "w2", "b2"}, {"s3"});
+    b.Node("Sigmoid", {"s3"}, {"gate"});
+    b.Node("Mul", {"a", "gate"}, {"e"});
+    b.Node("Conv", {"e", "wp"}, {"p"});
+    b.Node("Add", {"p", "x"}, {"y"});
+    b.Output("y");
+    cases.push_back(
+        {"mbconv_se", std::move(b), true, {{{2, c, 14, 15}}}, 1e-5f});
+  }
   cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}},
                           1e-5f, 13, [](onnx::NodeProto& n) {
                             SetIntAttr(n, "size", 5);
