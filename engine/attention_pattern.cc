@@ -1,0 +1,441 @@
+#include "engine/attention_pattern.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace coalesce {
+namespace {
+
+// One axis of a view as mixed-radix factors, outermost first: index i of
+// the axis is split into digits over the factors' sizes, each digit times
+// its factor's stride. Reshapes regroup factors, so merging two axes that
+// are not adjacent in memory (the dynamo exporter's [B, H, S, D] ->
+// [B*H, S, D] after a transpose) and splitting them back both stay views.
+struct Factor {
+  int64_t size = 1;
+  int64_t stride = 0;
+};
+using Axis = std::vector<Factor>;
+using View = std::vector<Axis>;
+
+View Contiguous(const Shape& dims) {
+  View view(dims.size());
+  int64_t stride = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (dims[d] != 1) view[d].push_back({dims[d], stride});
+    stride *= dims[d];
+  }
+  return view;
+}
+
+// The view read in row-major order as `dims`; nullopt when a new axis
+// would cut a factor at a size that does not divide it.
+std::optional<View> Reshape(const View& view, const Shape& dims) {
+  std::deque<Factor> factors;
+  for (const Axis& axis : view)
+    for (const Factor& f : axis)
+      if (f.size != 1) factors.push_back(f);
+  View out(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t need = dims[d];
+    while (need > 1) {
+      if (factors.empty()) return std::nullopt;
+      Factor& f = factors.front();
+      if (need % f.size == 0) {
+        out[d].push_back(f);
+        need /= f.size;
+        factors.pop_front();
+      } else if (f.size % need == 0) {
+        f.size /= need;
+        out[d].push_back({need, f.stride * f.size});
+        need = 1;
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  if (!factors.empty()) return std::nullopt;
+  return out;
+}
+
+// One stride for the axis, when its factors are one run in memory (an
+// axis of size 1 has any stride: 0).
+std::optional<int64_t> SingleStride(const Axis& axis) {
+  if (axis.empty()) return 0;
+  for (size_t i = 0; i + 1 < axis.size(); ++i)
+    if (axis[i].stride != axis[i + 1].stride * axis[i + 1].size)
+      return std::nullopt;
+  return axis.back().stride;
+}
+
+class Matcher {
+ public:
+  explicit Matcher(const NeutralPlan& plan) : plan_(plan) {
+    producer_.assign(plan.values.size(), -1);
+    uses_.assign(plan.values.size(), 0);
+    consumers_.resize(plan.values.size());
+    for (size_t n = 0; n < plan.nodes.size(); ++n) {
+      const PlanNode& node = plan.nodes[n];
+      if (node.folded) continue;
+      for (int v : node.outputs)
+        if (v >= 0) producer_[v] = static_cast<int>(n);
+      for (int v : node.inputs) {
+        if (v < 0) continue;
+        ++uses_[v];
+        consumers_[v].push_back(static_cast<int>(n));
+      }
+    }
+    for (int v : plan.outputs) ++uses_[v];
+  }
+
+  std::optional<AttentionSite> MatchSoftmax(int softmax);
+
+ private:
+  // A move: its output is its input 0's elements, re-indexed.
+  bool IsMove(const PlanNode& node) const {
+    static const char* const kMoves[] = {"Reshape",   "Transpose", "Squeeze",
+                                         "Unsqueeze", "Flatten",   "Identity"};
+    if (!node.domain->empty()) return false;
+    return std::any_of(std::begin(kMoves), std::end(kMoves),
+                       [&](const char* op) { return *node.op_type == op; });
+  }
+  bool Is(const PlanNode& node, const char* op) const {
+    return node.domain->empty() && *node.op_type == op;
+  }
+  const Shape& DimsOf(int value) const {
+    return plan_.values[value].info.shape;
+  }
+  bool IsFloat(int value) const {
+    return plan_.values[value].info.dtype == DataType::kFp32;
+  }
+  // The node writing `value` when it has exactly one use (by a node) and is
+  // not a model output: only then can the pattern absorb that node.
+  int SoleProducer(int value) const {
+    if (value < 0 || uses_[value] != 1) return -1;
+    if (std::find(plan_.outputs.begin(), plan_.outputs.end(), value) !=
+        plan_.outputs.end())
+      return -1;
+    return producer_[value];
+  }
+  std::optional<float> ScalarConstant(int value) const;
+  std::optional<float> ScalarFactor(const PlanNode& node, int* operand) const;
+  std::optional<View> Apply(const View& view, const PlanNode& node,
+                            bool inverse) const;
+  std::optional<AttentionOperand> ReadOperand(int value, bool transposed,
+                                              float* scale,
+                                              std::vector<int>* nodes) const;
+  std::optional<AttentionOperand> MaskOperand(int mask,
+                                              const Shape& scores) const;
+  bool WriteOperand(int product, AttentionOperand* out,
+                    std::vector<int>* nodes) const;
+
+  const NeutralPlan& plan_;
+  std::vector<int> producer_;
+  std::vector<int> uses_;
+  std::vector<std::vector<int>> consumers_;
+};
+
+std::optional<float> Matcher::ScalarConstant(int value) const {
+  const TensorInfo& info = plan_.values[value].info;
+  if (info.constant_data == nullptr || info.dtype != DataType::kFp32)
+    return std::nullopt;
+  for (int64_t d : info.shape)
+    if (d != 1) return std::nullopt;
+  float f;
+  std::memcpy(&f, info.constant_data, sizeof f);
+  return f;
+}
+
+// For Mul(x, c), Mul(c, x) and Div(x, c) with c a float scalar constant:
+// the factor, and in *operand the input x.
+std::optional<float> Matcher::ScalarFactor(const PlanNode& node,
+                                           int* operand) const {
+  if (node.inputs.size() != 2) return std::nullopt;
+  if (Is(node, "Mul")) {
+    for (int i = 0; i < 2; ++i) {
+      if (std::optional<float> c = ScalarConstant(node.inputs[1 - i])) {
+        *operand = node.inputs[i];
+        return c;
+      }
+    }
+  } else if (Is(node, "Div")) {
+    std::optional<float> c = ScalarConstant(node.inputs[1]);
+    if (c && *c != 0.0f) {
+      *operand = node.inputs[0];
+      return 1.0f / *c;
+    }
+  }
+  return std::nullopt;
+}
+
+// The view after `node` (a move or a scalar factor), or before it when
+// `inverse`: the input's view from its output's.
+std::optional<View> Matcher::Apply(const View& view, const PlanNode& node,
+                                   bool inverse) const {
+  if (!Is(node, "Transpose")) {
+    if (!IsMove(node)) return view;  // a scalar factor moves nothing
+    return Reshape(view, DimsOf(inverse ? node.inputs[0] : node.outputs[0]));
+  }
+  const size_t rank = DimsOf(node.inputs[0]).size();
+  std::vector<int64_t> perm;
+  if (node.attributes != nullptr) {
+    absl::StatusOr<std::vector<int64_t>> p = node.attributes->GetInts("perm");
+    if (!p.ok()) return std::nullopt;
+    perm = *std::move(p);
+  }
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  if (perm.size() != rank || view.size() != rank) return std::nullopt;
+  View out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank))
+      return std::nullopt;
+    if (inverse) {
+      out[perm[d]] = view[d];
+    } else {
+      out[d] = view[perm[d]];
+    }
+  }
+  return out;
+}
+
+// How a product reads `value` (its operand), walking back over moves and
+// scalar factors to the value they start from. `transposed`: the operand
+// is [.., cols, rows] (K before the first product). Adds the walked nodes
+// to *nodes and the factors to *scale.
+std::optional<AttentionOperand> Matcher::ReadOperand(
+    int value, bool transposed, float* scale, std::vector<int>* nodes) const {
+  std::vector<int> walked;
+  int source = value;
+  for (int n = SoleProducer(source); n >= 0; n = SoleProducer(source)) {
+    const PlanNode& node = plan_.nodes[n];
+    int next = -1;
+    if (IsMove(node)) {
+      next = node.inputs[0];
+    } else if (!ScalarFactor(node, &next)) {
+      break;
+    }
+    walked.push_back(n);
+    source = next;
+  }
+  if (!IsFloat(source)) return std::nullopt;
+  View view = Contiguous(DimsOf(source));
+  for (auto n = walked.rbegin(); n != walked.rend(); ++n) {
+    const PlanNode& node = plan_.nodes[*n];
+    int unused;
+    if (std::optional<float> f = ScalarFactor(node, &unused)) *scale *= *f;
+    std::optional<View> next = Apply(view, node, /*inverse=*/false);
+    if (!next) return std::nullopt;
+    view = *std::move(next);
+  }
+  const size_t rank = view.size();
+  if (rank != 3 && rank != 4) return std::nullopt;
+  std::array<int64_t, 4> strides = {0, 0, 0, 0};
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> s = SingleStride(view[d]);
+    if (!s) return std::nullopt;
+    strides[d + 4 - rank] = *s;
+  }
+  if (rank == 3) std::swap(strides[0], strides[1]);  // [batch, 1 head, ..]
+  if (transposed) std::swap(strides[2], strides[3]);
+  const int64_t cols =
+      DimsOf(value)[DimsOf(value).size() - (transposed ? 2 : 1)];
+  if (strides[3] != 1 && cols != 1) return std::nullopt;
+  strides[3] = 1;
+  nodes->insert(nodes->end(), walked.begin(), walked.end());
+  return AttentionOperand{source, strides};
+}
+
+// The mask's broadcast strides over the scores' [batch, heads, q, kv].
+std::optional<AttentionOperand> Matcher::MaskOperand(
+    int mask, const Shape& scores) const {
+  const Shape& dims = DimsOf(mask);
+  if (!IsFloat(mask) || dims.size() > scores.size()) return std::nullopt;
+  std::array<int64_t, 4> strides = {0, 0, 0, 0};
+  int64_t stride = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const size_t d = dims.size() - 1 - i;    // mask axis
+    const size_t s = scores.size() - 1 - i;  // scores axis
+    const size_t a = 4 - scores.size() + s;  // attention axis
+    if (dims[d] != 1 && dims[d] != scores[s]) return std::nullopt;
+    if (dims[d] != 1) strides[a] = stride;
+    stride *= dims[d];
+  }
+  if (scores.size() == 3) std::swap(strides[0], strides[1]);
+  return AttentionOperand{mask, strides};
+}
+
+// Where the second product's result lands: following its moves while each
+// value has one use, the last value of which the product's [.., rows,
+// head_dim] is still a strided view. Adds the absorbed moves to *nodes.
+bool Matcher::WriteOperand(int product, AttentionOperand* out,
+                           std::vector<int>* nodes) const {
+  std::vector<int> chain;  // moves after the product, in order
+  for (int v = plan_.nodes[product].outputs[0];;) {
+    if (SoleProducer(v) < 0 || consumers_[v].size() != 1) break;
+    const PlanNode& next = plan_.nodes[consumers_[v].front()];
+    if (!IsMove(next) || next.inputs[0] != v) break;
+    chain.push_back(consumers_[v].front());
+    v = next.outputs[0];
+  }
+  const int result = plan_.nodes[product].outputs[0];
+  const size_t rank = DimsOf(result).size();
+  for (size_t keep = chain.size() + 1; keep-- > 0;) {
+    const int target =
+        keep == 0 ? result : plan_.nodes[chain[keep - 1]].outputs[0];
+    std::optional<View> view = Contiguous(DimsOf(target));
+    for (size_t i = keep; i-- > 0 && view;)
+      view = Apply(*view, plan_.nodes[chain[i]], /*inverse=*/true);
+    if (!view || view->size() != rank) continue;
+    std::array<int64_t, 4> strides = {0, 0, 0, 0};
+    bool single = true;
+    for (size_t d = 0; d < rank && single; ++d) {
+      std::optional<int64_t> s = SingleStride((*view)[d]);
+      single = s.has_value();
+      if (single) strides[d + 4 - rank] = *s;
+    }
+    if (!single) continue;
+    if (rank == 3) std::swap(strides[0], strides[1]);
+    if (strides[3] != 1 && DimsOf(result).back() != 1) continue;
+    strides[3] = 1;
+    *out = AttentionOperand{target, strides};
+    nodes->insert(nodes->end(), chain.begin(), chain.begin() + keep);
+    return true;
+  }
+  return false;
+}
+
+std::optional<AttentionSite> Matcher::MatchSoftmax(int softmax) {
+  const PlanNode& sm = plan_.nodes[softmax];
+  const Shape& scores = DimsOf(sm.inputs[0]);
+  if (scores.size() != 3 && scores.size() != 4) return std::nullopt;
+  if (sm.attributes == nullptr) return std::nullopt;
+  absl::StatusOr<int64_t> axis =
+      sm.attributes->GetInt("axis", plan_.opset >= 13 ? -1 : 1);
+  if (!axis.ok() ||
+      (*axis != -1 && *axis != static_cast<int64_t>(scores.size()) - 1))
+    return std::nullopt;
+  AttentionSite site;
+  std::vector<int> nodes = {softmax};
+  // Back from the softmax: one mask Add, then scalar factors, then Q Kᵀ.
+  int v = sm.inputs[0];
+  int n = SoleProducer(v);
+  if (n >= 0 && Is(plan_.nodes[n], "Add")) {
+    const PlanNode& add = plan_.nodes[n];
+    for (int i = 0; i < 2 && site.mask.value < 0; ++i) {
+      const int m = SoleProducer(add.inputs[i]);
+      if (m < 0 || DimsOf(add.inputs[i]) != scores) continue;
+      int unused;
+      const PlanNode& p = plan_.nodes[m];
+      if (!Is(p, "MatMul") && !ScalarFactor(p, &unused)) continue;
+      std::optional<AttentionOperand> mask =
+          MaskOperand(add.inputs[1 - i], scores);
+      if (!mask) return std::nullopt;
+      site.mask = *mask;
+      v = add.inputs[i];
+    }
+    if (site.mask.value < 0) return std::nullopt;
+    nodes.push_back(n);
+    n = SoleProducer(v);
+  }
+  while (n >= 0 && !Is(plan_.nodes[n], "MatMul")) {
+    std::optional<float> f = ScalarFactor(plan_.nodes[n], &v);
+    if (!f) return std::nullopt;
+    site.scale *= *f;
+    nodes.push_back(n);
+    n = SoleProducer(v);
+  }
+  if (n < 0) return std::nullopt;
+  const PlanNode& qk = plan_.nodes[n];
+  nodes.push_back(n);
+  // Forward from the softmax: the optional NaN guard, then P V.
+  int p = sm.outputs[0];
+  if (consumers_[p].size() == 2 && uses_[p] == 2) {
+    const PlanNode* isnan = nullptr;
+    const PlanNode* where = nullptr;
+    for (int c : consumers_[p]) {
+      if (Is(plan_.nodes[c], "IsNaN")) isnan = &plan_.nodes[c];
+      if (Is(plan_.nodes[c], "Where")) where = &plan_.nodes[c];
+    }
+    if (isnan == nullptr || where == nullptr || where->inputs.size() != 3 ||
+        where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p ||
+        SoleProducer(isnan->outputs[0]) < 0 ||
+        ScalarConstant(where->inputs[1]) != 0.0f)
+      return std::nullopt;
+    nodes.push_back(static_cast<int>(isnan - plan_.nodes.data()));
+    nodes.push_back(static_cast<int>(where - plan_.nodes.data()));
+    site.zero_masked_rows = true;
+    p = where->outputs[0];
+  }
+  if (SoleProducer(p) < 0 || consumers_[p].size() != 1) return std::nullopt;
+  const int pv = consumers_[p].front();
+  const PlanNode& pv_node = plan_.nodes[pv];
+  if (!Is(pv_node, "MatMul") || pv_node.inputs[0] != p) return std::nullopt;
+  nodes.push_back(pv);
+  // Shapes: [.., q_len, d] x [.., d, kv_len], then [.., q_len, kv_len] x
+  // [.., kv_len, d], with the same leading dims everywhere.
+  const Shape& qd = DimsOf(qk.inputs[0]);
+  const Shape& kd = DimsOf(qk.inputs[1]);
+  const Shape& vd = DimsOf(pv_node.inputs[1]);
+  const size_t r = scores.size();
+  if (qd.size() != r || kd.size() != r || vd.size() != r) return std::nullopt;
+  if (!std::equal(qd.begin(), qd.end() - 2, kd.begin()) ||
+      !std::equal(qd.begin(), qd.end() - 2, vd.begin()) ||
+      kd[r - 2] != qd[r - 1] || vd[r - 2] != kd[r - 1] ||
+      vd[r - 1] != qd[r - 1])
+    return std::nullopt;
+  site.batch = qd[0];
+  site.heads = r == 4 ? qd[1] : 1;
+  site.q_len = qd[r - 2];
+  site.kv_len = kd[r - 1];
+  site.head_dim = qd[r - 1];
+  std::optional<AttentionOperand> q =
+      ReadOperand(qk.inputs[0], false, &site.scale, &nodes);
+  std::optional<AttentionOperand> k =
+      ReadOperand(qk.inputs[1], true, &site.scale, &nodes);
+  float v_scale = 1.0f;
+  std::optional<AttentionOperand> vo =
+      ReadOperand(pv_node.inputs[1], false, &v_scale, &nodes);
+  if (!q || !k || !vo || v_scale != 1.0f) return std::nullopt;
+  site.q = *q;
+  site.k = *k;
+  site.v = *vo;
+  if (!WriteOperand(pv, &site.out, &nodes)) return std::nullopt;
+  std::sort(nodes.begin(), nodes.end());
+  if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end())
+    return std::nullopt;
+  site.nodes = std::move(nodes);
+  return site;
+}
+
+}  // namespace
+
+std::vector<AttentionSite> FindAttention(const NeutralPlan& plan) {
+  Matcher matcher(plan);
+  std::vector<AttentionSite> sites;
+  std::vector<bool> taken(plan.nodes.size(), false);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const PlanNode& node = plan.nodes[n];
+    if (node.folded || !node.domain->empty() || *node.op_type != "Softmax")
+      continue;
+    std::optional<AttentionSite> site =
+        matcher.MatchSoftmax(static_cast<int>(n));
+    if (!site) continue;
+    if (std::any_of(site->nodes.begin(), site->nodes.end(),
+                    [&](int i) { return taken[i]; }))
+      continue;
+    for (int i : site->nodes) taken[i] = true;
+    sites.push_back(*std::move(site));
+  }
+  std::sort(sites.begin(), sites.end(),
+            [](const AttentionSite& a, const AttentionSite& b) {
+              return a.nodes.back() < b.nodes.back();
+            });
+  return sites;
+}
+
+}  // namespace coalesce

@@ -1,0 +1,300 @@
+// FindAttention (attention_pattern.h) on the two ways PyTorch's exporters
+// spell attention, built here, where each site found is then computed from
+// its strides alone and compared with the CPU engine's output of the same
+// graph; on perturbed graphs that must not fuse; and on the corpus of real
+// exports (tests/models/real/), where every attention softmax must be found.
+#include "engine/attention_pattern.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/neutral_planner.h"
+#include "engine/testing/onnx_model_builder.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using testing::HostTensor;
+using testing::OnnxModelBuilder;
+
+constexpr int64_t kB = 2, kS = 5, kH = 3, kD = 4, kE = kH * kD;
+
+struct Variant {
+  bool dynamo_k = false;           // K transposed through [B*H, S, D] reshapes
+  bool mask = true;                // an additive [B, 1, 1, S] mask
+  bool guard = true;               // Where(IsNaN(p), 0, p)
+  float guard_value = 0.0f;        // the guard's replacement
+  int64_t softmax_axis = -1;       // Softmax's axis
+  bool vector_scale = false;       // Q's factor a [D] vector, not a scalar
+  bool scale_after_mask = false;   // a factor between the mask Add and Softmax
+  bool softmax_is_output = false;  // p is also a model output
+};
+
+// Attention over inputs q, k, v [B, S, E] (and mask), output y [B, S, E].
+std::shared_ptr<const Model> AttentionModel(const Variant& v) {
+  OnnxModelBuilder b(17);
+  b.Input("q", {kB, kS, kE}).Input("k", {kB, kS, kE}).Input("v", {kB, kS, kE});
+  if (v.mask) b.Input("mask", {kB, 1, 1, kS});
+  b.Int64Initializer("split", {4}, {kB, kS, kH, kD});
+  b.Int64Initializer("merge", {3}, {kB, kS, kE});
+  b.Int64Initializer("bh", {3}, {kB * kH, kS, kD});
+  b.Int64Initializer("bhT", {4}, {kB, kH, kD, kS});
+  b.FloatInitializer("c1", {}, {0.5f});
+  b.FloatInitializer("c2", {}, {0.75f});
+  b.FloatInitializer("cv", {kD}, {0.5f, 0.5f, 0.5f, 0.25f});
+  b.FloatInitializer("zero", {}, {v.guard_value});
+  auto heads = [&](const std::string& x, const std::vector<int64_t>& perm) {
+    b.Node("Reshape", {x, "split"}, {x + "4"});
+    testing::SetIntsAttr(b.Node("Transpose", {x + "4"}, {x + "t"}), "perm",
+                         perm);
+    return x + "t";
+  };
+  const std::string qh = heads("q", {0, 2, 1, 3});
+  b.Node("Mul", {qh, v.vector_scale ? "cv" : "c1"}, {"qs"});
+  std::string kt;
+  if (v.dynamo_k) {
+    const std::string kh = heads("k", {0, 2, 1, 3});
+    b.Node("Reshape", {kh, "bh"}, {"k3"});
+    testing::SetIntsAttr(b.Node("Transpose", {"k3"}, {"k3t"}), "perm",
+                         {0, 2, 1});
+    b.Node("Reshape", {"k3t", "bhT"}, {"kT"});
+    kt = "kT";
+  } else {
+    kt = heads("k", {0, 2, 3, 1});
+  }
+  b.Node("Mul", {kt, "c2"}, {"ks"});
+  const std::string vh = heads("v", {0, 2, 1, 3});
+  b.Node("MatMul", {"qs", "ks"}, {"s"});
+  std::string x = "s";
+  if (v.mask) {
+    b.Node("Add", {x, "mask"}, {"sm"});
+    x = "sm";
+  }
+  if (v.scale_after_mask) {
+    b.Node("Mul", {x, "c1"}, {"sx"});
+    x = "sx";
+  }
+  testing::SetIntAttr(b.Node("Softmax", {x}, {"p"}), "axis", v.softmax_axis);
+  std::string p = "p";
+  if (v.guard) {
+    b.Node("IsNaN", {"p"}, {"nan"});
+    b.Node("Where", {"nan", "zero", "p"}, {"pg"});
+    p = "pg";
+  }
+  b.Node("MatMul", {p, vh}, {"o"});
+  testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
+                       {0, 2, 1, 3});
+  b.Node("Reshape", {"ot", "merge"}, {"y"});
+  b.Output("y");
+  if (v.softmax_is_output) b.Output("p");
+  auto model = b.Load();
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
+}
+
+std::vector<HostTensor> Inputs(const Variant& v) {
+  std::vector<HostTensor> in;
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    in.push_back({{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, seed)});
+  if (v.mask) {
+    std::vector<float> mask(kB * kS, 0.0f);
+    mask[kS - 1] = -INFINITY;             // image 0: last key padded
+    mask[kS + 1] = mask[kS + 2] = -1e4f;  // image 1: two keys down-weighted
+    in.push_back({{kB, 1, 1, kS}, mask});
+  }
+  return in;
+}
+
+std::vector<AttentionSite> Sites(const std::shared_ptr<const Model>& model,
+                                 std::shared_ptr<const NeutralPlan>* plan) {
+  std::vector<Shape> shapes;
+  for (const TensorSpec& spec : model->signature().inputs)
+    shapes.push_back(spec.dims);
+  auto built = MakeNeutralPlanner(model)(shapes);
+  EXPECT_TRUE(built.ok()) << built.status();
+  if (!built.ok()) return {};
+  *plan = *built;
+  return FindAttention(**built);
+}
+
+// The site computed from its strides alone, on the model inputs' data.
+std::vector<float> FromStrides(const NeutralPlan& plan, const AttentionSite& s,
+                               const std::vector<HostTensor>& inputs) {
+  auto data = [&](const AttentionOperand& o) -> const float* {
+    auto at = std::find(plan.inputs.begin(), plan.inputs.end(), o.value);
+    EXPECT_NE(at, plan.inputs.end()) << "operand is not a model input";
+    return at == plan.inputs.end()
+               ? nullptr
+               : inputs[at - plan.inputs.begin()].data.data();
+  };
+  auto at = [](const AttentionOperand& o, int64_t b, int64_t h, int64_t r,
+               int64_t c) {
+    return b * o.strides[0] + h * o.strides[1] + r * o.strides[2] +
+           c * o.strides[3];
+  };
+  const float *q = data(s.q), *k = data(s.k), *v = data(s.v);
+  const float* mask = s.mask.value >= 0 ? data(s.mask) : nullptr;
+  if (!q || !k || !v) return {};
+  std::vector<float> out(s.batch * s.heads * s.q_len * s.head_dim);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.q_len; ++i) {
+        std::vector<float> p(s.kv_len);
+        float max = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < s.kv_len; ++j) {
+          float dot = 0.0f;
+          for (int64_t d = 0; d < s.head_dim; ++d)
+            dot += q[at(s.q, b, h, i, d)] * k[at(s.k, b, h, j, d)];
+          p[j] = s.scale * dot + (mask ? mask[at(s.mask, b, h, i, j)] : 0.0f);
+          max = std::max(max, p[j]);
+        }
+        for (float& x : p) sum += x = std::exp(x - max);
+        for (int64_t d = 0; d < s.head_dim; ++d) {
+          float acc = 0.0f;
+          for (int64_t j = 0; j < s.kv_len; ++j)
+            acc += p[j] / sum * v[at(s.v, b, h, j, d)];
+          out[at(s.out, b, h, i, d)] = acc;
+        }
+      }
+  return out;
+}
+
+void ExpectFusedAndRight(const Variant& v, float scale) {
+  std::shared_ptr<const Model> model = AttentionModel(v);
+  ASSERT_NE(model, nullptr);
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites = Sites(model, &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  const AttentionSite& s = sites[0];
+  EXPECT_EQ(s.batch, kB);
+  EXPECT_EQ(s.heads, kH);
+  EXPECT_EQ(s.q_len, kS);
+  EXPECT_EQ(s.kv_len, kS);
+  EXPECT_EQ(s.head_dim, kD);
+  EXPECT_FLOAT_EQ(s.scale, scale);
+  EXPECT_EQ(s.zero_masked_rows, v.guard);
+  EXPECT_EQ(s.mask.value >= 0, v.mask);
+  EXPECT_EQ(s.out.value, plan->outputs[0]);
+  const std::vector<HostTensor> inputs = Inputs(v);
+  auto engine = testing::RunModelOnce(model, inputs);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::vector<float> fused = FromStrides(*plan, s, inputs);
+  ASSERT_EQ(fused.size(), (*engine)[0].data.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    ASSERT_NEAR(fused[i], (*engine)[0].data[i], 1e-5) << "element " << i;
+}
+
+TEST(AttentionPatternTest, TorchScriptFormFusesWithStrides) {
+  ExpectFusedAndRight({}, 0.5f * 0.75f);
+}
+
+TEST(AttentionPatternTest, DynamoTransposedKeyFusesWithStrides) {
+  ExpectFusedAndRight({.dynamo_k = true}, 0.5f * 0.75f);
+}
+
+TEST(AttentionPatternTest, NoMaskNoGuard) {
+  ExpectFusedAndRight({.mask = false, .guard = false}, 0.5f * 0.75f);
+}
+
+void ExpectNotFused(const Variant& v) {
+  std::shared_ptr<const Model> model = AttentionModel(v);
+  ASSERT_NE(model, nullptr);
+  std::shared_ptr<const NeutralPlan> plan;
+  EXPECT_TRUE(Sites(model, &plan).empty());
+}
+
+TEST(AttentionPatternTest, PerturbedGraphsDoNotFuse) {
+  {
+    SCOPED_TRACE("softmax over the query axis");
+    ExpectNotFused({.softmax_axis = 2});
+  }
+  {
+    SCOPED_TRACE("a factor after the mask scales the mask too");
+    ExpectNotFused({.scale_after_mask = true});
+  }
+  {
+    SCOPED_TRACE("the guard replaces NaN with 1, not 0");
+    ExpectNotFused({.guard_value = 1.0f});
+  }
+  {
+    SCOPED_TRACE("the probabilities are a model output");
+    ExpectNotFused({.guard = false, .softmax_is_output = true});
+  }
+}
+
+// A per-dimension factor on Q is no scale: the attention reads Q after that
+// Mul, which stays a node of its own, and takes K's factor alone.
+TEST(AttentionPatternTest, VectorFactorStaysOutside) {
+  std::shared_ptr<const Model> model = AttentionModel({.vector_scale = true});
+  ASSERT_NE(model, nullptr);
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites = Sites(model, &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_FLOAT_EQ(sites[0].scale, 0.75f);
+  const int q_input = plan->inputs[0];
+  EXPECT_NE(sites[0].q.value, q_input);
+  EXPECT_EQ(sites[0].k.value, plan->inputs[1]);
+}
+
+// The corpus: every Softmax of these exports is an attention's, and each
+// must be found, whatever the exporter (ViT's TorchScript export splits one
+// packed QKV projection through 5-D transposes). Not listed, and not
+// fused: Swin's shifted windows (one of four found; v2's cosine attention
+// scales per head) and T5 (a relative position bias, softmax in float32
+// behind Casts).
+TEST(AttentionPatternTest, RealExportsFuseEverySoftmax) {
+  const char* const kModels[] = {
+      "bert_tiny__torchscript",
+      "bert_tiny__dynamo",
+      "distilbert_tiny__torchscript",
+      "distilbert_tiny__dynamo",
+      "roberta_tiny__torchscript",
+      "roberta_tiny__dynamo",
+      "albert_tiny__torchscript",
+      "albert_tiny__dynamo",
+      "gpt2_tiny__torchscript",
+      "gpt2_tiny__dynamo",
+      "clip_text_tiny__torchscript",
+      "clip_text_tiny__dynamo",
+      "vit_tiny__dynamo",
+      "vit_tiny__torchscript",
+      "clip_vision_tiny__dynamo",
+      "clip_vision_tiny__torchscript",
+      "whisper_encoder_tiny__dynamo",
+      "whisper_encoder_tiny__torchscript",
+  };
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    auto model = Model::LoadFromFile(
+        std::string(COALESCE_CORPUS_DIR) + "/" + name + "/model.onnx", {});
+    ASSERT_TRUE(model.ok()) << model.status();
+    std::vector<Shape> shapes;
+    for (const TensorSpec& spec : (*model)->signature().inputs) {
+      Shape shape = spec.dims;
+      for (int64_t& d : shape)
+        if (d < 0) d = 3;
+      shapes.push_back(shape);
+    }
+    auto plan = MakeNeutralPlanner(*model)(shapes);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    int softmaxes = 0;
+    for (const PlanNode& n : (*plan)->nodes)
+      softmaxes += !n.folded && *n.op_type == "Softmax";
+    const std::vector<AttentionSite> sites = FindAttention(**plan);
+    EXPECT_GT(softmaxes, 0);
+    EXPECT_EQ(static_cast<int>(sites.size()), softmaxes);
+    for (const AttentionSite& s : sites) {
+      EXPECT_GT(s.heads, 0);
+      EXPECT_GT(s.head_dim, 0);
+      EXPECT_GT(s.nodes.size(), 4u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace coalesce
