@@ -345,6 +345,52 @@ def bert_case(bundle: Path, work: Path, batches: list) -> ModelCase:
                      twin, why)
 
 
+class HfBertTorch:
+    """A transformers BertModel as its ONNX export's PyTorch twin: the last
+    hidden state from input_ids and attention_mask."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, *args):
+        return self.model(input_ids=args[0], attention_mask=args[1]).last_hidden_state
+
+
+def hf_bert_case(work: Path, batches: list, seq: int) -> ModelCase | None:
+    """transformers' BertModel(BertConfig()) (bert-base, random weights,
+    seed 0, the library's default SDPA attention) exported here as a user
+    exports it: torch.onnx.export's TorchScript exporter at opset 17, batch
+    and sequence dynamic. Feeds: random token ids, every row padded after a
+    random length in [seq/2, seq] (its attention_mask zero there). None
+    without transformers."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    model = transformers.BertModel(transformers.BertConfig()).eval()
+    path = work / f"bert-hf-s{seq}.onnx"
+    dummy = (torch.ones(1, seq, dtype=torch.int64), torch.ones(1, seq, dtype=torch.int64))
+    torch.onnx.export(model, dummy, str(path), opset_version=17,
+                      input_names=["input_ids", "attention_mask"],
+                      output_names=["last_hidden_state"],
+                      dynamic_axes={n: {0: "batch", 1: "sequence"}
+                                    for n in ("input_ids", "attention_mask",
+                                              "last_hidden_state")},
+                      dynamo=False)
+
+    def feeds(b: int) -> dict:
+        rng = np.random.default_rng(b)
+        ids = rng.integers(1, 30000, size=(b, seq), dtype=np.int64)
+        lengths = rng.integers(seq // 2, seq + 1, size=b)
+        mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int64)
+        return {"input_ids": ids * mask, "attention_mask": mask}
+
+    return ModelCase(f"bert-hf-s{seq}", path, batches, feeds,
+                     lambda: HfBertTorch(model.cuda()))
+
+
 class Report:
     """The Markdown report, written to `path` again after every row, so that a
     run cut short (the device's time limit) keeps every row it measured."""
@@ -436,10 +482,13 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         "", "FP16: Coalesce with `gpu_precision: fp16` (products on float16 operands, "
         "float32 accumulation, float32 elsewhere) against PyTorch under "
         "`torch.autocast(float16)`, same runs as above. Ratio: PyTorch ms / Coalesce "
-        "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32.", "",
-        "| model | batch | Coalesce FP16 ms | PyTorch FP16 eager ms | ratio | "
+        "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32. "
+        "\"unfused\": Coalesce FP16 with `--fused-attention off` (attention node by node, "
+        "the A/B of the fused attention; the same as FP16 where a model has none), and its "
+        "max |diff| against onnxruntime after the fused run's.", "",
+        "| model | batch | Coalesce FP16 ms | unfused ms | PyTorch FP16 eager ms | ratio | "
         "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|"])
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"])
     ok = True
     modules = {}  # case name -> (PyTorch twin or None, why none)
     # Batch by batch, every case at each: a run cut short by --deadline-s has
@@ -463,6 +512,8 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
                     for p in ("fp32", "tf32", "fp16")}
             plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
                                     graphs=False)
+            unfused, unfused_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
+                                                "fp16", extra=("--fused-attention", "off"))
         except Exception as e:  # noqa: BLE001 - reported in the table
             report.add(fp32_table, f"| {case.name} | {batch} | FAILED: {cell(str(e))} "
                        "| | | | | | | |")
@@ -473,7 +524,7 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         fp16, fp16_out = runs["fp16"]
         row32 = [case.name, str(batch), f"{fp32:.3f}", f"{plain:.3f}",
                  f"{runs['tf32'][0]:.3f}"]
-        row16 = [case.name, str(batch), f"{fp16:.3f}"]
+        row16 = [case.name, str(batch), f"{fp16:.3f}", f"{unfused:.3f}"]
         if module is not None:
             row32 += ratio_cells(torch_pair(module, feeds, repeat, warmup, False), fp32)
             row16 += ratio_cells(torch_pair(module, feeds, repeat, warmup, True), fp16)
@@ -482,7 +533,9 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
             row16 += [why, "", "", ""]
         text32, ok32 = diff_cell(ref, fp32_out, 1e-3)
         text16, ok16 = diff_cell(ref, fp16_out, 2e-2)
-        ok = ok and ok32 and ok16
+        text_unfused, ok_unfused = diff_cell(ref, unfused_out, 2e-2)
+        text16 = f"{text16}; unfused {text_unfused}"
+        ok = ok and ok32 and ok16 and ok_unfused
         report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
         report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
     return ok
@@ -1124,12 +1177,16 @@ def main() -> int:
             "dense4096": lambda: dense_case("dense4096", save_dense(work), DENSE_BATCHES),
             "resnet50": lambda: resnet50_case(work, NET_BATCHES),
             "bert-base-s128": lambda: bert_case(args.bundle, work, NET_BATCHES),
+            "bert-hf-s128": lambda: hf_bert_case(work, NET_BATCHES, 128),
+            "bert-hf-s384": lambda: hf_bert_case(work, NET_BATCHES, 384),
+            "vit_b_16": lambda: torchvision_case("vit_b_16", work, NET_BATCHES),
         }
         cases = []
         for name in args.models.split(","):
             case = makers[name]()
             if case is None:
-                report.part([f"{name} not measured: torchvision is not installed.", ""])
+                report.part([f"{name} not measured: torchvision or transformers is not "
+                             "installed.", ""])
                 continue
             if args.batches:
                 case.batches = args.batches

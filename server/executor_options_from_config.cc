@@ -13,6 +13,7 @@ constexpr char kDoubleBuffering[] = "double_buffering";
 constexpr char kGpuPrecision[] = "gpu_precision";
 constexpr char kCudaGraphs[] = "cuda_graphs";
 constexpr char kCudaGraphPadding[] = "cuda_graph_padding";
+constexpr char kGpuFusedAttention[] = "gpu_fused_attention";
 constexpr char kGpuLayout[] = "gpu_layout";
 
 // A string parameter, or `fallback` when the config has none.
@@ -72,6 +73,11 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
   }
   if (absl::Status s =
           ReadBool(config, kCudaGraphPadding, &options.program.pad_batches);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadBool(config, kGpuFusedAttention, &options.program.fuse_attention);
       !s.ok()) {
     return s;
   }

@@ -15,7 +15,7 @@
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
 //                     [--gpu-precision fp32|tf32|fp16] [--gpu-layout
 //                     auto|nchw|nhwc]
-//                     [--device-graphs on|off]
+//                     [--device-graphs on|off] [--fused-attention on|off]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -76,6 +76,7 @@ struct Flags {
   bool tf32 = false;                // --gpu-precision tf32
   bool fp16 = false;                // --gpu-precision fp16
   bool device_graphs = true;        // --device-graphs on (GPU and simulated)
+  bool fused_attention = true;      // --fused-attention on (GPU and simulated)
   std::string gpu_layout = "auto";  // --gpu-layout
   bool device_plan = false;         // --device-plan
 };
@@ -173,6 +174,8 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
              "per node its layout, the storage of its values and its steps.");
   AddOnOff(a, "--device-graphs", flags.device_graphs,
            "Capture and replay device graphs (gpu, simulated).");
+  AddOnOff(a, "--fused-attention", flags.fused_attention,
+           "Run exported attention as one fused kernel (gpu, simulated).");
   return app;
 }
 
@@ -415,7 +418,7 @@ absl::Status PrintDevicePlan(const Flags& flags,
   for (const HostTensor& t : inputs) shapes.push_back(t.shape);
   auto plan = MakeNeutralPlanner(model)(shapes);
   if (!plan.ok()) return plan.status();
-  auto summary = DescribeDevicePlan(**plan, flags.fp16);
+  auto summary = DescribeDevicePlan(**plan, flags.fp16, flags.fused_attention);
   if (!summary.ok()) return summary.status();
   std::printf("%s", DevicePlanTable(*summary).c_str());
   return absl::OkStatus();
@@ -435,6 +438,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   if (flags.tf32) options.kernels.precision = DevicePrecision::kTf32;
   options.program.device_graphs = flags.device_graphs;
   options.program.fp16 = flags.fp16;
+  options.program.fuse_attention = flags.fused_attention;
   auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, options);
   if (!instance.ok()) return instance.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(instance));
@@ -450,7 +454,8 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
       device, CreateSimulatedKernels(device.get()),
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
       GraphProgramOptions{.device_graphs = flags.device_graphs,
-                          .fp16 = flags.fp16});
+                          .fp16 = flags.fp16,
+                          .fuse_attention = flags.fused_attention});
   if (!program.ok()) return program.status();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
                                           PipelinedExecutorOptions{1});

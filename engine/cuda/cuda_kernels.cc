@@ -16,6 +16,7 @@
 #include "engine/cuda/cuda_status.h"
 #include "engine/device/kernel_args.h"
 #include "engine/device/kernel_checks.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/half.h"
 #include "kernels/cuda/layer_norm.h"
@@ -115,6 +116,31 @@ absl::Status CudaKernels::Conv2D(DeviceStream& stream, const ConvArgs& args) {
     conv_ = *std::move(conv);
   }
   return conv_->Run(args, workspace_.get(), CudaStreamOf(stream));
+}
+
+namespace {
+
+kc::AttentionStrides ToKernel(const std::array<int64_t, 4>& s) {
+  return {.batch = s[0], .head = s[1], .row = s[2], .col = s[3]};
+}
+
+}  // namespace
+
+absl::Status CudaKernels::Attention(DeviceStream& stream,
+                                    const AttentionArgs& a) {
+  kc::AttentionArgs k;
+  k.shape = {a.batch, a.heads, a.q_len, a.kv_len, a.head_dim};
+  k.q = {ToKernel(a.q), ToKernel(a.q_strides)};
+  k.k = {ToKernel(a.k), ToKernel(a.k_strides)};
+  k.v = {ToKernel(a.v), ToKernel(a.v_strides)};
+  k.mask = {ToKernel(a.mask), ToKernel(a.mask_strides)};
+  k.out = {ToKernel(a.out), ToKernel(a.out_strides)};
+  k.scale = a.scale;
+  k.zero_masked_rows = a.zero_masked_rows;
+  return EnqueueChecked(
+      CheckAttention(a),
+      [&] { return kc::LaunchAttention(k, CudaStreamOf(stream)); },
+      "attention kernel");
 }
 
 // A failure to make CudnnGraphConv (no cuDNN 9, no device properties) is

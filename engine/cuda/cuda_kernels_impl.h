@@ -103,6 +103,8 @@ class CudaKernels : public DeviceKernels {
   absl::Status ChannelAffine(DeviceStream& stream,
                              const ChannelAffineArgs& args) override;
   absl::Status Copy2D(DeviceStream& stream, const Copy2DArgs& args) override;
+  absl::Status Attention(DeviceStream& stream,
+                         const AttentionArgs& args) override;
 
  private:
   // Makes the device current on the calling thread.

@@ -11,6 +11,7 @@
 #ifndef COALESCE_ENGINE_DEVICE_DEVICE_KERNELS_H_
 #define COALESCE_ENGINE_DEVICE_DEVICE_KERNELS_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -462,6 +463,32 @@ struct Copy2DArgs {
   size_t rows = 0;
 };
 
+// Attention: scaled-dot-product attention over strided views (the fused
+// attention of attention_pattern.h; the head split and merge are strides):
+//   out[b, h, i, :] = sum_j p[b, h, i, j] v[b, h, j, :],
+//   p[b, h, i, :]   = softmax_j(scale * q[b, h, i, :] . k[b, h, j, :]
+//                               + mask[b, h, i, j])
+// Each operand's strides are elements over [batch, heads, rows, cols]:
+// rows are sequence positions and cols the head dimension (stride 1) for
+// q, k, v and out; query and key positions for the mask (0 where it
+// broadcasts; mask.data null: none). q, k and v share one type; the mask
+// and out may each be float32 or float16. The softmax's max and sum and
+// every accumulation are float32; in float16 the probabilities are rounded
+// to float16 before the second product (as flash attention does). A row
+// whose scores are all -inf gives 0 when zero_masked_rows, else NaN; with
+// no keys at all (kv_len 0) out is 0, the empty product's sum.
+// REQUIRES: out overlaps no input; head_dim <= kMaxAttentionHeadDim.
+inline constexpr int64_t kMaxAttentionHeadDim = 256;
+struct AttentionArgs {
+  FloatIn q = {}, k = {}, v = {}, mask = {};
+  FloatOut out = {};
+  int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  std::array<int64_t, 4> q_strides = {}, k_strides = {}, v_strides = {},
+                         mask_strides = {}, out_strides = {};
+  float scale = 1.0f;
+  bool zero_masked_rows = false;
+};
+
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
@@ -555,6 +582,9 @@ class DeviceKernels {
                                      const ChannelAffineArgs& args) = 0;
 
   virtual absl::Status Copy2D(DeviceStream& stream, const Copy2DArgs& args) = 0;
+
+  virtual absl::Status Attention(DeviceStream& stream,
+                                 const AttentionArgs& args) = 0;
 };
 
 }  // namespace coalesce

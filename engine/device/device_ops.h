@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/attention_pattern.h"
 #include "engine/device/device.h"
 #include "engine/device/device_kernels.h"
 #include "engine/neutral_plan.h"
@@ -110,6 +111,13 @@ std::vector<std::string> DeviceOnnxOperators();
 
 // OK when the device can run `node` for some shapes.
 absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);
+
+// The steps of one fused attention (attention_pattern.h): they read the
+// site's q, k, v and mask values as stored and write its out value, in place
+// of every node of site.nodes. Unimplemented when the device cannot run it
+// (a head dimension above kMaxAttentionHeadDim).
+absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
+                                           LoweringOptions options = {});
 
 // The steps of `node` (not folded) in `plan`. When `allow_view` is false
 // (the output is a model output, written to the caller's buffer), a view

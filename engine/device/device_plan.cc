@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/device/device_ops.h"
 #include "engine/device/device_storage.h"
+#include "engine/device/plan_lowering.h"
 #include "engine/device/status_context.h"
 
 namespace coalesce {
@@ -22,25 +23,40 @@ std::string StorageName(const NeutralPlan& plan,
 }  // namespace
 
 absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
-                                                     bool fp16) {
-  const std::vector<DeviceFloat> storage = PlanDeviceStorage(plan, fp16);
+                                                     bool fp16,
+                                                     bool fuse_attention) {
+  const PlanLowering lowering(plan, fuse_attention);
+  const std::vector<DeviceFloat> storage =
+      PlanDeviceStorage(plan, fp16, lowering.attention());
+  auto names = [&](const std::vector<int>& ids) {
+    std::vector<std::string> out;
+    for (int id : ids) out.push_back(StorageName(plan, storage, id));
+    return out;
+  };
   DevicePlanSummary summary;
-  for (const PlanNode& node : plan.nodes) {
-    if (node.folded) continue;
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    if (lowering.Skips(static_cast<int>(n))) continue;
+    const PlanNode& node = plan.nodes[n];
     const bool allow_view =
         plan.values[node.outputs[0]].storage == ValueStorage::kIntermediate;
-    auto lowered = LowerDeviceNode(plan, node, allow_view,
-                                   {.fp16 = fp16, .storage = &storage});
+    auto lowered = lowering.Lower(static_cast<int>(n), allow_view,
+                                  {.fp16 = fp16, .storage = &storage});
     if (!lowered.ok()) return WithContext(lowered.status(), NodeLabel(node));
     DevicePlanNode out;
     out.name = *node.name;
     out.op = *node.op_type;
     auto channels_last = node.attributes->GetInt("channels_last", 0);
     out.channels_last = channels_last.ok() && *channels_last != 0;
-    for (int id : node.inputs)
-      out.inputs.push_back(StorageName(plan, storage, id));
-    for (int id : node.outputs)
-      out.outputs.push_back(StorageName(plan, storage, id));
+    out.inputs = names(node.inputs);
+    out.outputs = names(node.outputs);
+    if (const AttentionSite* site =
+            lowering.AttentionEndingAt(static_cast<int>(n))) {
+      out.op = "Attention";
+      out.channels_last = false;
+      out.inputs = names(
+          {site->q.value, site->k.value, site->v.value, site->mask.value});
+      out.outputs = names({site->out.value});
+    }
     out.steps = static_cast<int>(lowered->steps.size());
     summary.nodes.push_back(std::move(out));
   }

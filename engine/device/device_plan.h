@@ -33,9 +33,12 @@ struct DevicePlanSummary {
   int float_values = 0;               // float intermediates stored as float32
 };
 
+// A fused attention (plan_lowering.h) is one node, op "Attention", named
+// after its last node, with inputs q, k, v and the mask ("" when none).
+// fuse_attention as GraphProgramOptions::fuse_attention.
 // Errors: LowerDeviceNode's, naming the node.
-absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
-                                                     bool fp16);
+absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(
+    const NeutralPlan& plan, bool fp16, bool fuse_attention = true);
 
 // One line per node: op, layout, input and output storage, steps.
 std::string DevicePlanTable(const DevicePlanSummary& summary);

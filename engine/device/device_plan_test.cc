@@ -27,7 +27,7 @@ std::string CorpusModel(const std::string& name) {
 // The plan of `name` for one 224-free input: every -1 dim of the inputs as
 // 2 (the tiny corpus models take small images at any batch).
 DevicePlanSummary PlanOf(const std::string& name, bool fp16,
-                         ModelOptions options) {
+                         ModelOptions options, bool fuse_attention = true) {
   auto model = Model::LoadFromFile(CorpusModel(name), options);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return {};
@@ -41,7 +41,7 @@ DevicePlanSummary PlanOf(const std::string& name, bool fp16,
   auto plan = MakeNeutralPlanner(*model)(shapes);
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return {};
-  auto summary = DescribeDevicePlan(**plan, fp16);
+  auto summary = DescribeDevicePlan(**plan, fp16, fuse_attention);
   EXPECT_TRUE(summary.ok()) << summary.status();
   return summary.ok() ? *summary : DevicePlanSummary{};
 }
@@ -208,6 +208,39 @@ TEST(DevicePlanTest, TransformersStayHalfBetweenProducts) {
         << half_products << "/" << products;
     EXPECT_GT(s.half_values, 3 * s.float_values);
     if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(s);
+  }
+}
+
+// Every attention of these exports runs as one fused attention in FP16,
+// reading q, k and v as float16: no Softmax is left, and fewer Transposes
+// (the head split and merge became strides). The same plans unfused have
+// a Softmax per attention, so the checks tell the two apart.
+TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
+  for (const char* name :
+       {"bert_tiny__torchscript", "bert_tiny__dynamo",
+        "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
+        "gpt2_tiny__torchscript", "gpt2_tiny__dynamo", "vit_tiny__torchscript",
+        "clip_text_tiny__dynamo", "whisper_encoder_tiny__torchscript"}) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary fused =
+        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+    const DevicePlanSummary unfused =
+        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice(),
+               /*fuse_attention=*/false);
+    const int attentions = Count(fused, "Attention");
+    EXPECT_GT(attentions, 0);
+    EXPECT_EQ(attentions, Count(unfused, "Softmax"));
+    EXPECT_EQ(Count(fused, "Softmax"), 0);
+    EXPECT_EQ(Count(unfused, "Attention"), 0);
+    EXPECT_LT(Count(fused, "Transpose"), Count(unfused, "Transpose"));
+    for (const DevicePlanNode& n : fused.nodes) {
+      if (n.op != "Attention") continue;
+      EXPECT_EQ(n.inputs[0], "fp16") << n.name;
+      EXPECT_EQ(n.inputs[1], "fp16") << n.name;
+      EXPECT_EQ(n.inputs[2], "fp16") << n.name;
+      EXPECT_EQ(n.steps, 1) << n.name;
+    }
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(fused);
   }
 }
 

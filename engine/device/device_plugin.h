@@ -25,8 +25,8 @@
 namespace coalesce {
 
 // 4: DeviceKernels::Broadcast (Expand). 5: an Args struct for every
-// primitive of more than four arguments.
-inline constexpr int kDevicePluginAbi = 7;
+// primitive of more than four arguments. 8: DeviceKernels::Attention.
+inline constexpr int kDevicePluginAbi = 8;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {

@@ -47,12 +47,23 @@ bool AllowsHalf(DeviceHalfUse use, bool input, size_t index) {
 
 }  // namespace
 
-std::vector<DeviceFloat> PlanDeviceStorage(const NeutralPlan& plan, bool half) {
+std::vector<DeviceFloat> PlanDeviceStorage(
+    const NeutralPlan& plan, bool half,
+    const std::vector<AttentionSite>& attention) {
   std::vector<DeviceFloat> storage(plan.values.size(), DeviceFloat::kFloat);
   if (!half) return storage;
+  std::vector<bool> fused(plan.nodes.size(), false);
+  for (const AttentionSite& site : attention)
+    for (int n : site.nodes) fused[n] = true;
   Groups groups(plan.values.size());
-  for (const PlanNode& node : plan.nodes) {
-    if (node.folded || HalfUseOf(node) != DeviceHalfUse::kMove) continue;
+  for (const AttentionSite& site : attention) {
+    groups.Join(site.k.value, site.q.value);
+    groups.Join(site.v.value, site.q.value);
+  }
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const PlanNode& node = plan.nodes[n];
+    if (fused[n] || node.folded || HalfUseOf(node) != DeviceHalfUse::kMove)
+      continue;
     int first = -1;
     for (const std::vector<int>* ids : {&node.inputs, &node.outputs}) {
       for (int id : *ids) {
@@ -68,8 +79,9 @@ std::vector<DeviceFloat> PlanDeviceStorage(const NeutralPlan& plan, bool half) {
         plan.values[id].storage != ValueStorage::kIntermediate)
       may_be_half[groups.Find(static_cast<int>(id))] = false;
   }
-  for (const PlanNode& node : plan.nodes) {
-    if (node.folded) continue;
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const PlanNode& node = plan.nodes[n];
+    if (fused[n] || node.folded) continue;
     const DeviceHalfUse use = HalfUseOf(node);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const int id = node.inputs[i];

@@ -25,13 +25,19 @@
 #include <cstddef>
 #include <vector>
 
+#include "engine/attention_pattern.h"
 #include "engine/device/device_kernels.h"
 #include "engine/neutral_plan.h"
 
 namespace coalesce {
 
 // By value id of `plan`: every value kFloat unless `half` (FP16 mode).
-std::vector<DeviceFloat> PlanDeviceStorage(const NeutralPlan& plan, bool half);
+// The nodes of each fused attention in `attention` count as one node that
+// computes (reading q, k, v and the mask as stored, writing out as stored),
+// with q, k and v stored alike (the kernel's operands share one type).
+std::vector<DeviceFloat> PlanDeviceStorage(
+    const NeutralPlan& plan, bool half,
+    const std::vector<AttentionSite>& attention = {});
 
 // Bytes of value `id` as stored: half of its float32 size in float16.
 size_t StoredBytes(const NeutralPlan& plan,

@@ -17,6 +17,7 @@
 #include "engine/device/batch_rows.h"
 #include "engine/device/device_ops.h"
 #include "engine/device/device_storage.h"
+#include "engine/device/plan_lowering.h"
 #include "engine/device/status_context.h"
 #include "kernels/cuda/half_math.h"
 
@@ -54,7 +55,10 @@ struct BoundPlan {
   // By node index; null for nodes that run nothing.
   std::vector<std::shared_ptr<NodeMemory>> node_memory;
   std::vector<std::pair<int, int>> views;  // (value, its source), node order
-  std::vector<size_t> arena_offsets;       // by value id (intermediates)
+  // By node index: runs no step and owns no output (folded, or inside a
+  // fused attention before its last node; plan_lowering.h).
+  std::vector<bool> skipped;
+  std::vector<size_t> arena_offsets;  // by value id (intermediates)
   size_t arena_bytes = 0;
   // For running padded batches (BatchRowsIndependent): the model inputs'
   // then outputs' buffers, in the arena after the intermediates.
@@ -374,19 +378,23 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
   const std::vector<PlannedValue>& values = plan->values;
   bound->constants.assign(values.size(), nullptr);
   bound->node_memory.resize(plan->nodes.size());
-  bound->storage = PlanDeviceStorage(*plan, options_.fp16);
+  const PlanLowering lowering(*plan, options_.fuse_attention);
+  bound->storage =
+      PlanDeviceStorage(*plan, options_.fp16, lowering.attention());
+  bound->skipped.assign(plan->nodes.size(), false);
   // By value id: the last node reading it (through views too).
   std::vector<int> last_read(values.size(), -1);
   std::vector<int> root(values.size());
   for (size_t id = 0; id < root.size(); ++id) root[id] = static_cast<int>(id);
   for (size_t n = 0; n < plan->nodes.size(); ++n) {
     const PlanNode& node = plan->nodes[n];
-    if (node.folded) continue;
+    bound->skipped[n] = lowering.Skips(static_cast<int>(n));
+    if (bound->skipped[n]) continue;
     const bool allow_view =
         values[node.outputs[0]].storage == ValueStorage::kIntermediate;
     auto lowered =
-        LowerDeviceNode(*plan, node, allow_view,
-                        {.fp16 = options_.fp16, .storage = &bound->storage});
+        lowering.Lower(static_cast<int>(n), allow_view,
+                       {.fp16 = options_.fp16, .storage = &bound->storage});
     if (!lowered.ok()) {
       if (errors == nullptr ||
           lowered.status().code() != absl::StatusCode::kUnimplemented) {
@@ -499,7 +507,7 @@ void GraphProgram::PlanArena(BoundPlan& bound,
   std::vector<bool> live(plan.values.size(), false);
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const PlanNode& node = plan.nodes[n];
-    if (node.folded) continue;
+    if (bound.skipped[n]) continue;
     for (int id : node.outputs) {
       if (!owns_block(id)) continue;
       bound.arena_offsets[id] =

@@ -68,6 +68,9 @@ struct GraphProgramOptions {
   // the device before each product; float32 accumulation, and float32
   // everywhere else (model inputs and outputs, normalizations, softmax).
   bool fp16 = false;
+  // Exported attentions (attention_pattern.h) run as one fused attention
+  // each; false: node by node, as the graph spells them (the A/B).
+  bool fuse_attention = true;
 };
 
 // The batch sizes padded batches run as: 1, 2, 3, 4, 6, 8, 12, 16, 24, ...

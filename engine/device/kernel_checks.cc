@@ -133,6 +133,29 @@ absl::Status CheckGatherElements(const GatherElementsArgs& a,
   return absl::OkStatus();
 }
 
+absl::Status CheckAttention(const AttentionArgs& a) {
+  for (int64_t size : {a.batch, a.heads, a.q_len, a.kv_len, a.head_dim}) {
+    if (size < 0) return absl::InvalidArgumentError("attention size below 0");
+  }
+  if (a.head_dim > kMaxAttentionHeadDim) {
+    return absl::InvalidArgumentError(absl::StrCat("attention head dimension ",
+                                                   a.head_dim, " above ",
+                                                   kMaxAttentionHeadDim));
+  }
+  if (a.q.type != a.k.type || a.q.type != a.v.type) {
+    return absl::InvalidArgumentError(
+        "attention q, k and v of different types");
+  }
+  for (const auto* s :
+       {&a.q_strides, &a.k_strides, &a.v_strides, &a.out_strides}) {
+    if ((*s)[3] != 1 && a.head_dim > 1) {
+      return absl::InvalidArgumentError(
+          "attention head dimension not contiguous");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckArithmetic(DataType type, absl::string_view primitive,
                              kc::ElementType* element) {
   if (type == DataType::kFp32 || type == DataType::kInt64 ||

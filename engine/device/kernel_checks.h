@@ -77,6 +77,10 @@ absl::Status CheckGatherNd(const GatherNdArgs& a,
 absl::Status CheckGatherElements(const GatherElementsArgs& a,
                                  kernels::cuda::GatherElementsIndexer* ix);
 
+// Non-negative sizes, head_dim <= kMaxAttentionHeadDim, q, k and v of one
+// type, and the head dimension contiguous (col stride 1) in q, k, v, out.
+absl::Status CheckAttention(const AttentionArgs& a);
+
 // float32, int64 or int32: the types CumSum and ArgMax take (`primitive`
 // names the caller in the error); `element`, when not null, receives the
 // kernels' type.

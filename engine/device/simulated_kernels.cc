@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device/kernel_args.h"
 #include "engine/device/kernel_checks.h"
+#include "engine/device/simulated_attention.h"
 #include "engine/device/simulated_cnn.h"
 #include "engine/device/simulated_floats.h"
 #include "kernels/cuda/elementwise_math.h"
@@ -552,6 +553,26 @@ class SimulatedKernels : public DeviceKernels {
                     a.row_bytes);
       }
     });
+  }
+
+  absl::Status Attention(DeviceStream& stream,
+                         const AttentionArgs& a) override {
+    if (absl::Status s = CheckAttention(a); !s.ok()) return s;
+    auto region = [&](FloatIn x, const std::array<int64_t, 4>& strides,
+                      int64_t rows, int64_t cols) {
+      return Elements(x,
+                      AttentionSpan(strides, {a.batch, a.heads, rows, cols}));
+    };
+    std::vector<Region> reads = {
+        region(a.q, a.q_strides, a.q_len, a.head_dim),
+        region(a.k, a.k_strides, a.kv_len, a.head_dim),
+        region(a.v, a.v_strides, a.kv_len, a.head_dim)};
+    if (a.mask.data != nullptr)
+      reads.push_back(region(a.mask, a.mask_strides, a.q_len, a.kv_len));
+    return Launch(stream, "attention", std::move(reads),
+                  {region(FloatIn(a.out.data, a.out.type), a.out_strides,
+                          a.q_len, a.head_dim)},
+                  [a] { RunSimulatedAttention(a); });
   }
 
  private:

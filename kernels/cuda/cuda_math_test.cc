@@ -4,15 +4,20 @@
 // float16 conversions against a decoding in double, over every half; the
 // typed kernels' integer, predicate and Cast rules on chosen edge values;
 // NHWC pooling and per-channel maps against the NCHW math and direct
-// computations, over float32 and float16 storage.
+// computations, over float32 and float16 storage; fused attention's online
+// softmax over key tiles of several sizes against a direct two-pass
+// computation in double, masked rows, its tiling, block numbering and
+// vector-load check.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cuda/attention_math.h"
 #include "kernels/cuda/elementwise_math.h"
 #include "kernels/cuda/float_storage.h"
 #include "kernels/cuda/gather_math.h"
@@ -940,6 +945,313 @@ TEST(CudaMathTest, FloatToHalfSubnormalsAndUnderflow) {
   EXPECT_EQ(FloatToHalfBits(-std::numeric_limits<float>::denorm_min()), 0x8000);
   EXPECT_EQ(FloatToHalfBits(0x1p-130f), 0);
   EXPECT_EQ(FloatToHalfBits(std::numeric_limits<float>::min()), 0);
+}
+
+// One attention row's operands: k and v rows are head_dim + 3 apart (a
+// strided view), the mask is kv_len values (stride 1) or one (stride 0).
+struct AttentionRowData {
+  std::vector<float> q, k, v, mask;
+  int64_t kv_len = 0, head_dim = 0;
+
+  AttentionRowInput Input(float scale, bool zero_masked_rows) const {
+    const int64_t stride = head_dim + 3;
+    return {q.data(),
+            k.data(),
+            stride,
+            v.data(),
+            stride,
+            mask.empty() ? nullptr : mask.data(),
+            mask.size() == 1 ? 0 : 1,
+            kv_len,
+            head_dim,
+            scale,
+            zero_masked_rows};
+  }
+};
+
+AttentionRowData RandomAttentionRow(int64_t kv_len, int64_t head_dim,
+                                    std::mt19937& rng) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  AttentionRowData row;
+  row.kv_len = kv_len;
+  row.head_dim = head_dim;
+  row.q.resize(head_dim);
+  row.k.resize(std::max<int64_t>(kv_len, 1) * (head_dim + 3));
+  row.v.resize(row.k.size());
+  for (float& x : row.q) x = value(rng);
+  for (float& x : row.k) x = value(rng);
+  for (float& x : row.v) x = value(rng);
+  return row;
+}
+
+// The row computed directly in double: every score, their max, the sum of
+// exp(score - max), then the weighted sum of v over that sum; a row of -inf
+// scores only gives 0 or NaN (0 without keys).
+std::vector<double> DirectAttentionRow(const AttentionRowInput& in) {
+  std::vector<double> scores(in.kv_len);
+  double max = -INFINITY;
+  for (int64_t j = 0; j < in.kv_len; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < in.head_dim; ++d) {
+      dot += double{in.q[d]} * in.k[j * in.k_row_stride + d];
+    }
+    const double mask = in.mask != nullptr ? in.mask[j * in.mask_stride] : 0;
+    scores[j] = in.scale * dot + mask;
+    max = std::max(max, scores[j]);
+  }
+  if (max == -INFINITY) {
+    const bool zero = in.zero_masked_rows || in.kv_len == 0;
+    return std::vector<double>(in.head_dim, zero ? 0.0 : NAN);
+  }
+  std::vector<double> out(in.head_dim, 0.0);
+  double sum = 0;
+  for (int64_t j = 0; j < in.kv_len; ++j) {
+    if (scores[j] == -INFINITY) continue;
+    const double weight = std::exp(scores[j] - max);
+    sum += weight;
+    for (int64_t d = 0; d < in.head_dim; ++d) {
+      out[d] += weight * in.v[j * in.v_row_stride + d];
+    }
+  }
+  for (double& x : out) x /= sum;
+  return out;
+}
+
+// AttentionRowReference over tiles of tile_k against DirectAttentionRow.
+void ExpectAttentionRowMatches(const AttentionRowInput& in, int64_t tile_k,
+                               const std::string& what) {
+  std::vector<float> got(in.head_dim);
+  AttentionRowReference(in, tile_k, got.data());
+  const std::vector<double> want = DirectAttentionRow(in);
+  for (int64_t d = 0; d < in.head_dim; ++d) {
+    EXPECT_NEAR(got[d], want[d], 5e-5 * (1 + std::fabs(want[d])))
+        << what << " tile " << tile_k << " d " << d;
+  }
+}
+
+TEST(CudaMathTest, AttentionOnlineSoftmaxMatchesTwoPass) {
+  std::mt19937 rng(27);
+  std::uniform_real_distribution<float> value(-3.0f, 3.0f);
+  std::bernoulli_distribution masked(0.3);
+  enum MaskKind { kNone, kValues, kBroadcast, kSomeMinusInf };
+  for (int64_t head_dim : {1, 5, 64}) {
+    for (int64_t kv_len : {1, 7, 64, 100, 257}) {
+      for (MaskKind kind : {kNone, kValues, kBroadcast, kSomeMinusInf}) {
+        AttentionRowData row = RandomAttentionRow(kv_len, head_dim, rng);
+        if (kind == kBroadcast) row.mask = {value(rng)};
+        if (kind == kValues || kind == kSomeMinusInf) {
+          row.mask.resize(kv_len);
+          for (float& x : row.mask) x = value(rng);
+        }
+        if (kind == kSomeMinusInf) {
+          for (float& x : row.mask) {
+            if (masked(rng)) x = -INFINITY;
+          }
+          row.mask[kv_len / 2] = 0.0f;  // one key stays visible
+        }
+        for (float scale : {0.125f, 4.0f}) {
+          for (int64_t tile : {1, 3, 16, 64, 1000}) {
+            ExpectAttentionRowMatches(row.Input(scale, false), tile,
+                                      "head_dim " + std::to_string(head_dim) +
+                                          " kv_len " + std::to_string(kv_len) +
+                                          " mask " + std::to_string(kind) +
+                                          " scale " + std::to_string(scale));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaMathTest, AttentionRescalesWhenTheMaxGrows) {
+  // Scores given by the mask alone (scale 0): rising, the max grows with
+  // every tile (each rescales what came before by exp(-3 * tile) or less);
+  // falling, it never does.
+  std::mt19937 rng(5);
+  AttentionRowData row = RandomAttentionRow(40, 8, rng);
+  row.mask.resize(40);
+  for (int j = 0; j < 40; ++j) row.mask[j] = 0.75f * j;
+  for (int64_t tile : {1, 4, 7, 40}) {
+    ExpectAttentionRowMatches(row.Input(0.0f, false), tile, "rising");
+  }
+  std::reverse(row.mask.begin(), row.mask.end());
+  for (int64_t tile : {1, 4, 7, 40}) {
+    ExpectAttentionRowMatches(row.Input(0.0f, false), tile, "falling");
+  }
+}
+
+TEST(CudaMathTest, AttentionFullyMaskedRowGivesZeroOrNan) {
+  std::mt19937 rng(3);
+  AttentionRowData row = RandomAttentionRow(33, 16, rng);
+  row.mask = {-INFINITY};  // broadcast: every score is -inf
+  for (int64_t tile : {1, 16, 1000}) {
+    std::vector<float> out(16, 7.0f);
+    AttentionRowReference(row.Input(0.5f, true), tile, out.data());
+    for (float x : out) EXPECT_EQ(x, 0.0f) << "tile " << tile;
+    AttentionRowReference(row.Input(0.5f, false), tile, out.data());
+    for (float x : out) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(x), 0x7fc00000u) << "tile " << tile;
+    }
+  }
+  EXPECT_EQ(AttentionOutputValue(0.0f, 0.0f, true), 0.0f);
+  EXPECT_TRUE(std::isnan(AttentionOutputValue(0.0f, 0.0f, false)));
+  EXPECT_EQ(AttentionOutputValue(3.0f, 4.0f, false), 0.75f);
+}
+
+TEST(CudaMathTest, AttentionMaskedFirstTilesThenVisibleKeys) {
+  // Tiles of 4: the first two hold only -inf scores (the max stays -inf
+  // and must not turn into NaN), the later ones are visible.
+  std::mt19937 rng(11);
+  AttentionRowData row = RandomAttentionRow(20, 6, rng);
+  row.mask.assign(20, 0.0f);
+  for (int j = 0; j < 8; ++j) row.mask[j] = -INFINITY;
+  for (bool zero : {false, true}) {
+    std::vector<float> out(6);
+    AttentionRowReference(row.Input(1.0f, zero), 4, out.data());
+    for (float x : out) EXPECT_TRUE(std::isfinite(x));
+    for (int64_t tile : {1, 3, 4, 5, 8, 20}) {
+      ExpectAttentionRowMatches(row.Input(1.0f, zero), tile, "first masked");
+    }
+  }
+  // Only the last key visible: out is its value row exactly.
+  row.mask.assign(20, -INFINITY);
+  row.mask[19] = 2.0f;
+  std::vector<float> out(6);
+  AttentionRowReference(row.Input(1.0f, false), 4, out.data());
+  for (int d = 0; d < 6; ++d) EXPECT_EQ(out[d], row.v[19 * 9 + d]);
+}
+
+TEST(CudaMathTest, AttentionNanScoreMakesTheRowNan) {
+  std::mt19937 rng(13);
+  AttentionRowData row = RandomAttentionRow(10, 4, rng);
+  row.k[3 * 7 + 1] = NAN;  // key 3's score
+  for (bool zero : {false, true}) {
+    for (int64_t tile : {1, 4, 10}) {
+      std::vector<float> out(4);
+      AttentionRowReference(row.Input(1.0f, zero), tile, out.data());
+      for (float x : out) EXPECT_TRUE(std::isnan(x)) << "tile " << tile;
+    }
+  }
+}
+
+TEST(CudaMathTest, AttentionWithoutKeysGivesZero) {
+  std::mt19937 rng(17);
+  const AttentionRowData row = RandomAttentionRow(0, 4, rng);
+  for (bool zero : {false, true}) {
+    std::vector<float> out(4, 7.0f);
+    AttentionRowReference(row.Input(1.0f, zero), 16, out.data());
+    for (float x : out) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+TEST(CudaMathTest, AttentionRescaleAvoidsMinusInfinityMinusMinusInfinity) {
+  const float inf = INFINITY;
+  TileRescale step = RescaleForTile(-inf, -inf);  // nothing visible yet
+  EXPECT_EQ(step.max, -inf);
+  EXPECT_EQ(step.factor, 1.0f);
+  EXPECT_EQ(ScoreWeight(-inf, step.max), 0.0f);
+  step = RescaleForTile(-inf, 2.0f);  // the first visible tile
+  EXPECT_EQ(step.max, 2.0f);
+  EXPECT_EQ(step.factor, 0.0f);
+  step = RescaleForTile(1.0f, 3.0f);  // the max grows
+  EXPECT_EQ(step.max, 3.0f);
+  EXPECT_EQ(step.factor, std::exp(-2.0f));
+  step = RescaleForTile(3.0f, -inf);  // a fully masked tile later on
+  EXPECT_EQ(step.max, 3.0f);
+  EXPECT_EQ(step.factor, 1.0f);
+  EXPECT_EQ(ScoreWeight(-inf, 3.0f), 0.0f);
+  EXPECT_EQ(ScoreWeight(3.0f, 3.0f), 1.0f);
+  EXPECT_EQ(MaxScore(1.0f, NAN), 1.0f);
+  RunningSoftmax row = EmptyMaxSum();
+  row = AddTile(row, RescaleForTile(row.max, -inf), 0.0f);
+  EXPECT_EQ(row.sum, 0.0f);
+  row = AddTile(row, RescaleForTile(row.max, 0.0f), 2.5f);
+  EXPECT_EQ(row.max, 0.0f);
+  EXPECT_EQ(row.sum, 2.5f);
+  row = AddTile(row, RescaleForTile(row.max, std::log(2.0f)), 1.0f);
+  EXPECT_NEAR(row.sum, 2.5f / 2 + 1, 1e-6);
+}
+
+TEST(CudaMathTest, AttentionTilingFitsSharedMemoryAndWmma) {
+  EXPECT_EQ(AttentionPaddedHeadDim(0), 0);
+  EXPECT_EQ(AttentionPaddedHeadDim(1), 32);
+  EXPECT_EQ(AttentionPaddedHeadDim(32), 32);
+  EXPECT_EQ(AttentionPaddedHeadDim(33), 64);
+  EXPECT_EQ(AttentionPaddedHeadDim(80), 128);
+  EXPECT_EQ(AttentionPaddedHeadDim(200), 256);
+  EXPECT_EQ(AttentionPaddedHeadDim(256), 256);
+  EXPECT_EQ(AttentionPaddedHeadDim(257), 0);
+  for (bool half : {false, true}) {
+    for (int head_dim : {32, 64, 128, 256}) {
+      const AttentionTiling t = MakeAttentionTiling(half, head_dim);
+      const std::string what =
+          (half ? "float16 " : "float32 ") + std::to_string(head_dim);
+      EXPECT_LE(t.bytes, 99 * 1024) << what;  // sm_86's largest block
+      EXPECT_EQ(t.rows_q, kAttentionWarpRows * t.warps) << what;
+      EXPECT_EQ(t.rows_k % 16, 0) << what;
+      EXPECT_GE(t.ld_q, head_dim) << what;
+      EXPECT_GE(t.ld_v, head_dim) << what;
+      EXPECT_GE(t.ld_s, t.rows_k) << what;
+      EXPECT_GE(t.ld_o, head_dim) << what;
+      const int element = half ? 2 : 4;
+      const int ends[] = {t.q_offset + t.rows_q * t.ld_q * element,
+                          t.k_offset + t.rows_k * t.ld_k * element,
+                          t.v_offset + t.rows_k * t.ld_v * element,
+                          t.s_offset + t.rows_q * t.ld_s * 4,
+                          t.o_offset + t.rows_q * t.ld_o * 4,
+                          t.scale_offset + t.rows_q * 4,
+                          t.sum_offset + t.rows_q * 4};
+      const int starts[] = {t.q_offset,   t.k_offset, t.v_offset,
+                            t.s_offset,   t.o_offset, t.scale_offset,
+                            t.sum_offset, t.bytes};
+      for (int i = 0; i < 7; ++i) {
+        EXPECT_EQ(starts[i] % 128, 0) << what << " region " << i;
+        EXPECT_LE(ends[i], starts[i + 1]) << what << " region " << i;
+      }
+      if (half) {  // wmma: leading dims of 16 bytes, 16-row steps on 32
+        EXPECT_EQ(t.ld_q % 8, 0) << what;
+        EXPECT_EQ(t.ld_k % 8, 0) << what;
+        EXPECT_EQ(t.ld_v % 8, 0) << what;
+        EXPECT_EQ(t.ld_s % 4, 0) << what;
+        EXPECT_EQ(t.ld_o % 4, 0) << what;
+      } else {  // the FMA loops' lane layout: 8 column groups
+        EXPECT_EQ(t.rows_k % 8, 0) << what;
+      }
+    }
+  }
+}
+
+TEST(CudaMathTest, AttentionBlocksCoverEveryTileHeadAndBatch) {
+  const int64_t q_tiles = 3, heads = 5, batch = 2;
+  std::vector<int> seen(q_tiles * heads * batch, 0);
+  for (int64_t block = 0; block < q_tiles * heads * batch; ++block) {
+    const AttentionBlock at = DecodeAttentionBlock(block, q_tiles, heads);
+    ASSERT_LT(at.q_tile, q_tiles);
+    ASSERT_LT(at.head, heads);
+    ASSERT_LT(at.batch, batch);
+    EXPECT_EQ(at.q_tile, block % q_tiles);  // the query tile fastest
+    ++seen[(at.batch * heads + at.head) * q_tiles + at.q_tile];
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+TEST(CudaMathTest, AttentionVectorLoadsNeedAlignedRows) {
+  // [2, 4, 10, 64] float16, contiguous, from a 256-byte aligned address.
+  const int64_t strides[3] = {4 * 10 * 64, 10 * 64, 64};
+  const int64_t extents[3] = {2, 4, 10};
+  EXPECT_TRUE(CanLoadRowsAsVectors(0x1000, 2, strides, extents, 64));
+  EXPECT_FALSE(CanLoadRowsAsVectors(0x1008, 2, strides, extents, 64));
+  EXPECT_FALSE(CanLoadRowsAsVectors(0x1000, 2, strides, extents, 60));
+  EXPECT_TRUE(CanLoadRowsAsVectors(0x1000, 4, strides, extents, 60));
+  // Packed QKV rows (3 * heads * 64 apart) stay aligned; an odd row stride
+  // does not, unless there is one row.
+  const int64_t packed[3] = {10 * 3 * 4 * 64, 64, 3 * 4 * 64};
+  EXPECT_TRUE(
+      CanLoadRowsAsVectors(0x1000 + 2 * 4 * 64 * 2, 2, packed, extents, 64));
+  const int64_t odd[3] = {4 * 10 * 100, 10 * 100, 100 + 1};
+  EXPECT_FALSE(CanLoadRowsAsVectors(0x1000, 2, odd, extents, 64));
+  const int64_t one_row[3] = {2, 4, 1};
+  EXPECT_TRUE(CanLoadRowsAsVectors(0x1000, 2, odd, one_row, 64));
 }
 
 }  // namespace

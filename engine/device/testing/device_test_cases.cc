@@ -205,6 +205,76 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
                           {{{3, 5000}}}, 1e-6f, 13));
 }
 
+// Exported attention (attention_pattern.h), which the device runs as one
+// fused attention: q, k, v [batch, 5, 16] split into 2 heads of 8.
+//   attention_torchscript: K transposed by one Transpose, sqrt(scale) on Q
+//     and K, a [batch, 1, 5, 5] mask from a boolean input and a constant
+//     pattern whose query row 0 allows no key (a fully masked row), and
+//     PyTorch's Where(IsNaN(p), 0, p) guard, which makes that row 0;
+//   attention_dynamo: K transposed through [batch * heads, 5, 8], the
+//     scores divided by a constant, no mask.
+void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
+  constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
+  for (const bool dynamo : {false, true}) {
+    OnnxModelBuilder b(17);
+    for (const char* x : {"q", "k", "v"}) b.Input(x, {-1, kS, kE});
+    b.Int64Initializer("split", {4}, {0, kS, kH, kD});
+    b.Int64Initializer("merge", {3}, {0, kS, kE});
+    auto heads = [&](const std::string& x, const std::vector<int64_t>& perm) {
+      b.Node("Reshape", {x, "split"}, {x + "4"});
+      SetIntsAttr(b.Node("Transpose", {x + "4"}, {x + "h"}), "perm", perm);
+      return x + "h";
+    };
+    std::string q = heads("q", {0, 2, 1, 3}), scores = "s";
+    if (dynamo) {
+      b.Int64Initializer("bh", {3}, {-1, kS, kD});
+      b.Int64Initializer("bhT", {4}, {-1, kH, kD, kS});
+      b.FloatInitializer("root_d", {}, {2.828427f});
+      b.Node("Reshape", {heads("k", {0, 2, 1, 3}), "bh"}, {"k3"});
+      SetIntsAttr(b.Node("Transpose", {"k3"}, {"k3t"}), "perm", {0, 2, 1});
+      b.Node("Reshape", {"k3t", "bhT"}, {"kT"});
+      b.Node("MatMul", {q, "kT"}, {"qk"});
+      b.Node("Div", {"qk", "root_d"}, {"s"});
+    } else {
+      b.Input("keep", {-1, kS}, onnx::TensorProto::BOOL);
+      b.Int64Initializer("keep4", {4}, {-1, 1, 1, kS});
+      bool pattern[kS * kS];
+      for (int64_t i = 0; i < kS * kS; ++i)
+        pattern[i] = i >= kS && (i % kS) <= (i / kS);  // causal, row 0 none
+      b.RawInitializer("pattern", onnx::TensorProto::BOOL, {kS, kS}, pattern,
+                       sizeof pattern);
+      b.FloatInitializer("zero", {}, {0.0f});
+      b.FloatInitializer("lowest", {}, {-INFINITY});
+      b.FloatInitializer("root_scale", {}, {0.5946036f});  // 8^-1/4
+      b.Node("Reshape", {"keep", "keep4"}, {"keep_b"});
+      b.Node("And", {"keep_b", "pattern"}, {"allowed"});
+      b.Node("Where", {"allowed", "zero", "lowest"}, {"mask"});
+      b.Node("Mul", {q, "root_scale"}, {"qs"});
+      b.Node("Mul", {heads("k", {0, 2, 3, 1}), "root_scale"}, {"ks"});
+      b.Node("MatMul", {"qs", "ks"}, {"qk"});
+      b.Node("Add", {"qk", "mask"}, {"s"});
+    }
+    SetIntAttr(b.Node("Softmax", {scores}, {"p"}), "axis", -1);
+    std::string p = "p";
+    if (!dynamo) {
+      b.Node("IsNaN", {"p"}, {"nan"});
+      b.Node("Where", {"nan", "zero", "p"}, {"pg"});
+      p = "pg";
+    }
+    b.Node("MatMul", {p, heads("v", {0, 2, 1, 3})}, {"o"});
+    SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm", {0, 2, 1, 3});
+    b.Node("Reshape", {"ot", "merge"}, {"y"});
+    b.Output("y");
+    std::vector<Shape> shapes(3, Shape{3, kS, kE});
+    if (!dynamo) shapes.push_back({3, kS});
+    cases.push_back({dynamo ? "attention_dynamo" : "attention_torchscript",
+                     std::move(b),
+                     true,
+                     {shapes},
+                     1e-5f});
+  }
+}
+
 // Expand of a batched input along a middle axis and to a higher rank; and
 // BERT's token types: an int64 row of zeros expanded to [batch, width]
 // (Shape of the input), too large for the planner to fold (64 KB), cast
@@ -691,6 +761,7 @@ std::vector<DeviceTestCase> DeviceTestCases() {
   AddGemmCases(cases);
   AddMatMulCases(cases);
   AddSoftmaxCases(cases);
+  AddAttentionCases(cases);
   AddDataMovementCases(cases);
   AddNormalizationAndIndexingCases(cases);
   AddCnnCases(cases);

@@ -1,0 +1,57 @@
+// The fused attention's lowering (device_ops.h, LowerAttention): one
+// DeviceKernels::Attention step over the site's strided views.
+#include "engine/attention_pattern.h"
+#include "engine/device/device_ops.h"
+#include "engine/device/device_ops_internal.h"
+
+namespace coalesce {
+
+using device_ops::In;
+using device_ops::Out;
+
+absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
+                                           LoweringOptions options) {
+  if (site.head_dim > kMaxAttentionHeadDim) {
+    return absl::UnimplementedError(
+        absl::StrCat("attention with head dimension ", site.head_dim,
+                     " (at most ", kMaxAttentionHeadDim, " on the device)"));
+  }
+  auto stored = [&](int id) {
+    return options.storage != nullptr ? (*options.storage)[id]
+                                      : DeviceFloat::kFloat;
+  };
+  AttentionArgs args;
+  args.batch = site.batch;
+  args.heads = site.heads;
+  args.q_len = site.q_len;
+  args.kv_len = site.kv_len;
+  args.head_dim = site.head_dim;
+  args.q_strides = site.q.strides;
+  args.k_strides = site.k.strides;
+  args.v_strides = site.v.strides;
+  args.mask_strides = site.mask.strides;
+  args.out_strides = site.out.strides;
+  args.scale = site.scale;
+  args.zero_masked_rows = site.zero_masked_rows;
+  const AttentionOperand q = site.q, k = site.k, v = site.v, mask = site.mask,
+                         out = site.out;
+  const DeviceFloat q_type = stored(q.value), k_type = stored(k.value),
+                    v_type = stored(v.value), out_type = stored(out.value);
+  const DeviceFloat mask_type =
+      mask.value >= 0 ? stored(mask.value) : DeviceFloat::kFloat;
+  LoweredNode lowered;
+  lowered.reads = {q.value, k.value, v.value};
+  if (mask.value >= 0) lowered.reads.push_back(mask.value);
+  if (site.batch * site.heads * site.q_len * site.head_dim == 0) return lowered;
+  lowered.steps.push_back([=](const StepContext& c) mutable {
+    args.q = In(c, q.value, q_type);
+    args.k = In(c, k.value, k_type);
+    args.v = In(c, v.value, v_type);
+    if (mask.value >= 0) args.mask = In(c, mask.value, mask_type);
+    args.out = Out(c, out.value, out_type);
+    return c.kernels.Attention(c.stream, args);
+  });
+  return lowered;
+}
+
+}  // namespace coalesce

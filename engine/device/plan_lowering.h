@@ -1,0 +1,48 @@
+// PlanLowering: which device steps stand for which nodes of one plan. Each
+// node lowers on its own (LowerDeviceNode), except the nodes of a fused
+// attention (attention_pattern.h): they lower together, as one
+// DeviceKernels::Attention step, at the site's last node, and the others
+// run nothing. Shared by GraphProgram (which binds the steps) and
+// DescribeDevicePlan (which reports them), so both see the same plan.
+// Immutable after construction; `plan` must outlive it.
+#ifndef COALESCE_ENGINE_DEVICE_PLAN_LOWERING_H_
+#define COALESCE_ENGINE_DEVICE_PLAN_LOWERING_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/attention_pattern.h"
+#include "engine/device/device_ops.h"
+#include "engine/neutral_plan.h"
+
+namespace coalesce {
+
+class PlanLowering {
+ public:
+  // fuse_attention: find the plan's attentions the device runs fused (a
+  // head dimension of at most kMaxAttentionHeadDim); false: none.
+  PlanLowering(const NeutralPlan& plan, bool fuse_attention);
+
+  const std::vector<AttentionSite>& attention() const { return attention_; }
+
+  // True when node n runs nothing of its own: folded, or one of a fused
+  // attention's nodes before its last.
+  bool Skips(int n) const;
+
+  // The fused attention whose last node is n, or null.
+  const AttentionSite* AttentionEndingAt(int n) const;
+
+  // The steps of node n (REQUIRES: !Skips(n)): LowerDeviceNode's, or the
+  // fused attention's at its last node.
+  absl::StatusOr<LoweredNode> Lower(int n, bool allow_view,
+                                    LoweringOptions options) const;
+
+ private:
+  const NeutralPlan& plan_;
+  std::vector<AttentionSite> attention_;
+  std::vector<int> site_of_node_;  // by node: index in attention_, or -1
+};
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_PLAN_LOWERING_H_

@@ -1,0 +1,28 @@
+// The host math of the simulated device's Attention primitive
+// (DeviceKernels::Attention, engine/device/device_kernels.h): a direct
+// two-pass softmax per query row over the strided views, float32
+// throughout, with float16 operands' probabilities rounded to float16
+// before the second product as the CUDA kernel rounds them. The launch
+// around it (regions, the race check) stays in simulated_kernels.cc.
+// Internal to engine/device/.
+#ifndef COALESCE_ENGINE_DEVICE_SIMULATED_ATTENTION_H_
+#define COALESCE_ENGINE_DEVICE_SIMULATED_ATTENTION_H_
+
+#include <array>
+#include <cstdint>
+
+#include "engine/device/device_kernels.h"
+
+namespace coalesce {
+
+// Elements from an operand's first element to one past its last, for the
+// view `strides` over [batch, heads, rows, cols].
+int64_t AttentionSpan(const std::array<int64_t, 4>& strides,
+                      const std::array<int64_t, 4>& dims);
+
+// REQUIRES: the args as CheckAttention (kernel_checks.h) accepts them.
+void RunSimulatedAttention(const AttentionArgs& a);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_DEVICE_SIMULATED_ATTENTION_H_

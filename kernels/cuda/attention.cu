@@ -1,0 +1,589 @@
+#include <cuda_fp16.h>
+#include <mma.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <type_traits>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_math.h"
+#include "kernels/cuda/launch_util.cuh"
+
+// One block per (query tile, head, batch): each of its warps owns 16 query
+// rows, keeps their running softmax (attention_math.h) in registers and
+// their output accumulator in shared memory, and the block walks the keys
+// and values in tiles it stages in shared memory (flash attention 2's
+// loop). Per key tile: the block loads K, V (and the mask, into the score
+// tile); each warp computes its rows' scores, two lanes a row update the
+// running max and sum and write the weights over the scores, and the warp
+// rescales its accumulator and adds weights . V. Float16 operands go
+// through tensor cores (wmma 16x16x16, float16 inputs, float32
+// accumulation; the weights are rounded to float16 for the second product,
+// and the row sums add the rounded weights, so each row's weights sum to
+// 1); float32 ones through float32 FMA (no TF32). The tiling per padded
+// head dim is MakeAttentionTiling's.
+
+namespace coalesce::kernels::cuda {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+static_assert(AttentionPaddedHeadDim(kMaxAttentionHeadDim) ==
+              kMaxAttentionHeadDim);
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kWarpRows = kAttentionWarpRows;
+
+// The kernel's operands: T (q, k, v), M (mask) and Y (out) are float, or
+// uint16_t for float16 bits (float_storage.h).
+template <typename T, typename M, typename Y>
+struct AttentionParams {
+  const T* q;
+  const T* k;
+  const T* v;
+  const M* mask;  // null: no mask
+  Y* out;
+  AttentionStrides q_strides, k_strides, v_strides, mask_strides, out_strides;
+  AttentionShape shape;
+  int64_t q_tiles;  // query tiles per (batch, head)
+  int64_t blocks;   // q_tiles * heads * batch
+  float scale;
+  bool zero_masked_rows;              // ZeroMaskedRows's
+  bool vector_q, vector_k, vector_v;  // CanLoadRowsAsVectors's
+};
+
+// MakeAttentionTiling's numbers as constants for the kernel of element
+// type T and padded head dim kD.
+template <typename T, int kD>
+struct Tiles {
+  static constexpr bool kHalf = std::is_same_v<T, uint16_t>;
+  static constexpr int kWarps = MakeAttentionTiling(kHalf, kD).warps;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRowsQ = MakeAttentionTiling(kHalf, kD).rows_q;
+  static constexpr int kRowsK = MakeAttentionTiling(kHalf, kD).rows_k;
+  static constexpr int kLdQ = MakeAttentionTiling(kHalf, kD).ld_q;
+  static constexpr int kLdK = MakeAttentionTiling(kHalf, kD).ld_k;
+  static constexpr int kLdV = MakeAttentionTiling(kHalf, kD).ld_v;
+  static constexpr int kLdS = MakeAttentionTiling(kHalf, kD).ld_s;
+  static constexpr int kLdO = MakeAttentionTiling(kHalf, kD).ld_o;
+  static constexpr int kQOffset = MakeAttentionTiling(kHalf, kD).q_offset;
+  static constexpr int kKOffset = MakeAttentionTiling(kHalf, kD).k_offset;
+  static constexpr int kVOffset = MakeAttentionTiling(kHalf, kD).v_offset;
+  static constexpr int kSOffset = MakeAttentionTiling(kHalf, kD).s_offset;
+  static constexpr int kOOffset = MakeAttentionTiling(kHalf, kD).o_offset;
+  static constexpr int kScaleOffset =
+      MakeAttentionTiling(kHalf, kD).scale_offset;
+  static constexpr int kSumOffset = MakeAttentionTiling(kHalf, kD).sum_offset;
+  static constexpr int kBytes = MakeAttentionTiling(kHalf, kD).bytes;
+  static_assert(kRowsK % 16 == 0 && kD % 16 == 0);
+};
+
+// One block's shared memory, carved as MakeAttentionTiling lays it out.
+template <typename T>
+struct SharedTiles {
+  T* q;
+  T* k;
+  T* v;
+  float* s;      // scores, then the weights over them
+  float* o;      // output accumulator
+  float* scale;  // per query row: this tile's rescale factor
+  float* sum;    // per query row: the final sum
+};
+
+template <typename T, int kD>
+__device__ SharedTiles<T> CarveShared(unsigned char* base) {
+  using Tl = Tiles<T, kD>;
+  return {reinterpret_cast<T*>(base + Tl::kQOffset),
+          reinterpret_cast<T*>(base + Tl::kKOffset),
+          reinterpret_cast<T*>(base + Tl::kVOffset),
+          reinterpret_cast<float*>(base + Tl::kSOffset),
+          reinterpret_cast<float*>(base + Tl::kOOffset),
+          reinterpret_cast<float*>(base + Tl::kScaleOffset),
+          reinterpret_cast<float*>(base + Tl::kSumOffset)};
+}
+
+__device__ __forceinline__ const __half* AsHalf(const uint16_t* bits) {
+  return reinterpret_cast<const __half*>(bits);
+}
+
+// Stores 16 bytes of elements at dst: one vector store where the row
+// layout keeps dst on 16 bytes (kLd elements of T a whole number of 16
+// bytes), element by element otherwise.
+template <int kLd, typename T>
+__device__ void StoreVector(uint4 bits, T* dst) {
+  if constexpr (kLd * sizeof(T) % 16 == 0) {
+    *reinterpret_cast<uint4*>(dst) = bits;
+  } else {
+    T elements[16 / sizeof(T)];
+    memcpy(elements, &bits, sizeof(bits));
+#pragma unroll
+    for (int e = 0; e < 16 / static_cast<int>(sizeof(T)); ++e) {
+      dst[e] = elements[e];
+    }
+  }
+}
+
+// Rows row0 .. row0 + kRows - 1 of a [rows, head_dim] view (rows `stride`
+// elements apart, head_dim contiguous) into dst [kRows, kLd] by the whole
+// block: rows at or past `rows` and columns at or past head_dim (up to kD)
+// are zeros. `vector`: CanLoadRowsAsVectors holds, rows load as 16-byte
+// vectors.
+template <int kRows, int kD, int kLd, int kThreads, typename T>
+__device__ void LoadRows(const T* __restrict__ src, int64_t stride,
+                         int64_t row0, int64_t rows, int head_dim, bool vector,
+                         T* dst) {
+  if (vector) {
+    constexpr int kVector = 16 / sizeof(T);
+    constexpr int kChunks = kD / kVector;
+    for (int item = threadIdx.x; item < kRows * kChunks; item += kThreads) {
+      const int r = item / kChunks;
+      const int c = item % kChunks * kVector;
+      uint4 bits = make_uint4(0u, 0u, 0u, 0u);
+      if (row0 + r < rows && c < head_dim) {
+        bits = *reinterpret_cast<const uint4*>(src + (row0 + r) * stride + c);
+      }
+      StoreVector<kLd>(bits, dst + r * kLd + c);
+    }
+  } else {
+    for (int item = threadIdx.x; item < kRows * kD; item += kThreads) {
+      const int r = item / kD;
+      const int c = item % kD;
+      dst[r * kLd + c] =
+          row0 + r < rows && c < head_dim ? src[(row0 + r) * stride + c] : T{0};
+    }
+  }
+}
+
+// The mask's [kRowsQ, kRowsK] tile at query row i0 and key j0 into the
+// score tile s (leading dim kLdS) as float, by the whole block; 0 outside
+// the q_len x kv_len rows and columns. mask: the (batch, head)'s origin.
+template <int kRowsQ, int kRowsK, int kLdS, int kThreads, typename M>
+__device__ void LoadMask(const M* __restrict__ mask,
+                         const AttentionStrides& strides, int64_t i0,
+                         int64_t j0, int64_t q_len, int64_t kv_len, float* s) {
+  for (int item = threadIdx.x; item < kRowsQ * kRowsK; item += kThreads) {
+    const int r = item / kRowsK;
+    const int c = item % kRowsK;
+    float x = 0.0f;
+    if (i0 + r < q_len && j0 + c < kv_len) {
+      x = ToFloat(mask[(i0 + r) * strides.row + (j0 + c) * strides.col]);
+    }
+    s[r * kLdS + c] = x;
+  }
+}
+
+// One warp's scores on tensor cores: s[16, kRowsK] = scale * q[16, kD] .
+// k[kRowsK, kD]^T (+ the mask already in s when has_mask). Columns of q and
+// k at or past head_dim are zeros; whole 16-column steps of them are
+// skipped.
+template <int kD, int kRowsK, int kLdQ, int kLdK, int kLdS>
+__device__ void ScoresMma(const uint16_t* q, const uint16_t* k, float* s,
+                          int head_dim, float scale, bool has_mask) {
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kRowsK / 16];
+#pragma unroll
+  for (int n = 0; n < kRowsK / 16; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    if (kk * 16 >= head_dim) break;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+    wmma::load_matrix_sync(a, AsHalf(q + kk * 16), kLdQ);
+#pragma unroll
+    for (int n = 0; n < kRowsK / 16; ++n) {
+      // K's rows are Kᵀ's columns: Kᵀ as a column-major matrix.
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+      wmma::load_matrix_sync(b, AsHalf(k + n * 16 * kLdK + kk * 16), kLdK);
+      wmma::mma_sync(acc[n], a, b, acc[n]);
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < kRowsK / 16; ++n) {
+    // Fragments of one type map their elements alike: the mask's element e
+    // is the scores' element e.
+    if (has_mask) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> mask;
+      wmma::load_matrix_sync(mask, s + n * 16, kLdS, wmma::mem_row_major);
+#pragma unroll
+      for (int e = 0; e < acc[n].num_elements; ++e) {
+        acc[n].x[e] = acc[n].x[e] * scale + mask.x[e];
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < acc[n].num_elements; ++e) acc[n].x[e] *= scale;
+    }
+    wmma::store_matrix_sync(s + n * 16, acc[n], kLdS, wmma::mem_row_major);
+  }
+}
+
+// One warp's scores in float32 FMA, as ScoresMma's. Lane: 4 rows (4 *
+// (lane / 8) on) by kRowsK / 8 columns (lane % 8, 8 apart).
+template <int kRowsK, int kLdQ, int kLdK, int kLdS>
+__device__ void ScoresFma(const float* q, const float* k, float* s,
+                          int head_dim, float scale, bool has_mask) {
+  constexpr int kCols = kRowsK / 8;
+  const int lane = threadIdx.x % 32;
+  const int row0 = lane / 8 * 4;
+  const int col0 = lane % 8;
+  float acc[4][kCols] = {};
+  for (int d = 0; d < head_dim; ++d) {
+    float qd[4], kd[kCols];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) qd[i] = q[(row0 + i) * kLdQ + d];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) kd[c] = k[(col0 + 8 * c) * kLdK + d];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[i][c] = fmaf(qd[i], kd[c], acc[i][c]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      float* score = s + (row0 + i) * kLdS + col0 + 8 * c;
+      *score = acc[i][c] * scale + (has_mask ? *score : 0.0f);
+    }
+  }
+}
+
+// A weight as the second product reads it: float, or float16 whose value
+// the row sum then adds (each row's weights sum to exactly what divides).
+__device__ __forceinline__ float StoreWeight(float w, float* p) {
+  *p = w;
+  return w;
+}
+
+__device__ __forceinline__ float StoreWeight(float w, __half* p) {
+  const __half rounded = __float2half_rn(w);
+  *p = rounded;
+  return __half2float(rounded);
+}
+
+// One warp's 16 rows of a key tile, two lanes a row (lane / 2; columns of
+// the lane's parity): reads the scores s (keys at or past `keys` count as
+// -inf), updates the lane's row `row`, writes the weights over the scores
+// (P elements, each row's at the start of its score row) and the row's
+// rescale factor, and returns the updated row.
+template <int kRowsK, int kLdS, typename P>
+__device__ RunningSoftmax SoftmaxTile(float* s, int keys, RunningSoftmax row,
+                                      float* row_scale) {
+  const int lane = threadIdx.x % 32;
+  const int r = lane / 2;
+  const int parity = lane % 2;
+  float score[kRowsK / 2];
+  float tile_max = -INFINITY;
+#pragma unroll
+  for (int t = 0; t < kRowsK / 2; ++t) {
+    const int j = parity + 2 * t;
+    score[t] = j < keys ? s[r * kLdS + j] : -INFINITY;
+    tile_max = MaxScore(tile_max, score[t]);
+  }
+  tile_max = MaxScore(tile_max, __shfl_xor_sync(kFullWarp, tile_max, 1));
+  const TileRescale step = RescaleForTile(row.max, tile_max);
+  __syncwarp();  // every score is read: the weights may overwrite them
+  P* weights = reinterpret_cast<P*>(s + r * kLdS);
+  float weight_sum = 0.0f;
+#pragma unroll
+  for (int t = 0; t < kRowsK / 2; ++t) {
+    const int j = parity + 2 * t;
+    weight_sum += StoreWeight(ScoreWeight(score[t], step.max), weights + j);
+  }
+  weight_sum += __shfl_xor_sync(kFullWarp, weight_sum, 1);
+  if (parity == 0) row_scale[r] = step.factor;
+  return AddTile(row, step, weight_sum);
+}
+
+// One warp's o[16, kD] = o * row_scale (per row) + p[16, kRowsK] . v[kRowsK,
+// kD] on tensor cores; p: float16 weights over the float score tile s.
+// Whole 16-column steps at or past head_dim are skipped (never written out).
+template <int kD, int kRowsK, int kLdS, int kLdV, int kLdO>
+__device__ void AccumulateMma(const float* s, const uint16_t* v,
+                              const float* row_scale, float* o, int head_dim) {
+  const int lane = threadIdx.x % 32;
+  for (int item = lane; item < kWarpRows * kD; item += 32) {
+    const int r = item / kD;
+    o[r * kLdO + item % kD] *= row_scale[r];
+  }
+  __syncwarp();
+  const __half* p = reinterpret_cast<const __half*>(s);
+  constexpr int kLdP = 2 * kLdS;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>
+      a[kRowsK / 16];
+#pragma unroll
+  for (int kk = 0; kk < kRowsK / 16; ++kk) {
+    wmma::load_matrix_sync(a[kk], p + kk * 16, kLdP);
+  }
+#pragma unroll
+  for (int n = 0; n < kD / 16; ++n) {
+    if (n * 16 >= head_dim) break;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(acc, o + n * 16, kLdO, wmma::mem_row_major);
+#pragma unroll
+    for (int kk = 0; kk < kRowsK / 16; ++kk) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
+      wmma::load_matrix_sync(b, AsHalf(v + kk * 16 * kLdV + n * 16), kLdV);
+      wmma::mma_sync(acc, a[kk], b, acc);
+    }
+    wmma::store_matrix_sync(o + n * 16, acc, kLdO, wmma::mem_row_major);
+  }
+}
+
+// AccumulateMma's in float32 FMA, over the tile's first `keys` keys (the
+// others weigh 0), in column chunks of up to 64. Lane: 4 rows (4 * (lane /
+// 8) on) by chunk / 8 columns (lane % 8, 8 apart).
+template <int kD, int kLdS, int kLdV, int kLdO>
+__device__ void AccumulateFma(const float* p, const float* v,
+                              const float* row_scale, float* o, int head_dim,
+                              int keys) {
+  constexpr int kChunk = kD < 64 ? kD : 64;
+  constexpr int kCols = kChunk / 8;
+  const int lane = threadIdx.x % 32;
+  const int row0 = lane / 8 * 4;
+  const int col0 = lane % 8;
+  float factor[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) factor[i] = row_scale[row0 + i];
+  for (int chunk = 0; chunk < kD && chunk < head_dim; chunk += kChunk) {
+    float acc[4][kCols];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        acc[i][c] = o[(row0 + i) * kLdO + chunk + col0 + 8 * c] * factor[i];
+      }
+    }
+    for (int j = 0; j < keys; ++j) {
+      float pj[4], vj[kCols];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pj[i] = p[(row0 + i) * kLdS + j];
+#pragma unroll
+      for (int c = 0; c < kCols; ++c)
+        vj[c] = v[j * kLdV + chunk + col0 + 8 * c];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int c = 0; c < kCols; ++c)
+          acc[i][c] = fmaf(pj[i], vj[c], acc[i][c]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        o[(row0 + i) * kLdO + chunk + col0 + 8 * c] = acc[i][c];
+      }
+    }
+  }
+}
+
+// One warp's scores, softmax step and accumulation for the key tile in
+// shared memory (keys: how many of its rows are keys), on its 16 rows.
+template <typename T, int kD>
+__device__ RunningSoftmax WarpTile(const SharedTiles<T>& sh, int warp, int keys,
+                                   int head_dim, float scale, bool has_mask,
+                                   RunningSoftmax row) {
+  using Tl = Tiles<T, kD>;
+  const int first = warp * kWarpRows;
+  float* s = sh.s + first * Tl::kLdS;
+  float* o = sh.o + first * Tl::kLdO;
+  float* row_scale = sh.scale + first;
+  if constexpr (Tl::kHalf) {
+    ScoresMma<kD, Tl::kRowsK, Tl::kLdQ, Tl::kLdK, Tl::kLdS>(
+        sh.q + first * Tl::kLdQ, sh.k, s, head_dim, scale, has_mask);
+    __syncwarp();
+    row = SoftmaxTile<Tl::kRowsK, Tl::kLdS, __half>(s, keys, row, row_scale);
+    __syncwarp();
+    AccumulateMma<kD, Tl::kRowsK, Tl::kLdS, Tl::kLdV, Tl::kLdO>(
+        s, sh.v, row_scale, o, head_dim);
+  } else {
+    ScoresFma<Tl::kRowsK, Tl::kLdQ, Tl::kLdK, Tl::kLdS>(
+        sh.q + first * Tl::kLdQ, sh.k, s, head_dim, scale, has_mask);
+    __syncwarp();
+    row = SoftmaxTile<Tl::kRowsK, Tl::kLdS, float>(s, keys, row, row_scale);
+    __syncwarp();
+    AccumulateFma<kD, Tl::kLdS, Tl::kLdV, Tl::kLdO>(s, sh.v, row_scale, o,
+                                                    head_dim, keys);
+  }
+  return row;
+}
+
+// Writes one warp's 16 output rows (those below q_len): accumulator / sum,
+// or the masked-row value (AttentionOutputValue), one row at a time across
+// the lanes.
+template <typename Y, int kLdO>
+__device__ void WriteRows(const float* o, const float* row_sum, Y* out,
+                          int64_t row_stride, int64_t i0, int64_t q_len,
+                          int head_dim, bool zero_masked_rows) {
+  const int lane = threadIdx.x % 32;
+  for (int r = 0; r < kWarpRows && i0 + r < q_len; ++r) {
+    Y* dst = out + (i0 + r) * row_stride;
+    const float sum = row_sum[r];
+    for (int d = lane; d < head_dim; d += 32) {
+      dst[d] = FromFloat<Y>(
+          AttentionOutputValue(o[r * kLdO + d], sum, zero_masked_rows));
+    }
+  }
+}
+
+// One block's query tile of one (batch, head): every key tile, then out.
+template <typename T, typename M, typename Y, int kD>
+__device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
+                                const AttentionBlock& at,
+                                const SharedTiles<T>& sh) {
+  using Tl = Tiles<T, kD>;
+  const AttentionShape& n = p.shape;
+  const int head_dim = static_cast<int>(n.head_dim);
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t i0 = at.q_tile * Tl::kRowsQ;
+  const bool warp_has_rows = i0 + warp * kWarpRows < n.q_len;
+  const T* q = p.q + at.batch * p.q_strides.batch + at.head * p.q_strides.head;
+  const T* k = p.k + at.batch * p.k_strides.batch + at.head * p.k_strides.head;
+  const T* v = p.v + at.batch * p.v_strides.batch + at.head * p.v_strides.head;
+  const M* mask = p.mask == nullptr ? nullptr
+                                    : p.mask + at.batch * p.mask_strides.batch +
+                                          at.head * p.mask_strides.head;
+
+  LoadRows<Tl::kRowsQ, kD, Tl::kLdQ, Tl::kThreads>(
+      q, p.q_strides.row, i0, n.q_len, head_dim, p.vector_q, sh.q);
+  float* o = sh.o + warp * kWarpRows * Tl::kLdO;
+  for (int item = lane; item < kWarpRows * Tl::kLdO; item += 32) o[item] = 0.0f;
+  RunningSoftmax row = EmptyMaxSum();
+  for (int64_t j0 = 0; j0 < n.kv_len; j0 += Tl::kRowsK) {
+    __syncthreads();  // the last tile's K, V and scores are used up
+    LoadRows<Tl::kRowsK, kD, Tl::kLdK, Tl::kThreads>(
+        k, p.k_strides.row, j0, n.kv_len, head_dim, p.vector_k, sh.k);
+    LoadRows<Tl::kRowsK, kD, Tl::kLdV, Tl::kThreads>(
+        v, p.v_strides.row, j0, n.kv_len, head_dim, p.vector_v, sh.v);
+    if (mask != nullptr) {
+      LoadMask<Tl::kRowsQ, Tl::kRowsK, Tl::kLdS, Tl::kThreads>(
+          mask, p.mask_strides, i0, j0, n.q_len, n.kv_len, sh.s);
+    }
+    __syncthreads();
+    if (warp_has_rows) {
+      const int keys = static_cast<int>(
+          n.kv_len - j0 < Tl::kRowsK ? n.kv_len - j0 : Tl::kRowsK);
+      row = WarpTile<T, kD>(sh, warp, keys, head_dim, p.scale, mask != nullptr,
+                            row);
+    }
+  }
+  float* row_sum = sh.sum + warp * kWarpRows;
+  if (lane % 2 == 0) row_sum[lane / 2] = row.sum;
+  __syncwarp();
+  Y* out =
+      p.out + at.batch * p.out_strides.batch + at.head * p.out_strides.head;
+  WriteRows<Y, Tl::kLdO>(o, row_sum, out, p.out_strides.row,
+                         i0 + warp * kWarpRows, n.q_len, head_dim,
+                         p.zero_masked_rows);
+}
+
+template <typename T, typename M, typename Y, int kD>
+__global__ void __launch_bounds__(Tiles<T, kD>::kThreads)
+    AttentionKernel(const AttentionParams<T, M, Y> p) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  const SharedTiles<T> sh = CarveShared<T, kD>(shared);
+  for (int64_t block = blockIdx.x; block < p.blocks; block += gridDim.x) {
+    AttendQueryTile<T, M, Y, kD>(
+        p, DecodeAttentionBlock(block, p.q_tiles, p.shape.heads), sh);
+    __syncthreads();  // the next query tile reuses shared memory
+  }
+}
+
+bool VectorRows(const AttentionSource& x, int64_t rows, const AttentionShape& n,
+                int64_t element_bytes) {
+  const int64_t strides[3] = {x.strides.batch, x.strides.head, x.strides.row};
+  const int64_t extents[3] = {n.batch, n.heads, rows};
+  return CanLoadRowsAsVectors(reinterpret_cast<uintptr_t>(x.data.data),
+                              element_bytes, strides, extents, n.head_dim);
+}
+
+// The requirements of attention.h, and non-negative sizes. A head_dim of 1
+// is contiguous whatever its stride (the kernel reads no column stride of
+// q, k, v or out).
+bool ValidAttention(const AttentionArgs& a) {
+  const AttentionShape& n = a.shape;
+  if (n.batch < 0 || n.heads < 0 || n.q_len < 0 || n.kv_len < 0 ||
+      n.head_dim < 0 || n.head_dim > kMaxAttentionHeadDim) {
+    return false;
+  }
+  if (a.k.data.storage != a.q.data.storage ||
+      a.v.data.storage != a.q.data.storage) {
+    return false;
+  }
+  return n.head_dim <= 1 || (a.q.strides.col == 1 && a.k.strides.col == 1 &&
+                             a.v.strides.col == 1 && a.out.strides.col == 1);
+}
+
+template <typename T, typename M, typename Y, int kD>
+cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
+  using Tl = Tiles<T, kD>;
+  const AttentionShape& n = a.shape;
+  AttentionParams<T, M, Y> p;
+  p.q = static_cast<const T*>(a.q.data.data);
+  p.k = static_cast<const T*>(a.k.data.data);
+  p.v = static_cast<const T*>(a.v.data.data);
+  p.mask = static_cast<const M*>(a.mask.data.data);
+  p.out = static_cast<Y*>(a.out.data.data);
+  p.q_strides = a.q.strides;
+  p.k_strides = a.k.strides;
+  p.v_strides = a.v.strides;
+  p.mask_strides = a.mask.strides;
+  p.out_strides = a.out.strides;
+  p.shape = n;
+  p.q_tiles = (n.q_len + Tl::kRowsQ - 1) / Tl::kRowsQ;
+  p.blocks = p.q_tiles * n.heads * n.batch;
+  p.scale = a.scale;
+  p.zero_masked_rows = ZeroMaskedRows(a.zero_masked_rows, n.kv_len);
+  p.vector_q = VectorRows(a.q, n.q_len, n, sizeof(T));
+  p.vector_k = VectorRows(a.k, n.kv_len, n, sizeof(T));
+  p.vector_v = VectorRows(a.v, n.kv_len, n, sizeof(T));
+
+  const auto kernel = AttentionKernel<T, M, Y, kD>;
+  if (Tl::kBytes > 48 * 1024) {
+    const cudaError_t error = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::kBytes);
+    if (error != cudaSuccess) return error;
+  }
+  // Blocks past 2^31 - 1 (never in practice) loop in the kernel.
+  const int64_t grid = p.blocks < 2147483647 ? p.blocks : 2147483647;
+  kernel<<<static_cast<unsigned>(grid), Tl::kThreads, Tl::kBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <typename T, typename M, typename Y>
+cudaError_t LaunchTyped(const AttentionArgs& a, cudaStream_t stream) {
+  switch (AttentionPaddedHeadDim(a.shape.head_dim)) {
+    case 32:
+      return LaunchPadded<T, M, Y, 32>(a, stream);
+    case 64:
+      return LaunchPadded<T, M, Y, 64>(a, stream);
+    case 128:
+      return LaunchPadded<T, M, Y, 128>(a, stream);
+    case 256:
+      return LaunchPadded<T, M, Y, 256>(a, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+// kv_len 0 (with rows to write) launches: out is then 0, what the MatMul of
+// an exported graph gives over an empty axis (ZeroMaskedRows).
+cudaError_t LaunchAttention(const AttentionArgs& args, cudaStream_t stream) {
+  if (!ValidAttention(args)) return cudaErrorInvalidValue;
+  const AttentionShape& n = args.shape;
+  if (n.batch == 0 || n.heads == 0 || n.q_len == 0 || n.head_dim == 0) {
+    return cudaSuccess;  // out is empty
+  }
+  return WithFloatType(args.q.data.storage, [&](auto t_tag) {
+    return WithFloatType(args.mask.data.storage, [&](auto m_tag) {
+      return WithFloatType(args.out.data.storage, [&](auto y_tag) {
+        return LaunchTyped<decltype(t_tag), decltype(m_tag), decltype(y_tag)>(
+            args, stream);
+      });
+    });
+  });
+}
+
+}  // namespace coalesce::kernels::cuda

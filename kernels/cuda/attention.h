@@ -1,0 +1,64 @@
+// CUDA fused scaled-dot-product attention (issue 27's fused attention):
+//   out[b, h, i, :] = sum_j p[b, h, i, j] v[b, h, j, :]
+//   p[b, h, i, :]   = softmax_j(scale * q[b, h, i, :] . k[b, h, j, :]
+//                               + mask[b, h, i, j])
+// for b < batch, h < heads, i < q_len, j < kv_len, head_dim elements per
+// row. Every operand is a strided view of a device array (element strides
+// per axis, so the head split and merge of an exported graph are strides
+// here, not transposes); the mask's strides may be 0 (broadcast), and a null
+// mask means none. The softmax's max and sum and every accumulation are
+// float32 whatever the storage (float_storage.h); out is rounded once.
+// A row whose scores are all -inf (a fully masked row) gives 0 when
+// zero_masked_rows (what PyTorch's exported SDPA computes with its
+// IsNaN/Where guard), else NaN (plain Softmax's 0/0).
+// REQUIRES: q, k, v the same storage; the head_dim axis contiguous
+// (stride 1) in q, k, v and out; head_dim <= kMaxAttentionHeadDim; out
+// overlapping no input. Enqueues its kernels on `stream` and returns the
+// launch's error (cudaErrorInvalidValue when a requirement fails).
+#ifndef COALESCE_KERNELS_CUDA_ATTENTION_H_
+#define COALESCE_KERNELS_CUDA_ATTENTION_H_
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "kernels/cuda/float_storage.h"
+
+namespace coalesce::kernels::cuda {
+
+inline constexpr int64_t kMaxAttentionHeadDim = 256;
+
+struct AttentionShape {
+  int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+};
+
+// Element strides of a 4-D view [batch, heads, rows, cols]: for q, k, v and
+// out, rows are sequence positions and cols the head dimension; for the
+// mask, rows are query and cols key positions.
+struct AttentionStrides {
+  int64_t batch = 0, head = 0, row = 0, col = 1;
+};
+
+struct AttentionSource {
+  FloatSource data;
+  AttentionStrides strides;
+};
+
+struct AttentionTarget {
+  FloatTarget data;
+  AttentionStrides strides;
+};
+
+struct AttentionArgs {
+  AttentionShape shape;
+  AttentionSource q, k, v;
+  AttentionSource mask;  // data.data null: no mask
+  AttentionTarget out;
+  float scale = 1.0f;
+  bool zero_masked_rows = false;
+};
+
+cudaError_t LaunchAttention(const AttentionArgs& args, cudaStream_t stream);
+
+}  // namespace coalesce::kernels::cuda
+
+#endif  // COALESCE_KERNELS_CUDA_ATTENTION_H_
