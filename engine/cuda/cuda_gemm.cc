@@ -58,7 +58,7 @@ GemmKey KeyOf(const GemmArgs& args, bool* fused) {
       args.trans_a,
       args.trans_b,
       EpilogueOf(args.activation.kind, args.bias.data != nullptr, fused),
-      Alignment({a, b, args.c.data},
+      Alignment({a, b, args.c.data, args.z.data},
                 {args.stride_a * h, args.stride_b * h, args.stride_c * c}),
       half,
       args.c.is_half()};
@@ -81,6 +81,10 @@ absl::Status CheckGemmOperands(const GemmArgs& args) {
         "Gemm: the bias is ", args.bias.is_half() ? "float16" : "float32",
         ", c is ", args.c.is_half() ? "float16" : "float32",
         "; the bias must have c's type"));
+  }
+  if (args.z.data != nullptr && args.z.type != args.c.type) {
+    return absl::InvalidArgumentError(
+        "Gemm: the residual z must have c's type");
   }
   return absl::OkStatus();
 }
@@ -173,7 +177,8 @@ absl::Status PreparedGemm::InitLayouts(const GemmKey& key) {
           ? Layout(y_, in, key.m, key.k, key.m, key.batch, key.stride_a)
           : Layout(y_, in, key.k, key.m, key.k, key.batch, key.stride_a);
   if (!s.ok()) return s;
-  // C and D: one layout (beta is 0 and C is D's memory).
+  // C and D: one layout (C is D's memory with beta 0, or the residual z,
+  // laid out as D, with beta 1).
   const cudaDataType_t out = key.half_c ? CUDA_R_16F : CUDA_R_32F;
   return Layout(d_, out, key.n, key.m, key.n, key.batch, key.stride_c);
 }
@@ -256,15 +261,17 @@ absl::Status PreparedGemm::Run(cublasLtHandle_t handle, const GemmArgs& args,
                      "bias pointer");
     if (!s.ok()) return s;
   }
-  const float beta = 0.0f;
+  // D = epilogue(alpha A B + beta C): the residual z as C with beta 1.
+  const float beta = args.z.data != nullptr ? 1.0f : 0.0f;
+  const void* c = args.z.data != nullptr ? args.z.data : args.c.data;
   const bool half = args.a_half != nullptr;
   const void* x = half ? static_cast<const void*>(args.b_half) : args.b;
   const void* y = half ? static_cast<const void*>(args.a_half) : args.a;
   return CublasStatus(
       lt_,
       lt_.Matmul(handle, desc_.get(), &args.alpha, x, x_.get(), y, y_.get(),
-                 &beta, args.c.data, d_.get(), args.c.data, d_.get(), &algo_,
-                 workspace, workspace_bytes_, stream),
+                 &beta, c, d_.get(), args.c.data, d_.get(), &algo_, workspace,
+                 workspace_bytes_, stream),
       "cublasLtMatmul");
 }
 

@@ -138,11 +138,13 @@ struct FloatOut {
   bool is_half() const { return type == DeviceFloat::kHalf; }
 };
 
-// C[i] = act(alpha * op(A[i]) op(B[i]) + bias) for i < batch, where op
-// transposes when asked, op(A) is m x k, op(B) is k x n, C is m x n, all
+// C[i] = act(alpha * op(A[i]) op(B[i]) + bias + Z[i]) for i < batch, where
+// op transposes when asked, op(A) is m x k, op(B) is k x n, C is m x n, all
 // row-major and packed (leading dimension = row length). Matrix i of X
 // starts at X + i * stride_x elements; a stride of 0 repeats one matrix.
 // `bias`, when not null, has n elements added to every row (before act).
+// `z`, when not null, is a residual laid out as C (stride_c) and of C's
+// type, added before act (cuBLASLt's C with beta 1).
 // Computed in float32 throughout (no TF32, unless the kernels' precision
 // allows it). With a_half and b_half set (FP16 mode), the product reads them
 // (float16, laid out as a and b would be) instead of a and b, multiplies in
@@ -153,6 +155,7 @@ struct GemmArgs {
   const float* a = nullptr;
   const float* b = nullptr;
   FloatIn bias = {};
+  FloatIn z = {};
   FloatOut c = {};
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;

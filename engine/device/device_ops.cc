@@ -203,16 +203,16 @@ absl::StatusOr<LoweredNode> LowerSum(const NodeView& v) {
 // -- Gemm and MatMul ----------------------------------------------------
 
 // Appends the steps that follow a product into y (stored as `y_type`):
-// adding a C (float32) that is not a bias row (Gemm), then an activation
-// the GEMM did not fuse.
+// adding a C (stored as `c_type`) that is not a bias row (Gemm's C, a
+// MatMul's broadcast residual), then an activation the GEMM did not fuse.
 void AddEpilogue(LoweredNode& lowered, int y, DeviceFloat y_type,
                  const Shape& y_shape, int c, const Shape& c_shape,
-                 ActivationSpec act) {
+                 ActivationSpec act, DeviceFloat c_type = DeviceFloat::kFloat) {
   if (c >= 0) {
     lowered.reads.push_back(c);
     lowered.steps.push_back(BinaryStep(
         {.op = DeviceBinaryOp::kAdd, .a_shape = y_shape, .b_shape = c_shape}, y,
-        c, y, {y_type, DeviceFloat::kFloat, y_type}));
+        c, y, {y_type, c_type, y_type}));
   }
   if (act.kind != DeviceActivation::kIdentity) {
     const int64_t n = Count(y_shape);
@@ -226,9 +226,10 @@ void AddEpilogue(LoweredNode& lowered, int y, DeviceFloat y_type,
 // The GEMM of `args` on inputs 0 and 1 into output 0, plus input 2 as a
 // bias row when `bias`: float32, or in FP16 mode on float16 operands,
 // writing output 0 as it is stored (a float16 output reads a float16 copy
-// of the bias).
+// of the bias); plus value `z` (>= 0: a residual of output 0's shape and
+// stored type) added in the GEMM.
 void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
-             LoweredNode& lowered) {
+             LoweredNode& lowered, int z = -1) {
   const int a = v.in_id(0), b = v.in_id(1), c = v.out_id(0);
   const bool fp16 = v.options().fp16;
   const DeviceFloat c_type = v.out_type(0);
@@ -247,6 +248,7 @@ void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
     lowered.reads.push_back(v.in_id(2));
   }
   const int bias_id = bias ? v.in_id(2) : -1;
+  if (z >= 0) lowered.reads.push_back(z);
   lowered.steps.push_back([=](const StepContext& ctx) {
     GemmArgs g = args;
     if (fp16) {
@@ -261,6 +263,7 @@ void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
     } else if (bias_id >= 0) {
       g.bias = F(ctx, bias_id);
     }
+    if (z >= 0) g.z = In(ctx, z, c_type);
     g.c = Out(ctx, c, c_type);
     return ctx.kernels.Gemm(ctx.stream, g);
   });
@@ -347,7 +350,7 @@ absl::StatusOr<MatMulLayout> LayoutMatMul(Shape a, Shape b) {
 }
 
 absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
-  if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
+  if (absl::Status s = v.RequireFloat({0, 1, 2, 3}); !s.ok()) return s;
   auto layout = LayoutMatMul(v.in_shape(0), v.in_shape(1));
   if (!layout.ok()) return layout.status();
   absl::StatusOr<const MatMulAttrs*> attrs = v.resolved<MatMulAttrs>();
@@ -361,9 +364,30 @@ absl::StatusOr<LoweredNode> LowerMatMul(const NodeView& v) {
   args.stride_a = layout->stride_a;
   args.stride_b = layout->stride_b;
   args.stride_c = layout->m * layout->n;
-  args.activation = DeviceFusedActivation((*attrs)->activation);
+  const ActivationSpec act = DeviceFusedActivation((*attrs)->activation);
+  args.activation = act;
   LoweredNode lowered;
+  if (!v.has_input(3)) {
+    AddGemm(v, args, v.has_input(2), lowered);
+    return lowered;
+  }
+  // The residual z: in the GEMM when it is laid out and stored as the
+  // output, else added after it (broadcast), then the activation.
+  const Shape& y_shape = v.out_shape(0);
+  if (layout->batch * layout->m * layout->n != Count(y_shape)) {
+    return absl::UnimplementedError(
+        absl::StrCat("a MatMul residual ", ShapeToString(v.in_shape(3)),
+                     " broadcasting the product to ", ShapeToString(y_shape),
+                     " is not supported on the GPU"));
+  }
+  if (v.in_shape(3) == y_shape && v.in_type(3) == v.out_type(0)) {
+    AddGemm(v, args, v.has_input(2), lowered, v.in_id(3));
+    return lowered;
+  }
+  args.activation = ActivationSpec{};
   AddGemm(v, args, v.has_input(2), lowered);
+  AddEpilogue(lowered, v.out_id(0), v.out_type(0), y_shape, v.in_id(3),
+              v.in_shape(3), act, v.in_type(3));
   return lowered;
 }
 

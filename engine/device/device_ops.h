@@ -96,7 +96,8 @@ struct LoweringOptions {
 //   kMove: moves elements without converting; its float inputs and
 //     outputs are stored alike (views, Concat, Transpose);
 //   kProducts: reads float16 operands 0 and 1 of a product and writes its
-//     result as stored; input 2 (a bias or C) stays float32 (Gemm, MatMul);
+//     result as stored; input 2 (a bias or C) stays float32, a MatMul's
+//     residual (input 3) is read as stored (Gemm, MatMul);
 //   kResult: reads float32, writes its result as stored (Softmax: scores
 //     plus a mask of float32's lowest value, -3.4e38, would overflow float16
 //     to -inf, and a fully masked row would become NaN where float32 gives

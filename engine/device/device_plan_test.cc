@@ -244,5 +244,39 @@ TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
   }
 }
 
+// The dense layers' residual adds of these exports are their GEMMs' C in
+// FP16: FusedMatMul nodes with a float16 fourth input, one Add of two
+// float16 values fewer for each (BERT's two per layer). With residual
+// fusion off the Adds are there, so the checks tell them apart. (GPT-2's
+// Conv1D layers are exported as a Gemm between reshapes: not fused.)
+TEST(DevicePlanTest, DenseResidualsAddInTheGemm) {
+  for (const char* name :
+       {"bert_tiny__torchscript", "bert_tiny__dynamo",
+        "distilbert_tiny__torchscript", "roberta_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    auto half_adds = [](const DevicePlanSummary& s) {
+      return static_cast<int>(std::count_if(
+          s.nodes.begin(), s.nodes.end(), [](const DevicePlanNode& n) {
+            return n.op == "Add" && n.inputs.size() == 2 &&
+                   n.inputs[0] == "fp16" && n.inputs[1] == "fp16";
+          }));
+    };
+    const DevicePlanSummary fused =
+        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+    ModelOptions no_residual = ModelOptions::ForDevice();
+    no_residual.optimizer.residual_fusion = false;
+    const DevicePlanSummary unfused = PlanOf(name, /*fp16=*/true, no_residual);
+    int with_z = 0;
+    for (const DevicePlanNode& n : fused.nodes) {
+      if (n.op == "FusedMatMul" && n.inputs.size() == 4 &&
+          n.inputs[3] == "fp16" && n.steps == 1)
+        ++with_z;
+    }
+    EXPECT_GT(with_z, 0);
+    EXPECT_EQ(half_adds(fused), half_adds(unfused) - with_z);
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(fused);
+  }
+}
+
 }  // namespace
 }  // namespace coalesce

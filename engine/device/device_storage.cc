@@ -36,9 +36,10 @@ bool AllowsHalf(DeviceHalfUse use, bool input, size_t index) {
     case DeviceHalfUse::kResult:
       return !input;
     case DeviceHalfUse::kProducts:
-      // Operands A and B, and the result; a bias or C (input 2) is read as
-      // float32 (converted for a float16 result).
-      return !input || index < 2;
+      // Operands A and B, a MatMul's residual z (input 3, read as stored),
+      // and the result; a bias or C (input 2) is read as float32 (converted
+      // for a float16 result).
+      return !input || index != 2;
     case DeviceHalfUse::kNone:
       return false;
   }

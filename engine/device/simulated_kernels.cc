@@ -175,11 +175,16 @@ class SimulatedKernels : public DeviceKernels {
     if (g.bias.data != nullptr && g.bias.type != g.c.type) {
       return absl::InvalidArgumentError("Gemm: bias must have c's type");
     }
+    if (g.z.data != nullptr && g.z.type != g.c.type) {
+      return absl::InvalidArgumentError(
+          "Gemm: the residual z must have c's type");
+    }
     std::vector<Region> reads = {
         half ? Halves(g.a_half, a_count) : Floats(g.a, a_count),
         half ? Halves(g.b_half, b_count) : Floats(g.b, b_count)};
     if (g.bias.data != nullptr) reads.push_back(Elements(g.bias, g.n));
     const int64_t c_count = (g.batch - 1) * g.stride_c + g.m * g.n;
+    if (g.z.data != nullptr) reads.push_back(Elements(g.z, c_count));
     return Launch(stream, "gemm", std::move(reads), {Elements(g.c, c_count)},
                   [=] {
                     if (!half) return RunGemm(g);
@@ -594,6 +599,7 @@ class SimulatedKernels : public DeviceKernels {
           }
           float v = static_cast<float>(g.alpha * sum);
           if (g.bias.data != nullptr) v += Load(g.bias, j);
+          if (g.z.data != nullptr) v += Load(g.z, c + i * g.n + j);
           Store(g.c, c + i * g.n + j,
                 kc::ApplyActivation(act, v, g.activation.alpha,
                                     g.activation.beta));

@@ -3,9 +3,12 @@
 // and the added dimension is dropped from the result.
 //
 // FusedMatMul (internal domain) is MatMul + a bias [N] added to every row
-// (optional third input) + an activation (fused_activation_attr.h), which the
-// graph optimizer makes from MatMul -> Add -> Relu chains.
+// (optional third input) + a residual z (optional fourth input, broadcast
+// with the product NumPy-style) + an activation (fused_activation_attr.h):
+// y = act(A B + bias + z), which the graph optimizer makes from MatMul ->
+// Add -> Add -> Relu chains.
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/op_registry.h"
@@ -95,6 +98,17 @@ class MatMulOp : public OpKernel {
             "bias ", ShapeToString(in[2].shape), " must be [", d->n, "]"));
       }
     }
+    if (HasResidual(in)) {
+      if (absl::Status s = ExpectInputType(in, 3, DataType::kFp32); !s.ok())
+        return s;
+      auto with_z = kernels::BroadcastShapes(shape, in[3].shape);
+      if (!with_z) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "residual ", ShapeToString(in[3].shape),
+            " does not broadcast with the product ", ShapeToString(shape)));
+      }
+      shape = *std::move(with_z);
+    }
     out[0].dtype = DataType::kFp32;
     out[0].shape = std::move(shape);
     return absl::OkStatus();
@@ -104,7 +118,11 @@ class MatMulOp : public OpKernel {
                    absl::Span<const TensorView> out) const override {
     absl::StatusOr<MatMulDims> d = Analyze(*in[0].shape, *in[1].shape);
     if (!d.ok()) return d.status();
-    if (absl::Status s = Multiply(*d, in, out); !s.ok()) return s;
+    if (HasResidual(in)) {
+      if (absl::Status s = MultiplyAddResidual(*d, in, out); !s.ok()) return s;
+    } else if (absl::Status s = Multiply(*d, in, out); !s.ok()) {
+      return s;
+    }
     kernels::ApplyFusedActivation(
         activation_, out[0].as<float>(),
         DimProduct(*out[0].shape, 0, out[0].shape->size()));
@@ -115,6 +133,41 @@ class MatMulOp : public OpKernel {
   template <typename Span>
   static bool HasBias(const Span& in) {
     return in.size() > 2 && in[2].present();
+  }
+
+  template <typename Span>
+  static bool HasResidual(const Span& in) {
+    return in.size() > 3 && in[3].present();
+  }
+
+  // The product's shape: the output's, unless z broadcast it larger.
+  static Shape ProductShape(const MatMulDims& d, const Shape& a,
+                            const Shape& b) {
+    Shape shape = d.out_batch;
+    if (a.size() > 1) shape.push_back(d.m);
+    if (b.size() > 1) shape.push_back(d.n);
+    return shape;
+  }
+
+  // out = A B + bias + z: the product (and bias) into out, or into a
+  // buffer of its own when z broadcasts it larger, then z added.
+  static absl::Status MultiplyAddResidual(const MatMulDims& d,
+                                          absl::Span<const ConstTensorView> in,
+                                          absl::Span<const TensorView> out) {
+    const Shape product = ProductShape(d, *in[0].shape, *in[1].shape);
+    std::vector<float> buffer;
+    TensorView target = out[0];
+    if (product != *out[0].shape) {
+      buffer.resize(DimProduct(product, 0, product.size()));
+      target.data = reinterpret_cast<char*>(buffer.data());
+      target.shape = &product;
+    }
+    absl::Status s = Multiply(d, in, absl::MakeConstSpan(&target, 1));
+    if (!s.ok()) return s;
+    kernels::BroadcastBinary(kernels::BinaryOp::kAdd, target.as<float>(),
+                             product, in[3].as<float>(), *in[3].shape,
+                             out[0].as<float>());
+    return absl::OkStatus();
   }
 
   // The product, plus the bias when there is one (as C with beta 1).

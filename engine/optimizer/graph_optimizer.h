@@ -22,7 +22,9 @@
 //   4. residual fusion: Add(Conv result, z) becomes FusedConv with z as a
 //      fourth input, y = act(conv + B + z), when the Conv has no activation
 //      yet and feeds only the Add (residual_fusion.cc); the CPU runs it as
-//      oneDNN's sum post-op, in place of z where z dies there;
+//      oneDNN's sum post-op, in place of z where z dies there; likewise
+//      Add(MatMul result, z) for a MatMul by a weight (a dense layer:
+//      FusedMatMul, y = act(x W + B + z), which the GPU adds in the GEMM);
 //   5. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
 //      Sigmoid, Tanh, HardSwish or HardSigmoid, or SiLU written as
 //      Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm / FusedMatMul with

@@ -150,6 +150,39 @@ TEST(GraphOptimizerTest, ActivationsFuseIntoConvGemmAndMatMulWithBias) {
   EXPECT_THAT(ops, ElementsAre("FusedConv", "FusedGemm", "FusedMatMul"));
 }
 
+// A dense layer's residual Add (BERT's dense + bias + residual, then Relu
+// to check the activation comes after z) becomes one FusedMatMul with z as
+// its fourth input, also when z broadcasts the product to a larger shape;
+// the product of two activations (attention's Q Kᵀ) keeps its Add, which is
+// the attention's mask.
+TEST(GraphOptimizerTest, DenseLayerResidualFusesIntoMatMul) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3, 4}).Input("r", {2, 3, 6}).Input("q", {2, 3, 4});
+  b.Input("k", {2, 4, 3}).Input("mask", {2, 1, 3}).Input("wide", {5, 1, 1, 1});
+  b.Output("dense").Output("scores").Output("broadcast");
+  b.FloatInitializer("w", {4, 6}, testing::RandomFloats(24, 21));
+  b.FloatInitializer("bias", {6}, testing::RandomFloats(6, 22));
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"mb"});
+  b.Node("Add", {"r", "mb"}, {"res"});
+  b.Node("Relu", {"res"}, {"dense"});
+  b.Node("MatMul", {"q", "k"}, {"qk"});
+  b.Node("Add", {"qk", "mask"}, {"scores"});
+  b.Node("MatMul", {"x", "w"}, {"m2"});
+  b.Node("Add", {"m2", "wide"}, {"broadcast"});
+  OptimizerOptions options = Only(&OptimizerOptions::residual_fusion);
+  options.matmul_bias_fusion = true;
+  options.activation_fusion = true;
+  auto ops = CompareAndGetOps(b, options,
+                              {{{2, 3, 4}, testing::RandomFloats(24, 23)},
+                               {{2, 3, 6}, testing::RandomFloats(36, 24)},
+                               {{2, 3, 4}, testing::RandomFloats(24, 25)},
+                               {{2, 4, 3}, testing::RandomFloats(24, 26)},
+                               {{2, 1, 3}, testing::RandomFloats(6, 27)},
+                               {{5, 1, 1, 1}, testing::RandomFloats(5, 28)}});
+  EXPECT_THAT(ops, ElementsAre("FusedMatMul", "MatMul", "FusedMatMul", "Add"));
+}
+
 int CountOf(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
 }

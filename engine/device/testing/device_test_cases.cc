@@ -193,6 +193,28 @@ void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
                    true,
                    {{{2, 8, 16}}, {{1, 8, 16}}},
                    1e-5f});
+  // A dense layer's residual (FusedMatMul's z): r of the output's shape,
+  // which the GEMM adds (cuBLASLt's C), then Sigmoid after it; and a row r1
+  // [1, 8, 10] broadcast over the batch, added after the GEMM.
+  for (const bool broadcast : {false, true}) {
+    OnnxModelBuilder r(17);
+    r.Input("x", {-1, 8, 16});
+    r.Input("r", {broadcast ? 1 : -1, 8, 10});
+    r.FloatInitializer("w", {16, 10}, RandomFloats(160, 16));
+    r.FloatInitializer("bias", {10}, RandomFloats(10, 17));
+    r.Node("MatMul", {"x", "w"}, {"m"});
+    r.Node("Add", {"m", "bias"}, {"a"});
+    r.Node("Add", {"r", "a"}, {"s"});
+    r.Node("Sigmoid", {"s"}, {"y"});
+    r.Output("y");
+    const Shape r_shape = broadcast ? Shape{1, 8, 10} : Shape{2, 8, 10};
+    cases.push_back({broadcast ? "matmul_residual_broadcast"
+                               : "matmul_bias_residual_sigmoid",
+                     std::move(r),
+                     true,
+                     {{{2, 8, 16}, r_shape}},
+                     1e-5f});
+  }
 }
 
 void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
