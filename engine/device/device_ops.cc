@@ -752,6 +752,10 @@ ActivationSpec device_ops::DeviceFusedActivation(
     case Kind::kHardSigmoid:
       return ActivationSpec{DeviceActivation::kHardSigmoid, attr.alpha,
                             attr.beta};
+    case Kind::kGeluErf:
+      return ActivationSpec{DeviceActivation::kGeluErf};
+    case Kind::kGeluTanh:
+      return ActivationSpec{DeviceActivation::kGeluTanh};
   }
   return ActivationSpec{};
 }

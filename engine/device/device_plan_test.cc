@@ -278,5 +278,20 @@ TEST(DevicePlanTest, DenseResidualsAddInTheGemm) {
   }
 }
 
+// BERT's FFN GELU (the exporters' erf pattern) runs in its GEMM: no Gelu
+// node is left; with activation fusion off it is there.
+TEST(DevicePlanTest, FfnGeluRunsInItsGemm) {
+  for (const char* name : {"bert_tiny__torchscript", "bert_tiny__dynamo",
+                           "distilbert_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    ModelOptions no_activation = ModelOptions::ForDevice();
+    no_activation.optimizer.activation_fusion = false;
+    EXPECT_GT(Count(PlanOf(name, /*fp16=*/true, no_activation), "Gelu"), 0);
+    EXPECT_EQ(
+        Count(PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice()), "Gelu"),
+        0);
+  }
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -34,6 +34,12 @@ kernels::FusedActivation ToKernelActivation(const FusedActivationAttr& attr) {
     case From::kHardSigmoid:
       kind = Kind::kHardSigmoid;
       break;
+    case From::kGeluErf:
+      kind = Kind::kGeluErf;
+      break;
+    case From::kGeluTanh:
+      kind = Kind::kGeluTanh;
+      break;
   }
   return kernels::FusedActivation{kind, attr.alpha, attr.beta};
 }

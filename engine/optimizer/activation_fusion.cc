@@ -62,6 +62,13 @@ std::optional<Activation> ClipBounds(const GraphEditor& editor,
 std::optional<Activation> ActivationOf(const GraphEditor& editor,
                                        const onnx::NodeProto& node,
                                        int64_t opset) {
+  // GELU: ONNX's (opset 20) or the erf pattern's (pattern_fusion.cc).
+  if (node.op_type() == "Gelu" &&
+      (IsDefaultDomain(node) || node.domain() == OpRegistry::kInternalDomain)) {
+    const auto* approximate = FindAttr(node, "approximate");
+    const bool tanh = approximate != nullptr && approximate->s() == "tanh";
+    return Activation{tanh ? "GeluTanh" : "Gelu"};
+  }
   if (!IsDefaultDomain(node)) return std::nullopt;
   const std::string& op = node.op_type();
   if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish")

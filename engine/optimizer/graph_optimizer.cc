@@ -28,9 +28,10 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   if (options.conv_affine_folding) FoldConvChannelAffine(editor);
   if (options.matmul_bias_fusion) FuseMatMulBias(editor);
   if (options.residual_fusion) FuseConvResidual(editor);
+  // GELU first: activation fusion then takes it into its GEMM.
+  if (options.gelu_fusion) FuseGelu(editor);
   if (options.activation_fusion) FuseActivations(opset, editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
-  if (options.gelu_fusion) FuseGelu(editor);
   if (options.channels_last) UseChannelsLast(editor);
   if (options.dead_node_removal) RemoveDeadNodes(editor);
   return absl::OkStatus();

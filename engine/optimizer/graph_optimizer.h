@@ -25,13 +25,14 @@
 //      oneDNN's sum post-op, in place of z where z dies there; likewise
 //      Add(MatMul result, z) for a MatMul by a weight (a dense layer:
 //      FusedMatMul, y = act(x W + B + z), which the GPU adds in the GEMM);
-//   5. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
-//      Sigmoid, Tanh, HardSwish or HardSigmoid, or SiLU written as
-//      Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm / FusedMatMul with
-//      the activation applied as the result is stored;
-//   6. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
+//   5. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
+//   6. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
+//      Sigmoid, Tanh, HardSwish, HardSigmoid, Gelu (ONNX's or pass 5's),
+//      or SiLU written as Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm
+//      / FusedMatMul with the activation applied as the result is stored
+//      (BERT's FFN: one FusedMatMul with bias and GELU);
+//   7. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
-//   7. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
 //   8. channels last: 2-D convolutions become FusedConv with
 //      channels_last=1 between Transposes to and from NHWC; the transposes
 //      then move through layout-blind operators (elementwise, Concat) and

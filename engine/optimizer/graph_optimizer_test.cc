@@ -183,6 +183,38 @@ TEST(GraphOptimizerTest, DenseLayerResidualFusesIntoMatMul) {
   EXPECT_THAT(ops, ElementsAre("FusedMatMul", "MatMul", "FusedMatMul", "Add"));
 }
 
+// BERT's FFN: MatMul + bias + the erf GELU pattern becomes one FusedMatMul
+// with activation Gelu; ONNX's Gelu (opset 20, approximate="tanh") after a
+// Gemm fuses as GeluTanh. Outputs as the unfused graph's.
+TEST(GraphOptimizerTest, GeluFusesIntoItsGemm) {
+  OnnxModelBuilder b(20);
+  b.Input("x", {2, 3, 4}).Input("a", {3, 4});
+  b.Output("ffn").Output("gemm");
+  b.FloatInitializer("w", {4, 6}, testing::RandomFloats(24, 31));
+  b.FloatInitializer("bias", {6}, testing::RandomFloats(6, 32));
+  b.FloatInitializer("gw", {4, 5}, testing::RandomFloats(20, 33));
+  b.FloatInitializer("root2", {}, {1.4142135f});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("half", {}, {0.5f});
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"h"});
+  b.Node("Div", {"h", "root2"}, {"hs"});
+  b.Node("Erf", {"hs"}, {"e"});
+  b.Node("Add", {"e", "one"}, {"e1"});
+  b.Node("Mul", {"h", "e1"}, {"he"});
+  b.Node("Mul", {"he", "half"}, {"ffn"});
+  b.Node("Gemm", {"a", "gw"}, {"g"});
+  testing::SetStringAttr(b.Node("Gelu", {"g"}, {"gemm"}), "approximate",
+                         "tanh");
+  OptimizerOptions options = Only(&OptimizerOptions::activation_fusion);
+  options.matmul_bias_fusion = true;
+  options.gelu_fusion = true;
+  auto ops = CompareAndGetOps(b, options,
+                              {{{2, 3, 4}, testing::RandomFloats(24, 34)},
+                               {{3, 4}, testing::RandomFloats(12, 35)}});
+  EXPECT_THAT(ops, ElementsAre("FusedMatMul", "FusedGemm"));
+}
+
 int CountOf(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
 }

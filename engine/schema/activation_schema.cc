@@ -21,7 +21,8 @@ absl::StatusOr<FusedActivationAttr> ResolveFusedActivation(
       {"Relu", Kind::kRelu},           {"LeakyRelu", Kind::kLeakyRelu},
       {"Clip", Kind::kClip},           {"Sigmoid", Kind::kSigmoid},
       {"Tanh", Kind::kTanh},           {"Silu", Kind::kSilu},
-      {"HardSwish", Kind::kHardSwish}, {"HardSigmoid", Kind::kHardSigmoid}};
+      {"HardSwish", Kind::kHardSwish}, {"HardSigmoid", Kind::kHardSigmoid},
+      {"Gelu", Kind::kGeluErf},        {"GeluTanh", Kind::kGeluTanh}};
   for (const auto& [kind_name, kind] : kKinds) {
     if (*name == kind_name) {
       act.kind = kind;

@@ -1,10 +1,10 @@
 // The activation the graph optimizer fuses into FusedConv, FusedGemm and
 // FusedMatMul (and a channels-last BatchNormalization): its attributes
 // "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Silu, HardSwish,
-// HardSigmoid; absent for none), "activation_alpha" (LeakyRelu's slope,
-// Clip's min, HardSigmoid's alpha) and "activation_beta" (Clip's max,
-// HardSigmoid's beta), resolved once for the CPU kernels and the device
-// lowering.
+// HardSigmoid, Gelu, GeluTanh; absent for none), "activation_alpha"
+// (LeakyRelu's slope, Clip's min, HardSigmoid's alpha) and "activation_beta"
+// (Clip's max, HardSigmoid's beta), resolved once for the CPU kernels and the
+// device lowering.
 #ifndef COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
 #define COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
 
@@ -24,6 +24,8 @@ struct FusedActivationAttr {
     kSilu,  // x * sigmoid(x): the optimizer's Mul(x, Sigmoid(x))
     kHardSwish,
     kHardSigmoid,  // alpha, beta as ONNX's HardSigmoid
+    kGeluErf,      // "Gelu": 0.5 x (1 + erf(x / sqrt 2))
+    kGeluTanh,     // "GeluTanh": Gelu's approximate="tanh"
   };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;

@@ -67,13 +67,13 @@ TEST(OpSchemaTest, BadAttributesAreRefusedByName) {
   EXPECT_EQ(softmax.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(softmax.status().message()), HasSubstr("'axis'"));
 
-  NodeAttributes gelu;
-  gelu.Set("activation", String("Gelu"));
+  NodeAttributes mish;
+  mish.Set("activation", String("Mish"));
   auto gemm = SchemaOf(SchemaRegistry::kInternalDomain, "FusedGemm")
-                  .Resolve(SchemaNode{gelu, 17, 3, {true}});
+                  .Resolve(SchemaNode{mish, 17, 3, {true}});
   EXPECT_EQ(gemm.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(gemm.status().message()),
-              HasSubstr("unknown fused activation 'Gelu'"));
+              HasSubstr("unknown fused activation 'Mish'"));
 
   NodeAttributes layout;
   layout.Set("channels_last", Int(2));

@@ -91,6 +91,12 @@ dnnl::post_ops PostOpsFor(const FusedActivation& act, bool sum_first) {
     case Kind::kHardSwish:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
       break;
+    case Kind::kGeluErf:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      break;
+    case Kind::kGeluTanh:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+      break;
     case Kind::kHardSigmoid:  // oneDNN 2 has no hardsigmoid: linear, clip
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, act.alpha,
                          act.beta);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/unary_math.h"
 
 namespace coalesce::kernels {
 
@@ -44,6 +45,12 @@ void ApplyFusedActivation(const FusedActivation& act, float* data, int64_t n) {
 #pragma omp parallel for simd if (n > (1 << 16))
       for (int64_t i = 0; i < n; ++i)
         data[i] *= std::min(std::max(data[i] / 6.0f + 0.5f, 0.0f), 1.0f);
+      return;
+    case Kind::kGeluErf:
+      Unary(UnaryOp::kGelu, {}, data, n, data);
+      return;
+    case Kind::kGeluTanh:
+      Unary(UnaryOp::kGeluTanh, {}, data, n, data);
       return;
     case Kind::kHardSigmoid: {
       const float alpha = act.alpha, beta = act.beta;

@@ -20,6 +20,8 @@ struct FusedActivation {
     kSilu,         // x * sigmoid(x) (EfficientNet's SiLU/Swish)
     kHardSwish,    // x * max(0, min(1, x / 6 + 1/2)) (MobileNetV3)
     kHardSigmoid,  // max(0, min(1, alpha x + beta))
+    kGeluErf,      // 0.5 x (1 + erf(x / sqrt 2)) (BERT's GELU)
+    kGeluTanh,     // GELU's tanh approximation
   };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;

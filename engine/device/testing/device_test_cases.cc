@@ -153,6 +153,20 @@ void AddGemmCases(std::vector<DeviceTestCase>& cases) {
   }
 }
 
+// y = x * 0.5 * (1 + Erf(x / sqrt 2)), GELU as exporters write it (its
+// constants and intermediates named after y).
+void AddErfGelu(OnnxModelBuilder& b, const std::string& x,
+                const std::string& y) {
+  b.FloatInitializer(y + "_sqrt2", {}, {1.4142135f});
+  b.FloatInitializer(y + "_one", {}, {1.0f});
+  b.FloatInitializer(y + "_half", {}, {0.5f});
+  b.Node("Div", {x, y + "_sqrt2"}, {y + "_d"});
+  b.Node("Erf", {y + "_d"}, {y + "_e"});
+  b.Node("Add", {y + "_e", y + "_one"}, {y + "_a"});
+  b.Node("Mul", {x, y + "_a"}, {y + "_m"});
+  b.Node("Mul", {y + "_m", y + "_half"}, {y});
+}
+
 void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
   struct Variant {
     const char* name;
@@ -193,6 +207,20 @@ void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
                    true,
                    {{{2, 8, 16}}, {{1, 8, 16}}},
                    1e-5f});
+  // BERT's FFN: MatMul + bias + the erf GELU pattern, one FusedMatMul with
+  // activation Gelu (FP16 on a GPU: cuBLASLt's tanh-form GELU epilogue).
+  {
+    OnnxModelBuilder g(17);
+    g.Input("x", {-1, 8, 16});
+    g.FloatInitializer("w", {16, 10}, RandomFloats(160, 18));
+    g.FloatInitializer("bias", {10}, RandomFloats(10, 19));
+    g.Node("MatMul", {"x", "w"}, {"m"});
+    g.Node("Add", {"m", "bias"}, {"h"});
+    AddErfGelu(g, "h", "y");
+    g.Output("y");
+    cases.push_back(
+        {"matmul_bias_gelu", std::move(g), true, {{{2, 8, 16}}}, 1e-5f});
+  }
   // A dense layer's residual (FusedMatMul's z): r of the output's shape,
   // which the GEMM adds (cuBLASLt's C), then Sigmoid after it; and a row r1
   // [1, 8, 10] broadcast over the batch, added after the GEMM.
@@ -614,14 +642,7 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
 DeviceTestCase ErfGeluPattern() {
   OnnxModelBuilder b(13);
   b.Input("x", {-1, 64});
-  b.FloatInitializer("sqrt2", {}, {1.4142135f});
-  b.FloatInitializer("one", {}, {1.0f});
-  b.FloatInitializer("half", {}, {0.5f});
-  b.Node("Div", {"x", "sqrt2"}, {"d"});
-  b.Node("Erf", {"d"}, {"e"});
-  b.Node("Add", {"e", "one"}, {"a"});
-  b.Node("Mul", {"x", "a"}, {"m"});
-  b.Node("Mul", {"m", "half"}, {"y"});
+  AddErfGelu(b, "x", "y");
   b.Output("y");
   return {"erf_gelu_pattern", std::move(b), true, {{{4, 64}}}, 2e-6f};
 }
