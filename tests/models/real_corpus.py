@@ -122,16 +122,20 @@ def problems(folder: Path, kind: str, actual: dict, expected: dict,
 
 
 def check(onnx_run: Path, device: str, workdir: Path, target: str,
-          precision: str = "fp32") -> int:
+          precision: str = "fp32", only: str = "") -> int:
     """Runs every corpus model on `device` ("cpu", "simulated" or "gpu") and
     prints one line each: PASS, REFUSED (listed in known_refusals.txt for
     `target`, with that reason) or FAIL. precision "fp16" (a device only):
     run with --gpu-precision fp16 and compared within problems(fp16=True)'s
-    tolerance. Returns the number of failures."""
+    tolerance. only: comma-separated substrings; models whose folder name
+    contains none of them are skipped. Returns the number of failures."""
     extra_args = [] if precision == "fp32" else ["--gpu-precision", precision]
     refusals = known_refusals()
-    failures = 0
+    failures = ran = 0
+    wanted = [s for s in only.split(",") if s]
     for model in sorted(manifest()):
+        if wanted and not any(s in model for s in wanted):
+            continue
         folder = CORPUS / model
         reason = refusals.get((model, target))
         kind = manifest()[model]["kind"]
@@ -153,9 +157,10 @@ def check(onnx_run: Path, device: str, workdir: Path, target: str,
         if verdict == "PASS" and reason is not None:
             verdict = f"PASS (listed as refused: {reason})"
         failures += verdict.startswith("FAIL")
+        ran += 1
         print(f"{model:45s} {verdict}", flush=True)
     mode = "" if precision == "fp32" else f" ({precision})"
-    print(f"real exports on {device}{mode}: {failures} failed of {len(manifest())}")
+    print(f"real exports on {device}{mode}: {failures} failed of {ran}")
     return failures
 
 
@@ -167,13 +172,15 @@ def main() -> int:
     parser.add_argument("--device", default="simulated", choices=("cpu", "simulated", "gpu"))
     parser.add_argument("--gpu-precision", default="fp32", choices=("fp32", "fp16"),
                         help="fp16: the device's FP16 mode, within the FP16 tolerance")
+    parser.add_argument("--only", default="",
+                        help="comma-separated substrings of the models to run (bert,gpt2)")
     args = parser.parse_args()
     if args.device == "cpu" and args.gpu_precision != "fp32":
         parser.error("--gpu-precision fp16 needs --device simulated or gpu")
     target = "cpu" if args.device == "cpu" else "device"
     with tempfile.TemporaryDirectory() as tmp:
         return 1 if check(args.onnx_run, args.device, Path(tmp), target,
-                          args.gpu_precision) else 0
+                          args.gpu_precision, args.only) else 0
 
 
 if __name__ == "__main__":
