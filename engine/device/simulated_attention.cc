@@ -1,45 +1,44 @@
 #include "engine/device/simulated_attention.h"
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "engine/device/simulated_floats.h"
+#include "kernels/cuda/attention_math.h"
 
 namespace coalesce {
 namespace {
+
+namespace kc = kernels::cuda;
 
 int64_t At(const std::array<int64_t, 4>& s, int64_t b, int64_t h, int64_t r,
            int64_t c) {
   return b * s[0] + h * s[1] + r * s[2] + c * s[3];
 }
 
-// Row i of head (b, h): its probabilities in p (kv_len), or false when
-// every score is -inf (a fully masked row).
-bool Probabilities(const AttentionArgs& a, int64_t b, int64_t h, int64_t i,
-                   std::vector<float>& p) {
-  float max = -std::numeric_limits<float>::infinity();
+// Row i of head (b, h): its weights exp(score - max) in w (kv_len), rounded
+// to float16 for float16 operands as the CUDA kernel rounds them before the
+// second product, and their sum (0 when every score is -inf).
+float Weights(const AttentionArgs& a, int64_t b, int64_t h, int64_t i,
+              std::vector<float>& w) {
+  float max = -INFINITY;
   for (int64_t j = 0; j < a.kv_len; ++j) {
     float dot = 0.0f;
     for (int64_t d = 0; d < a.head_dim; ++d)
       dot += Load(a.q, At(a.q_strides, b, h, i, d)) *
              Load(a.k, At(a.k_strides, b, h, j, d));
-    float score = a.scale * dot;
+    w[j] = a.scale * dot;
     if (a.mask.data != nullptr)
-      score += Load(a.mask, At(a.mask_strides, b, h, i, j));
-    p[j] = score;
-    if (score > max || std::isnan(score)) max = score;
+      w[j] += Load(a.mask, At(a.mask_strides, b, h, i, j));
+    max = kc::MaxScore(max, w[j]);
   }
-  if (max == -std::numeric_limits<float>::infinity() && a.kv_len > 0)
-    return false;  // no keys: the products are empty sums, 0
   float sum = 0.0f;
-  for (float& x : p) sum += x = std::exp(x - max);
-  for (float& x : p) {
-    x /= sum;
-    if (a.q.is_half())
-      x = kernels::cuda::HalfBitsToFloat(kernels::cuda::FloatToHalfBits(x));
+  for (float& x : w) {
+    x = kc::ScoreWeight(x, max);
+    if (a.q.is_half()) x = kc::HalfBitsToFloat(kc::FloatToHalfBits(x));
+    sum += x;
   }
-  return true;
+  return sum;
 }
 
 }  // namespace
@@ -55,19 +54,18 @@ int64_t AttentionSpan(const std::array<int64_t, 4>& strides,
 }
 
 void RunSimulatedAttention(const AttentionArgs& a) {
-  std::vector<float> p(a.kv_len);
+  const bool zero = kc::ZeroMaskedRows(a.zero_masked_rows, a.kv_len);
+  std::vector<float> w(a.kv_len);
   for (int64_t b = 0; b < a.batch; ++b) {
     for (int64_t h = 0; h < a.heads; ++h) {
       for (int64_t i = 0; i < a.q_len; ++i) {
-        const bool live = Probabilities(a, b, h, i, p);
+        const float sum = Weights(a, b, h, i, w);
         for (int64_t d = 0; d < a.head_dim; ++d) {
           float acc = 0.0f;
-          for (int64_t j = 0; live && j < a.kv_len; ++j)
-            acc += p[j] * Load(a.v, At(a.v_strides, b, h, j, d));
-          if (!live)
-            acc = a.zero_masked_rows ? 0.0f
-                                     : std::numeric_limits<float>::quiet_NaN();
-          Store(a.out, At(a.out_strides, b, h, i, d), acc);
+          for (int64_t j = 0; j < a.kv_len; ++j)
+            acc += w[j] * Load(a.v, At(a.v_strides, b, h, j, d));
+          Store(a.out, At(a.out_strides, b, h, i, d),
+                kc::AttentionOutputValue(acc, sum, zero));
         }
       }
     }

@@ -1,9 +1,10 @@
 // The host math of the simulated device's Attention primitive
-// (DeviceKernels::Attention, engine/device/device_kernels.h): a direct
-// two-pass softmax per query row over the strided views, float32
-// throughout, with float16 operands' probabilities rounded to float16
-// before the second product as the CUDA kernel rounds them. The launch
-// around it (regions, the race check) stays in simulated_kernels.cc.
+// (DeviceKernels::Attention, engine/device/device_kernels.h): per query row
+// over the strided views, the CUDA kernel's steps in one tile
+// (kernels/cuda/attention_math.h: the max, each weight exp(score - max),
+// float16 operands' weights rounded to float16, the output as accumulator /
+// sum with its masked-row rule), float32 throughout. The launch around it
+// (regions, the race check) stays in simulated_kernels.cc.
 // Internal to engine/device/.
 #ifndef COALESCE_ENGINE_DEVICE_SIMULATED_ATTENTION_H_
 #define COALESCE_ENGINE_DEVICE_SIMULATED_ATTENTION_H_

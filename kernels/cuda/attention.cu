@@ -57,24 +57,18 @@ struct AttentionParams {
 template <typename T, int kD>
 struct Tiles {
   static constexpr bool kHalf = std::is_same_v<T, uint16_t>;
-  static constexpr int kWarps = MakeAttentionTiling(kHalf, kD).warps;
+  static constexpr AttentionTiling kT = MakeAttentionTiling(kHalf, kD);
+  static constexpr int kWarps = kT.warps;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kRowsQ = MakeAttentionTiling(kHalf, kD).rows_q;
-  static constexpr int kRowsK = MakeAttentionTiling(kHalf, kD).rows_k;
-  static constexpr int kLdQ = MakeAttentionTiling(kHalf, kD).ld_q;
-  static constexpr int kLdK = MakeAttentionTiling(kHalf, kD).ld_k;
-  static constexpr int kLdV = MakeAttentionTiling(kHalf, kD).ld_v;
-  static constexpr int kLdS = MakeAttentionTiling(kHalf, kD).ld_s;
-  static constexpr int kLdO = MakeAttentionTiling(kHalf, kD).ld_o;
-  static constexpr int kQOffset = MakeAttentionTiling(kHalf, kD).q_offset;
-  static constexpr int kKOffset = MakeAttentionTiling(kHalf, kD).k_offset;
-  static constexpr int kVOffset = MakeAttentionTiling(kHalf, kD).v_offset;
-  static constexpr int kSOffset = MakeAttentionTiling(kHalf, kD).s_offset;
-  static constexpr int kOOffset = MakeAttentionTiling(kHalf, kD).o_offset;
-  static constexpr int kScaleOffset =
-      MakeAttentionTiling(kHalf, kD).scale_offset;
-  static constexpr int kSumOffset = MakeAttentionTiling(kHalf, kD).sum_offset;
-  static constexpr int kBytes = MakeAttentionTiling(kHalf, kD).bytes;
+  static constexpr int kRowsQ = kT.rows_q, kRowsK = kT.rows_k;
+  static constexpr int kLdQ = kT.ld_q, kLdK = kT.ld_k, kLdV = kT.ld_v;
+  static constexpr int kLdS = kT.ld_s, kLdO = kT.ld_o;
+  static constexpr int kQOffset = kT.q_offset, kKOffset = kT.k_offset;
+  static constexpr int kVOffset = kT.v_offset, kSOffset = kT.s_offset;
+  static constexpr int kOOffset = kT.o_offset;
+  static constexpr int kScaleOffset = kT.scale_offset;
+  static constexpr int kSumOffset = kT.sum_offset;
+  static constexpr int kBytes = kT.bytes;
   static_assert(kRowsK % 16 == 0 && kD % 16 == 0);
 };
 
