@@ -125,9 +125,13 @@ class Matcher {
   std::optional<float> ScalarFactor(const PlanNode& node, int* operand) const;
   std::optional<View> Apply(const View& view, const PlanNode& node,
                             bool inverse) const;
+  std::optional<View> SplitView(int split, int output, int64_t* offset) const;
   std::optional<AttentionOperand> ReadOperand(int value, bool transposed,
-                                              float* scale,
-                                              std::vector<int>* nodes) const;
+                                              bool through_split, float* scale,
+                                              std::vector<int>* nodes,
+                                              int* split) const;
+  bool ReadOperands(const PlanNode& qk, const PlanNode& pv, bool through_split,
+                    AttentionSite* site, std::vector<int>* nodes) const;
   std::optional<AttentionOperand> MaskOperand(int mask,
                                               const Shape& scores) const;
   bool WriteOperand(int product, AttentionOperand* out,
@@ -203,12 +207,53 @@ std::optional<View> Matcher::Apply(const View& view, const PlanNode& node,
   return out;
 }
 
+// Output `output` of Split node `split` as a view of the Split's input:
+// the split axis keeps its stride and takes the output's size, and *offset
+// is where the output starts. nullopt when that input is not float.
+std::optional<View> Matcher::SplitView(int split, int output,
+                                       int64_t* offset) const {
+  const PlanNode& node = plan_.nodes[split];
+  const int input = node.inputs[0];
+  if (!IsFloat(input)) return std::nullopt;
+  const Shape& dims = DimsOf(input);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t axis = 0;
+  if (node.attributes != nullptr) {
+    absl::StatusOr<int64_t> a = node.attributes->GetInt("axis", 0);
+    if (!a.ok()) return std::nullopt;
+    axis = *a < 0 ? *a + rank : *a;
+  }
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  int64_t stride = 1;
+  for (int64_t d = axis + 1; d < rank; ++d) stride *= dims[d];
+  int64_t start = 0;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const int out = node.outputs[i];
+    if (out == plan_.nodes[split].outputs[output]) break;
+    if (out >= 0) start += DimsOf(out)[axis];
+  }
+  Shape chunk = dims;
+  chunk[axis] = DimsOf(node.outputs[output])[axis];
+  View view = Contiguous(chunk);
+  // Contiguous(chunk) strides the axes after `axis` right, and those before
+  // it as if the input were chunk-sized: restore the input's strides.
+  View full = Contiguous(dims);
+  for (int64_t d = 0; d < axis; ++d) view[d] = full[d];
+  *offset = start * stride;
+  return view;
+}
+
 // How a product reads `value` (its operand), walking back over moves and
-// scalar factors to the value they start from. `transposed`: the operand
-// is [.., cols, rows] (K before the first product). Adds the walked nodes
-// to *nodes and the factors to *scale.
-std::optional<AttentionOperand> Matcher::ReadOperand(
-    int value, bool transposed, float* scale, std::vector<int>* nodes) const {
+// scalar factors to the value they start from, and then, when
+// `through_split`, over a Split (its node goes to *split; else -1).
+// `transposed`: the operand is [.., cols, rows] (K before the first
+// product). Adds the walked moves and factors to *nodes, the factors to
+// *scale.
+std::optional<AttentionOperand> Matcher::ReadOperand(int value, bool transposed,
+                                                     bool through_split,
+                                                     float* scale,
+                                                     std::vector<int>* nodes,
+                                                     int* split) const {
   std::vector<int> walked;
   int source = value;
   for (int n = SoleProducer(source); n >= 0; n = SoleProducer(source)) {
@@ -222,8 +267,25 @@ std::optional<AttentionOperand> Matcher::ReadOperand(
     walked.push_back(n);
     source = next;
   }
-  if (!IsFloat(source)) return std::nullopt;
-  View view = Contiguous(DimsOf(source));
+  *split = -1;
+  int64_t offset = 0;
+  std::optional<View> start;
+  const int producer = through_split ? SoleProducer(source) : -1;
+  if (producer >= 0 && Is(plan_.nodes[producer], "Split")) {
+    const std::vector<int>& outs = plan_.nodes[producer].outputs;
+    const int output = static_cast<int>(
+        std::find(outs.begin(), outs.end(), source) - outs.begin());
+    start = SplitView(producer, output, &offset);
+    if (start) {
+      *split = producer;
+      source = plan_.nodes[producer].inputs[0];
+    }
+  }
+  if (!start) {
+    if (!IsFloat(source)) return std::nullopt;
+    start = Contiguous(DimsOf(source));
+  }
+  View view = *std::move(start);
   for (auto n = walked.rbegin(); n != walked.rend(); ++n) {
     const PlanNode& node = plan_.nodes[*n];
     int unused;
@@ -247,7 +309,39 @@ std::optional<AttentionOperand> Matcher::ReadOperand(
   if (strides[3] != 1 && cols != 1) return std::nullopt;
   strides[3] = 1;
   nodes->insert(nodes->end(), walked.begin(), walked.end());
-  return AttentionOperand{source, strides};
+  return AttentionOperand{source, strides, offset};
+}
+
+// Reads q, k and v of the products `qk` and `pv` into *site. With
+// `through_split`, a Split they start from is absorbed only when every one
+// of its outputs is one of the three; false when that fails.
+bool Matcher::ReadOperands(const PlanNode& qk, const PlanNode& pv,
+                           bool through_split, AttentionSite* site,
+                           std::vector<int>* nodes) const {
+  int splits[3];
+  float v_scale = 1.0f;
+  std::optional<AttentionOperand> q = ReadOperand(
+      qk.inputs[0], false, through_split, &site->scale, nodes, &splits[0]);
+  std::optional<AttentionOperand> k = ReadOperand(
+      qk.inputs[1], true, through_split, &site->scale, nodes, &splits[1]);
+  std::optional<AttentionOperand> v = ReadOperand(
+      pv.inputs[1], false, through_split, &v_scale, nodes, &splits[2]);
+  if (!q || !k || !v || v_scale != 1.0f) return false;
+  std::vector<int> absorbed;
+  for (int split : splits) {
+    if (split < 0) continue;
+    const size_t outputs = plan_.nodes[split].outputs.size();
+    if (std::count(std::begin(splits), std::end(splits), split) !=
+        static_cast<std::ptrdiff_t>(outputs))
+      return false;
+    if (std::find(absorbed.begin(), absorbed.end(), split) == absorbed.end())
+      absorbed.push_back(split);
+  }
+  nodes->insert(nodes->end(), absorbed.begin(), absorbed.end());
+  site->q = *q;
+  site->k = *k;
+  site->v = *v;
+  return true;
 }
 
 // The mask's broadcast strides over the scores' [batch, heads, q, kv].
@@ -393,17 +487,14 @@ std::optional<AttentionSite> Matcher::MatchSoftmax(int softmax) {
   site.q_len = qd[r - 2];
   site.kv_len = kd[r - 1];
   site.head_dim = qd[r - 1];
-  std::optional<AttentionOperand> q =
-      ReadOperand(qk.inputs[0], false, &site.scale, &nodes);
-  std::optional<AttentionOperand> k =
-      ReadOperand(qk.inputs[1], true, &site.scale, &nodes);
-  float v_scale = 1.0f;
-  std::optional<AttentionOperand> vo =
-      ReadOperand(pv_node.inputs[1], false, &v_scale, &nodes);
-  if (!q || !k || !vo || v_scale != 1.0f) return std::nullopt;
-  site.q = *q;
-  site.k = *k;
-  site.v = *vo;
+  const float scale = site.scale;
+  const size_t before = nodes.size();
+  if (!ReadOperands(qk, pv_node, /*through_split=*/true, &site, &nodes)) {
+    site.scale = scale;
+    nodes.resize(before);
+    if (!ReadOperands(qk, pv_node, /*through_split=*/false, &site, &nodes))
+      return std::nullopt;
+  }
   if (!WriteOperand(pv, &site.out, &nodes)) return std::nullopt;
   std::sort(nodes.begin(), nodes.end());
   if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end())

@@ -7,7 +7,11 @@
 //             Squeeze, Unsqueeze, Flatten, Identity (the head split, and
 //             K's transposition, however an exporter wrote them), and
 //             scalar Mul/Div by constants (the scale, or its square root on
-//             each side, as PyTorch's exported SDPA does);
+//             each side, as PyTorch's exported SDPA does); and at their
+//             start a Split, when each of its outputs is one of this
+//             site's q, k and v (one packed QKV projection, as GPT-2's or
+//             the projection fusion's): they are then views, at offsets,
+//             of the Split's input;
 //   s = MatMul(q', k')  [.., q_len, head_dim] x [.., head_dim, kv_len];
 //   then scalar Mul/Div by constants, then at most one Add of a mask (any
 //   float value that broadcasts to s), then Softmax over the last axis;
@@ -39,6 +43,7 @@ namespace coalesce {
 struct AttentionOperand {
   int value = -1;  // -1: absent (a mask only)
   std::array<int64_t, 4> strides = {0, 0, 0, 0};
+  int64_t offset = 0;  // elements from the value's first to the view's
 };
 
 struct AttentionSite {

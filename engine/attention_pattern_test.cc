@@ -33,12 +33,30 @@ struct Variant {
   bool vector_scale = false;       // Q's factor a [D] vector, not a scalar
   bool scale_after_mask = false;   // a factor between the mask Add and Softmax
   bool softmax_is_output = false;  // p is also a model output
+  // q, k and v are one Split of a packed [B, S, 3E] input "qkv"; with
+  // split_extra, the Split has a fourth output that is a model output.
+  bool packed = false;
+  bool split_extra = false;
 };
 
 // Attention over inputs q, k, v [B, S, E] (and mask), output y [B, S, E].
 std::shared_ptr<const Model> AttentionModel(const Variant& v) {
   OnnxModelBuilder b(17);
-  b.Input("q", {kB, kS, kE}).Input("k", {kB, kS, kE}).Input("v", {kB, kS, kE});
+  if (v.packed) {
+    const int64_t extra = v.split_extra ? 1 : 0;
+    b.Input("qkv", {kB, kS, 3 * kE + extra});
+    std::vector<int64_t> sizes = {kE, kE, kE};
+    std::vector<std::string> outs = {"q", "k", "v"};
+    if (v.split_extra) {
+      sizes.push_back(1);
+      outs.push_back("rest");
+    }
+    b.Int64Initializer("sizes", {static_cast<int64_t>(sizes.size())}, sizes);
+    testing::SetIntAttr(b.Node("Split", {"qkv", "sizes"}, outs), "axis", -1);
+  } else {
+    b.Input("q", {kB, kS, kE}).Input("k", {kB, kS, kE});
+    b.Input("v", {kB, kS, kE});
+  }
   if (v.mask) b.Input("mask", {kB, 1, 1, kS});
   b.Int64Initializer("split", {4}, {kB, kS, kH, kD});
   b.Int64Initializer("merge", {3}, {kB, kS, kE});
@@ -92,6 +110,7 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
   b.Node("Reshape", {"ot", "merge"}, {"y"});
   b.Output("y");
   if (v.softmax_is_output) b.Output("p");
+  if (v.split_extra) b.Output("rest");
   auto model = b.Load();
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *model : nullptr;
@@ -99,8 +118,13 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
 
 std::vector<HostTensor> Inputs(const Variant& v) {
   std::vector<HostTensor> in;
-  for (uint64_t seed = 1; seed <= 3; ++seed)
-    in.push_back({{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, seed)});
+  if (v.packed) {
+    const int64_t e = 3 * kE + (v.split_extra ? 1 : 0);
+    in.push_back({{kB, kS, e}, testing::RandomFloats(kB * kS * e, 1)});
+  } else {
+    for (uint64_t seed = 1; seed <= 3; ++seed)
+      in.push_back({{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, seed)});
+  }
   if (v.mask) {
     std::vector<float> mask(kB * kS, 0.0f);
     mask[kS - 1] = -INFINITY;             // image 0: last key padded
@@ -130,7 +154,7 @@ std::vector<float> FromStrides(const NeutralPlan& plan, const AttentionSite& s,
     EXPECT_NE(at, plan.inputs.end()) << "operand is not a model input";
     return at == plan.inputs.end()
                ? nullptr
-               : inputs[at - plan.inputs.begin()].data.data();
+               : inputs[at - plan.inputs.begin()].data.data() + o.offset;
   };
   auto at = [](const AttentionOperand& o, int64_t b, int64_t h, int64_t r,
                int64_t c) {
@@ -199,6 +223,40 @@ TEST(AttentionPatternTest, DynamoTransposedKeyFusesWithStrides) {
 
 TEST(AttentionPatternTest, NoMaskNoGuard) {
   ExpectFusedAndRight({.mask = false, .guard = false}, 0.5f * 0.75f);
+}
+
+// GPT-2's packed projection: the Split is absorbed, q, k and v are views
+// at offsets 0, E and 2E of its input.
+TEST(AttentionPatternTest, PackedQkvSplitIsAbsorbed) {
+  ExpectFusedAndRight({.packed = true}, 0.5f * 0.75f);
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.packed = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].q.value, plan->inputs[0]);
+  EXPECT_EQ(sites[0].k.value, plan->inputs[0]);
+  EXPECT_EQ(sites[0].v.value, plan->inputs[0]);
+  EXPECT_EQ(sites[0].q.offset, 0);
+  EXPECT_EQ(sites[0].k.offset, kE);
+  EXPECT_EQ(sites[0].v.offset, 2 * kE);
+  EXPECT_EQ(sites[0].q.strides[2], 3 * kE);  // a row of the packed input
+  const PlanNode& first = plan->nodes[sites[0].nodes.front()];
+  EXPECT_EQ(*first.op_type, "Split");
+}
+
+// A Split with an output outside the site stays a node: the site reads
+// its three outputs as values of their own.
+TEST(AttentionPatternTest, SplitWithOtherOutputsStays) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.packed = true, .split_extra = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  for (int n : sites[0].nodes) EXPECT_NE(*plan->nodes[n].op_type, "Split");
+  EXPECT_NE(sites[0].q.value, plan->inputs[0]);
+  EXPECT_NE(sites[0].q.value, sites[0].k.value);
+  EXPECT_EQ(sites[0].q.offset, 0);
+  EXPECT_EQ(sites[0].k.offset, 0);
+  EXPECT_EQ(sites[0].q.strides[2], kE);
 }
 
 void ExpectNotFused(const Variant& v) {

@@ -43,10 +43,18 @@ absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
   lowered.reads = {q.value, k.value, v.value};
   if (mask.value >= 0) lowered.reads.push_back(mask.value);
   if (site.batch * site.heads * site.q_len * site.head_dim == 0) return lowered;
+  // An operand's view starts `offset` elements into its value (a Split's
+  // output read in place).
+  auto at = [](const StepContext& c, const AttentionOperand& o,
+               DeviceFloat type) {
+    return FloatIn(static_cast<const char*>(c.addresses[o.value]) +
+                       o.offset * DeviceFloatBytes(type),
+                   type);
+  };
   lowered.steps.push_back([=](const StepContext& c) mutable {
-    args.q = In(c, q.value, q_type);
-    args.k = In(c, k.value, k_type);
-    args.v = In(c, v.value, v_type);
+    args.q = at(c, q, q_type);
+    args.k = at(c, k, k_type);
+    args.v = at(c, v, v_type);
     if (mask.value >= 0) args.mask = In(c, mask.value, mask_type);
     args.out = Out(c, out.value, out_type);
     return c.kernels.Attention(c.stream, args);

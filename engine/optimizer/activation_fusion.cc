@@ -62,7 +62,7 @@ std::optional<Activation> ClipBounds(const GraphEditor& editor,
 std::optional<Activation> ActivationOf(const GraphEditor& editor,
                                        const onnx::NodeProto& node,
                                        int64_t opset) {
-  // GELU: ONNX's (opset 20) or the erf pattern's (pattern_fusion.cc).
+  // GELU: ONNX's (opset 20) or the erf or tanh pattern's (pattern_fusion.cc).
   if (node.op_type() == "Gelu" &&
       (IsDefaultDomain(node) || node.domain() == OpRegistry::kInternalDomain)) {
     const auto* approximate = FindAttr(node, "approximate");

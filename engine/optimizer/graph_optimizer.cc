@@ -31,6 +31,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   // GELU first: activation fusion then takes it into its GEMM.
   if (options.gelu_fusion) FuseGelu(editor);
   if (options.activation_fusion) FuseActivations(opset, editor);
+  if (options.projection_fusion) FuseSharedInputProjections(opset, editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
   if (options.channels_last) UseChannelsLast(editor);
   if (options.dead_node_removal) RemoveDeadNodes(editor);

@@ -25,21 +25,27 @@
 //      oneDNN's sum post-op, in place of z where z dies there; likewise
 //      Add(MatMul result, z) for a MatMul by a weight (a dense layer:
 //      FusedMatMul, y = act(x W + B + z), which the GPU adds in the GEMM);
-//   5. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu;
+//   5. GELU fusion: x * 0.5 * (1 + Erf(x / sqrt(2))) becomes one Gelu,
+//      and the tanh form (GPT-2's gelu_new), x * 0.5 * (1 + Tanh(sqrt(2/pi)
+//      * (x + 0.044715 * x^3))), one Gelu with approximate="tanh";
 //   6. activation fusion: Conv / Gemm / MatMul then Relu, LeakyRelu, Clip,
 //      Sigmoid, Tanh, HardSwish, HardSigmoid, Gelu (ONNX's or pass 5's),
 //      or SiLU written as Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm
 //      / FusedMatMul with the activation applied as the result is stored
 //      (BERT's FFN: one FusedMatMul with bias and GELU);
-//   7. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
+//   7. shared-input projection fusion: the dense layers that read one input
+//      and each feed attention's products through moves (Q, K and V) become
+//      one FusedMatMul by their weights side by side, then a Split, which
+//      the attention fusion reads in place (projection_fusion.cc);
+//   8. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
-//   8. channels last: 2-D convolutions become FusedConv with
+//   9. channels last: 2-D convolutions become FusedConv with
 //      channels_last=1 between Transposes to and from NHWC; the transposes
 //      then move through layout-blind operators (elementwise, Concat) and
 //      cancel in pairs, so convolutions pass NHWC values to each other
 //      without reordering (channels_last.cc). For the CPU engine only:
 //      device programs lower NCHW convolutions (ModelOptions::ForDevice);
-//   9. dead node removal: nodes and initializers no graph output depends on.
+//  10. dead node removal: nodes and initializers no graph output depends on.
 // Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
 // what it fully matched, so a graph it does not recognize is left as is.
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
@@ -67,9 +73,11 @@ struct OptimizerOptions {
   bool gelu_fusion = true;
   bool channels_last = true;
   bool dead_node_removal = true;
+  bool projection_fusion = true;
 
   static OptimizerOptions None() {
-    return {false, false, false, false, false, false, false, false, false};
+    return {false, false, false, false, false,
+            false, false, false, false, false};
   }
 };
 

@@ -571,6 +571,142 @@ TEST(GraphOptimizerTest, ErfGeluBecomesOneNode) {
   }
 }
 
+// The optimized model's nodes' string attribute `name` ("" where absent).
+std::vector<std::string> StringAttrs(const OnnxModelBuilder& builder,
+                                     const OptimizerOptions& options,
+                                     const std::string& name) {
+  auto model = Model::LoadFromBytes(builder.Serialize(), {options});
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return {};
+  std::vector<std::string> values;
+  for (const GraphNode& n : (*model)->graph().nodes) {
+    absl::StatusOr<std::string> v = n.attributes.GetString(name, "");
+    values.push_back(v.ok() ? *v : "");
+  }
+  return values;
+}
+
+// y = 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + c * x^3))), GPT-2's gelu_new
+// (c = 0.044715; without the 0.5 when !with_half). Order 0 is what GPT-2's
+// dynamo and TorchScript exports write: Mul(x, 0.5), Pow(x, 3), constants
+// second, the 0.5 first. Order 1: x * (x * x), constants first, the 0.5
+// last. Order 2: (x * x) * x, Add(cubic, x), the 0.5 first as Mul(0.5, x).
+void AddTanhGelu(OnnxModelBuilder& b, const std::string& x,
+                 const std::string& y, int order, float c = 0.044715f,
+                 bool with_half = true) {
+  b.FloatInitializer("three", {}, {3.0f});
+  b.FloatInitializer("c", {}, {c});
+  b.FloatInitializer("k", {}, {0.7978845608f});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("half", {}, {0.5f});
+  if (order == 0) {
+    b.Node("Pow", {x, "three"}, {"x3"});
+  } else {
+    b.Node("Mul", {x, x}, {"x2"});
+    b.Node("Mul",
+           order == 1 ? std::vector<std::string>{x, "x2"}
+                      : std::vector<std::string>{"x2", x},
+           {"x3"});
+  }
+  if (order == 0) {
+    b.Node("Mul", {"x3", "c"}, {"cx3"});
+    b.Node("Add", {x, "cx3"}, {"s"});
+    b.Node("Mul", {"s", "k"}, {"u"});
+  } else {
+    b.Node("Mul", {"c", "x3"}, {"cx3"});
+    b.Node("Add", {"cx3", x}, {"s"});
+    b.Node("Mul", {"k", "s"}, {"u"});
+  }
+  b.Node("Tanh", {"u"}, {"t"});
+  if (order == 1) {
+    b.Node("Add", {"one", "t"}, {"p"});
+    if (!with_half) {
+      b.Node("Mul", {"p", x}, {y});
+      return;
+    }
+    b.Node("Mul", {"p", x}, {"xp"});
+    b.Node("Mul", {"half", "xp"}, {y});
+    return;
+  }
+  b.Node("Add", {"t", "one"}, {"p"});
+  if (!with_half) {
+    b.Node("Mul", {x, "p"}, {y});
+    return;
+  }
+  if (order == 0) {
+    b.Node("Mul", {x, "half"}, {"xh"});
+    b.Node("Mul", {"xh", "p"}, {y});
+  } else {
+    b.Node("Mul", {"half", x}, {"xh"});
+    b.Node("Mul", {"p", "xh"}, {y});
+  }
+}
+
+// MatMul + bias + 0.5 * x * (1 + Tanh(...)) in the orders AddTanhGelu
+// writes.
+OnnxModelBuilder TanhGeluFfn(int order, float c = 0.044715f,
+                             bool with_half = true) {
+  OnnxModelBuilder b(13);
+  b.Input("x", {2, 3, 4}).Output("y");
+  b.FloatInitializer("w", {4, 6}, testing::RandomFloats(24, 41));
+  b.FloatInitializer("bias", {6}, testing::RandomFloats(6, 42));
+  b.Node("MatMul", {"x", "w"}, {"m"});
+  b.Node("Add", {"m", "bias"}, {"h"});
+  AddTanhGelu(b, "h", "y", order, c, with_half);
+  return b;
+}
+
+// Inputs in [-3, 3], so that h reaches both GELU tails.
+std::vector<HostTensor> TanhGeluInputs() {
+  std::vector<float> x = testing::RandomFloats(24, 43);
+  for (float& v : x) v *= 3.0f;
+  return {{{2, 3, 4}, x}};
+}
+
+// GPT-2's tanh GELU becomes one Gelu with approximate="tanh", which the
+// activation pass then moves into the MatMul + bias as GeluTanh. Outputs
+// as the unfused graph's.
+TEST(GraphOptimizerTest, TanhGeluFusesIntoItsMatMul) {
+  OptimizerOptions ffn = Only(&OptimizerOptions::activation_fusion);
+  ffn.matmul_bias_fusion = true;
+  ffn.gelu_fusion = true;
+  for (int order : {0, 1, 2}) {
+    const OnnxModelBuilder b = TanhGeluFfn(order);
+    EXPECT_THAT(CompareAndGetOps(b, Only(&OptimizerOptions::gelu_fusion),
+                                 TanhGeluInputs()),
+                ElementsAre("MatMul", "Add", "Gelu"))
+        << order;
+    EXPECT_THAT(
+        StringAttrs(b, Only(&OptimizerOptions::gelu_fusion), "approximate"),
+        ElementsAre("", "", "tanh"))
+        << order;
+    EXPECT_THAT(CompareAndGetOps(b, ffn, TanhGeluInputs()),
+                ElementsAre("FusedMatMul"))
+        << order;
+    EXPECT_THAT(StringAttrs(b, ffn, "activation"), ElementsAre("GeluTanh"))
+        << order;
+  }
+}
+
+// Near misses of the tanh GELU (0.04 for 0.044715; no 0.5) stay as written
+// with every pass on, and compute as the unoptimized graph.
+TEST(GraphOptimizerTest, PerturbedTanhGeluIsNotFused) {
+  for (int order : {0, 1, 2}) {
+    for (bool with_half : {true, false}) {
+      const float c = with_half ? 0.04f : 0.044715f;
+      const OnnxModelBuilder b = TanhGeluFfn(order, c, with_half);
+      const std::vector<std::string> ops =
+          CompareAndGetOps(b, OptimizerOptions{}, TanhGeluInputs());
+      EXPECT_EQ(CountOf(ops, "Gelu"), 0) << order << with_half;
+      EXPECT_EQ(CountOf(ops, "Tanh"), 1) << order << with_half;
+      EXPECT_EQ(CountOf(ops, "FusedMatMul"), 1) << order << with_half;
+      EXPECT_THAT(StringAttrs(b, OptimizerOptions{}, "activation"),
+                  ::testing::Each(""))
+          << order << with_half;
+    }
+  }
+}
+
 TEST(GraphOptimizerTest, DeadNodesAndTheirInitializersAreRemoved) {
   OnnxModelBuilder b(13);
   b.Input("x", {3}).Input("unused", {3}).Output("y");

@@ -1,10 +1,12 @@
-// LayerNorm and GELU pattern fusion (graph_optimizer.h, passes 5 and 6): the
-// decomposed forms exporters emit become one node each. Every intermediate
-// of a matched chain must have no other use, so nothing else loses a value.
+// LayerNorm and GELU pattern fusion (graph_optimizer.h, the GELU and
+// LayerNorm fusion passes): the decomposed forms exporters emit become one
+// node each. Every intermediate of a matched chain must have no other use,
+// so nothing else loses a value.
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/op_registry.h"
@@ -123,8 +125,9 @@ std::optional<std::string> MulByScalar(const GraphEditor& editor,
   return std::nullopt;
 }
 
-// The Mul node(s) after (1 + erf): returns the final node and fills `x` and
-// `extra` (the Mul by 0.5 that came first, in form B).
+// The Mul node(s) after (1 + erf) or (1 + tanh): returns the final node and
+// fills `first_mul` (the other Mul: x * (1 + ...) in form A, the Mul by 0.5
+// that came first in form B).
 onnx::NodeProto* GeluTail(GraphEditor& editor, const std::string& one_plus_erf,
                           const std::string& x, onnx::NodeProto** first_mul) {
   onnx::NodeProto* outer = editor.SoleConsumer(one_plus_erf);
@@ -148,6 +151,38 @@ onnx::NodeProto* GeluTail(GraphEditor& editor, const std::string& one_plus_erf,
   return outer;
 }
 
+// The end both GELU forms share: f(...) (the Erf or Tanh node `f`, whose
+// result must have no other use), then Add(f, 1), then GeluTail's Muls by x
+// and 0.5. On a match, one internal Gelu(x) (with `approximate` unless
+// empty) writes the last Mul's output, and `matched`, the Add and the Muls
+// are removed. False, with nothing changed, otherwise.
+bool FinishGelu(GraphEditor& editor, const onnx::NodeProto& f,
+                const std::string& x, std::vector<onnx::NodeProto*> matched,
+                const char* approximate) {
+  if (!editor.HasSingleNodeUse(f.output(0))) return false;
+  onnx::NodeProto* add = editor.SoleConsumer(f.output(0));
+  if (add == nullptr || add->op_type() != "Add" || !IsDefaultDomain(*add) ||
+      add->input_size() != 2 || !editor.HasSingleNodeUse(add->output(0)))
+    return false;
+  const std::string& one =
+      add->input(0) == f.output(0) ? add->input(1) : add->input(0);
+  if (!NearlyEqual(editor.FloatScalar(one), 1.0)) return false;
+  onnx::NodeProto* first_mul = nullptr;
+  onnx::NodeProto* last = GeluTail(editor, add->output(0), x, &first_mul);
+  if (last == nullptr) return false;
+
+  onnx::NodeProto* gelu = editor.graph().add_node();
+  gelu->set_op_type("Gelu");
+  gelu->set_domain(OpRegistry::kInternalDomain);
+  gelu->set_name(editor.UniqueName(f.name() + "_gelu"));
+  gelu->add_input(x);
+  gelu->add_output(last->output(0));
+  if (*approximate != '\0') SetStringAttr(*gelu, "approximate", approximate);
+  matched.insert(matched.end(), {add, first_mul, last});
+  for (onnx::NodeProto* n : matched) editor.Remove(n);
+  return true;
+}
+
 // Matches x * 0.5 * (1 + Erf(x / sqrt(2))) (or x * (1/sqrt(2)) inside).
 bool TryGelu(GraphEditor& editor, onnx::NodeProto& erf) {
   if (erf.op_type() != "Erf" || !IsDefaultDomain(erf) || erf.input_size() != 1)
@@ -161,27 +196,69 @@ bool TryGelu(GraphEditor& editor, onnx::NodeProto& erf) {
       NearlyEqual(editor.FloatScalar(scale->input(1)), std::sqrt(2.0)))
     x = scale->input(0);
   if (!x) x = MulByScalar(editor, *scale, 1.0 / std::sqrt(2.0));
-  if (!x || !editor.HasSingleNodeUse(erf.output(0))) return false;
-  onnx::NodeProto* add = editor.SoleConsumer(erf.output(0));
-  if (add == nullptr || add->op_type() != "Add" || add->input_size() != 2 ||
-      !editor.HasSingleNodeUse(add->output(0)))
-    return false;
-  const std::string& one =
-      add->input(0) == erf.output(0) ? add->input(1) : add->input(0);
-  if (!NearlyEqual(editor.FloatScalar(one), 1.0)) return false;
-  onnx::NodeProto* first_mul = nullptr;
-  onnx::NodeProto* last = GeluTail(editor, add->output(0), *x, &first_mul);
-  if (last == nullptr) return false;
+  if (!x) return false;
+  return FinishGelu(editor, erf, *x, {scale, &erf}, "");
+}
 
-  onnx::NodeProto* gelu = editor.graph().add_node();
-  gelu->set_op_type("Gelu");
-  gelu->set_domain(OpRegistry::kInternalDomain);
-  gelu->set_name(editor.UniqueName(erf.name() + "_gelu"));
-  gelu->add_input(*x);
-  gelu->add_output(last->output(0));
-  for (onnx::NodeProto* n : {scale, &erf, add, first_mul, last})
-    editor.Remove(n);
-  return true;
+// x^3 at the producer of `value`, as Pow(x, 3), Mul(x, Mul(x, x)) or
+// Mul(Mul(x, x), x), each result used only by the next: returns x and
+// appends the nodes to `nodes`.
+std::optional<std::string> CubeOf(const GraphEditor& editor,
+                                  const std::string& value,
+                                  std::vector<onnx::NodeProto*>* nodes) {
+  if (onnx::NodeProto* pow = Chain(editor, value, "Pow")) {
+    if (!NearlyEqual(editor.FloatScalar(pow->input(1)), 3.0))
+      return std::nullopt;
+    nodes->push_back(pow);
+    return pow->input(0);
+  }
+  onnx::NodeProto* mul = Chain(editor, value, "Mul");
+  if (mul == nullptr) return std::nullopt;
+  for (int side : {0, 1}) {
+    const std::string& x = mul->input(side);
+    onnx::NodeProto* square = Chain(editor, mul->input(1 - side), "Mul");
+    if (square != nullptr && square->input(0) == x && square->input(1) == x) {
+      nodes->push_back(mul);
+      nodes->push_back(square);
+      return x;
+    }
+  }
+  return std::nullopt;
+}
+
+// Matches the tanh-form GELU (GPT-2's gelu_new), anchored on the Tanh:
+//   x * 0.5 * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+// with x^3 as CubeOf takes it, constants on either side of each Mul and
+// Add, and the 0.5 first or last as GeluTail takes it. Becomes a Gelu with
+// approximate="tanh".
+bool TryGeluTanh(GraphEditor& editor, onnx::NodeProto& tanh) {
+  constexpr double kSqrt2OverPi = 0.7978845608028654;
+  if (tanh.op_type() != "Tanh" || !IsDefaultDomain(tanh) ||
+      tanh.input_size() != 1)
+    return false;
+  onnx::NodeProto* scale = Chain(editor, tanh.input(0), "Mul");
+  std::optional<std::string> inner;
+  if (scale != nullptr) inner = MulByScalar(editor, *scale, kSqrt2OverPi);
+  onnx::NodeProto* sum = inner ? Chain(editor, *inner, "Add") : nullptr;
+  if (sum == nullptr) return false;
+  // sum = x + 0.044715 * x^3, either operand first.
+  std::vector<onnx::NodeProto*> matched = {scale, sum};
+  std::optional<std::string> x;
+  for (int side : {0, 1}) {
+    onnx::NodeProto* cubic = Chain(editor, sum->input(1 - side), "Mul");
+    std::optional<std::string> cube;
+    if (cubic != nullptr) cube = MulByScalar(editor, *cubic, 0.044715);
+    std::vector<onnx::NodeProto*> cube_nodes;
+    if (cube && CubeOf(editor, *cube, &cube_nodes) == sum->input(side)) {
+      x = sum->input(side);
+      matched.push_back(cubic);
+      matched.insert(matched.end(), cube_nodes.begin(), cube_nodes.end());
+      break;
+    }
+  }
+  if (!x) return false;
+  matched.push_back(&tanh);
+  return FinishGelu(editor, tanh, *x, std::move(matched), "tanh");
 }
 
 // Runs `match` on every node, committing after each rewrite (a rewrite adds
@@ -201,6 +278,10 @@ void RewriteAll(GraphEditor& editor, Match match) {
 
 void FuseLayerNorm(GraphEditor& editor) { RewriteAll(editor, TryLayerNorm); }
 
-void FuseGelu(GraphEditor& editor) { RewriteAll(editor, TryGelu); }
+void FuseGelu(GraphEditor& editor) {
+  RewriteAll(editor, [](GraphEditor& e, onnx::NodeProto& node) {
+    return TryGelu(e, node) || TryGeluTanh(e, node);
+  });
+}
 
 }  // namespace coalesce
