@@ -196,11 +196,21 @@ absl::Status CudaKernels::Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
 
 absl::Status CudaKernels::LayerNorm(DeviceStream& stream,
                                     const LayerNormArgs& a) {
+  absl::Status check = CheckAlias(a.x, a.y, "LayerNorm");
+  if (check.ok()) check = CheckLayerNorm(a);
   return EnqueueChecked(
-      CheckAlias(a.x, a.y, "LayerNorm"),
+      check,
       [&] {
-        return kc::LaunchLayerNorm(ToKernel(a.x), a.scale, a.bias,
-                                   ToKernel(a.y), a.rows, a.cols, a.epsilon,
+        return kc::LaunchLayerNorm({.x = ToKernel(a.x),
+                                    .scale = a.scale,
+                                    .bias = a.bias,
+                                    .y = ToKernel(a.y),
+                                    .rows = a.rows,
+                                    .cols = a.cols,
+                                    .epsilon = a.epsilon,
+                                    .residual = ToKernel(a.residual),
+                                    .residual_rows = a.residual_rows,
+                                    .sum = ToKernel(a.sum)},
                                    CudaStreamOf(stream));
       },
       "layer norm kernel");

@@ -329,7 +329,16 @@ struct BroadcastArgs {
 // LayerNormalization of each row of a [rows, cols] matrix:
 // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32.
 // x and y are float32 or float16 each (statistics and the affine map in
-// float32; y rounded once); y may equal x (same type).
+// float32; y rounded once); y may equal x (same type) when there is no
+// residual.
+// With residual.data set (a residual Add fused into its LayerNorm,
+// plan_lowering.h), the row normalized is s = x + residual instead, where
+// residual is [residual_rows, cols] repeated over x's rows (rows a multiple
+// of residual_rows: 1 row, or a position embedding broadcast over the
+// batch). s is rounded to sum.type first (the Add's storage), so the fused
+// step computes exactly what the Add then the LayerNorm would, and it is
+// written to sum.data when that is set (the Add's result has other
+// readers). y and sum overlap no input and each other.
 struct LayerNormArgs {
   FloatIn x = {};
   const float* scale = nullptr;  // cols elements
@@ -337,6 +346,9 @@ struct LayerNormArgs {
   FloatOut y = {};
   int64_t rows = 0, cols = 0;
   float epsilon = 1e-5f;  // ONNX's default
+  FloatIn residual = {};  // data null: none
+  int64_t residual_rows = 0;
+  FloatOut sum = {};  // type: how s is rounded; data null: not written
 };
 
 // Gather of `data`, viewed as [outer, axis_dim, inner] elements, by

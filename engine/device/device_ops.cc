@@ -425,7 +425,8 @@ absl::StatusOr<LoweredNode> LowerSoftmax(const NodeView& v) {
 
 // -- LayerNormalization ---------------------------------------------------
 
-absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
+absl::StatusOr<LoweredNode> LowerLayerNorm(
+    const NodeView& v, const FusedResidual* fused = nullptr) {
   if (absl::Status s = v.RequireFloat({0, 1, 2}); !s.ok()) return s;
   // The schema refused Mean and InvStdDev at load.
   absl::StatusOr<const LayerNormAttrs*> attrs = v.resolved<LayerNormAttrs>();
@@ -445,22 +446,35 @@ absl::StatusOr<LoweredNode> LowerLayerNorm(const NodeView& v) {
           " is broadcast; the GPU takes one value per normalized element"));
     }
   }
-  const int x = v.in_id(0), scale = v.in_id(1), y = v.out_id(0);
-  const DeviceFloat x_type = v.in_type(0), y_type = v.out_type(0);
+  const FusedResidual add = fused != nullptr ? *fused : FusedResidual{};
+  const int x = fused != nullptr ? add.x : v.in_id(0);
+  const int scale = v.in_id(1), y = v.out_id(0);
+  const DeviceFloat x_type = v.stored(x), y_type = v.out_type(0);
+  const DeviceFloat residual_type =
+      fused != nullptr ? v.stored(add.residual) : DeviceFloat::kFloat;
+  const DeviceFloat sum_type =
+      fused != nullptr ? v.stored(add.sum) : DeviceFloat::kFloat;
   const int bias = v.has_input(2) ? v.in_id(2) : -1;
   LoweredNode lowered;
   lowered.reads = {x, scale};
+  if (fused != nullptr) lowered.reads.push_back(add.residual);
   if (bias >= 0) lowered.reads.push_back(bias);
   if (rows * cols == 0) return lowered;
   lowered.steps.push_back([=, eps = epsilon](const StepContext& c) {
-    return c.kernels.LayerNorm(c.stream,
-                               {.x = In(c, x, x_type),
-                                .scale = F(c, scale),
-                                .bias = bias >= 0 ? F(c, bias) : nullptr,
-                                .y = Out(c, y, y_type),
-                                .rows = rows,
-                                .cols = cols,
-                                .epsilon = eps});
+    LayerNormArgs args = {.x = In(c, x, x_type),
+                          .scale = F(c, scale),
+                          .bias = bias >= 0 ? F(c, bias) : nullptr,
+                          .y = Out(c, y, y_type),
+                          .rows = rows,
+                          .cols = cols,
+                          .epsilon = eps};
+    if (add.residual >= 0) {
+      args.residual = In(c, add.residual, residual_type);
+      args.residual_rows = add.residual_rows;
+      args.sum = add.write_sum ? Out(c, add.sum, sum_type)
+                               : FloatOut(nullptr, sum_type);
+    }
+    return c.kernels.LayerNorm(c.stream, args);
   });
   return lowered;
 }
@@ -713,7 +727,7 @@ const std::map<RegistryKey, Family>& Registry() {
       (*r)[{false, op}] = Family::kReduce;
     (*r)[{true, "FusedGemm"}] = Family::kGemm;
     (*r)[{true, "FusedMatMul"}] = Family::kMatMul;
-    (*r)[{true, "Gelu"}] = Family::kActivation;  // from the erf pattern
+    (*r)[{true, "Gelu"}] = Family::kActivation;  // the erf/tanh patterns
     return r;
   }();
   return *registry;
@@ -811,6 +825,13 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset) {
   // Every fused activation the schemas resolve has a device form.
   if (*family == Family::kActivation) return CheckActivation(node, opset);
   return absl::OkStatus();
+}
+
+absl::StatusOr<LoweredNode> LowerResidualLayerNorm(const NeutralPlan& plan,
+                                                   const PlanNode& norm,
+                                                   const FusedResidual& fused,
+                                                   LoweringOptions options) {
+  return LowerLayerNorm(NodeView(plan, norm, options), &fused);
 }
 
 absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,

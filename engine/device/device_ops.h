@@ -120,6 +120,21 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);
 absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
                                            LoweringOptions options = {});
 
+// A residual Add fused into the LayerNormalization that reads its result
+// (plan_lowering.h): the LayerNorm normalizes x + residual, the residual
+// [residual_rows, cols] repeated over x's rows, and writes the Add's
+// result `sum` too when write_sum (it has other readers).
+struct FusedResidual {
+  int x = -1, residual = -1, sum = -1;  // value ids
+  int64_t residual_rows = 0;
+  bool write_sum = false;
+};
+
+// The steps of LayerNormalization `norm` with `fused`'s Add in it.
+absl::StatusOr<LoweredNode> LowerResidualLayerNorm(
+    const NeutralPlan& plan, const PlanNode& norm, const FusedResidual& fused,
+    LoweringOptions options = {});
+
 // The steps of `node` (not folded) in `plan`. When `allow_view` is false
 // (the output is a model output, written to the caller's buffer), a view
 // operator becomes a device-to-device copy.

@@ -57,6 +57,13 @@ absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
           {site->q.value, site->k.value, site->v.value, site->mask.value});
       out.outputs = names({site->out.value});
     }
+    if (const FusedResidual* fused =
+            lowering.ResidualInto(static_cast<int>(n))) {
+      out.op = "AddLayerNorm";  // the Add before it runs in it
+      std::vector<int> inputs = {fused->x, fused->residual};
+      inputs.insert(inputs.end(), node.inputs.begin() + 1, node.inputs.end());
+      out.inputs = names(inputs);
+    }
     out.steps = static_cast<int>(lowered->steps.size());
     summary.nodes.push_back(std::move(out));
   }

@@ -18,13 +18,14 @@ namespace coalesce {
 
 struct DevicePlanNode {
   std::string name;
-  std::string op;              // "FusedConv", "Transpose", ...
+  std::string op;              // "FusedConv", "Transpose", ...; "Attention" and
+                               // "AddLayerNorm" for fusions (plan_lowering.h)
   bool channels_last = false;  // the node's channels_last attribute
   // Per input and output: "fp16" or "fp32" for float values as stored on
   // the device, the dtype's name for others, "const" for a constant (the
   // lowering converts weights once), "" for an omitted input.
   std::vector<std::string> inputs, outputs;
-  int steps = 0;  // device steps (0: a view, or nothing)
+  int steps = 0;  // device steps (0: a view, or an Add run by its LayerNorm)
 };
 
 struct DevicePlanSummary {

@@ -194,6 +194,7 @@ TEST(DevicePlanTest, TransformersStayHalfBetweenProducts) {
         ++norms;
         EXPECT_EQ(n.inputs[0], "fp16") << n.name;
       }
+      norms += n.op == "AddLayerNorm";  // its inputs: the Add's operands
       if (n.op == "MatMul" || n.op == "FusedMatMul" || n.op == "Gemm" ||
           n.op == "FusedGemm") {
         ++products;
@@ -233,6 +234,9 @@ TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
     EXPECT_EQ(Count(fused, "Softmax"), 0);
     EXPECT_EQ(Count(unfused, "Attention"), 0);
     EXPECT_LT(Count(fused, "Transpose"), Count(unfused, "Transpose"));
+    // Q, K and V come from one packed product (the projection fusion, or
+    // GPT-2's own Conv1D), read in place: no Split runs.
+    EXPECT_EQ(Count(fused, "Split"), 0);
     for (const DevicePlanNode& n : fused.nodes) {
       if (n.op != "Attention") continue;
       EXPECT_EQ(n.inputs[0], "fp16") << n.name;
@@ -273,8 +277,42 @@ TEST(DevicePlanTest, DenseResidualsAddInTheGemm) {
         ++with_z;
     }
     EXPECT_GT(with_z, 0);
-    EXPECT_EQ(half_adds(fused), half_adds(unfused) - with_z);
+    // Without residual fusion, each of those adds runs in the LayerNorm
+    // after it instead (plan_lowering.h); no float16 Add runs in either.
+    EXPECT_EQ(Count(unfused, "AddLayerNorm") - Count(fused, "AddLayerNorm"),
+              with_z);
+    EXPECT_EQ(half_adds(fused), 0);
+    EXPECT_EQ(half_adds(unfused), 0);
     if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(fused);
+  }
+}
+
+// Residual adds run in the LayerNorm that reads them (plan_lowering.h):
+// GPT-2's pre-LN blocks (every LayerNorm reads the residual stream, whose
+// sum later blocks read again) and BERT's embedding sum + position
+// embedding (its other residuals are in the GEMMs). An Add whose sum other
+// nodes read again stays listed, with no steps (the LayerNorm writes its
+// sum): GPT-2's four residual-stream sums.
+TEST(DevicePlanTest, ResidualAddsRunInTheirLayerNorm) {
+  for (const char* name : {"gpt2_tiny__torchscript", "gpt2_tiny__dynamo",
+                           "bert_tiny__torchscript", "bert_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    const bool gpt2 = std::string(name).rfind("gpt2", 0) == 0;
+    const DevicePlanSummary plan =
+        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+    const int fused = Count(plan, "AddLayerNorm");
+    const int idle_adds = static_cast<int>(std::count_if(
+        plan.nodes.begin(), plan.nodes.end(),
+        [](const DevicePlanNode& n) { return n.op == "Add" && n.steps == 0; }));
+    if (gpt2) {
+      EXPECT_EQ(fused, 5);  // 2 blocks x 2, and the final LayerNorm
+      EXPECT_EQ(Count(plan, "LayerNormalization"), 0);
+      EXPECT_EQ(idle_adds, 4);
+    } else {
+      EXPECT_EQ(fused, 1);  // the embeddings'
+      EXPECT_EQ(idle_adds, 0);
+    }
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(plan);
   }
 }
 

@@ -26,7 +26,7 @@ namespace coalesce {
 
 // 4: DeviceKernels::Broadcast (Expand). 5: an Args struct for every
 // primitive of more than four arguments. 8: DeviceKernels::Attention.
-inline constexpr int kDevicePluginAbi = 8;
+inline constexpr int kDevicePluginAbi = 9;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {

@@ -133,6 +133,23 @@ absl::Status CheckGatherElements(const GatherElementsArgs& a,
   return absl::OkStatus();
 }
 
+absl::Status CheckLayerNorm(const LayerNormArgs& a) {
+  if (a.rows < 0 || a.cols < 0)
+    return absl::InvalidArgumentError("layer norm size below 0");
+  if (a.residual.data == nullptr) return absl::OkStatus();
+  if (a.residual_rows <= 0 || a.rows % a.residual_rows != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer norm residual of ", a.residual_rows,
+                     " rows does not repeat over ", a.rows, " rows"));
+  }
+  if (a.y.data == a.x.data || a.y.data == a.residual.data ||
+      (a.sum.data != nullptr && a.sum.data == a.y.data)) {
+    return absl::InvalidArgumentError(
+        "layer norm with a residual: y or sum over an input");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckAttention(const AttentionArgs& a) {
   for (int64_t size : {a.batch, a.heads, a.q_len, a.kv_len, a.head_dim}) {
     if (size < 0) return absl::InvalidArgumentError("attention size below 0");

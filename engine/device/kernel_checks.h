@@ -77,6 +77,10 @@ absl::Status CheckGatherNd(const GatherNdArgs& a,
 absl::Status CheckGatherElements(const GatherElementsArgs& a,
                                  kernels::cuda::GatherElementsIndexer* ix);
 
+// Non-negative sizes; with a residual, rows a multiple of residual_rows
+// (> 0), and y overlapping neither x nor the residual.
+absl::Status CheckLayerNorm(const LayerNormArgs& a);
+
 // Non-negative sizes, head_dim <= kMaxAttentionHeadDim, q, k and v of one
 // type, and the head dimension contiguous (col stride 1) in q, k, v, out.
 absl::Status CheckAttention(const AttentionArgs& a);

@@ -2,21 +2,108 @@
 
 #include <algorithm>
 
+#include "engine/device/device_ops_internal.h"
+
 namespace coalesce {
 
 PlanLowering::PlanLowering(const NeutralPlan& plan, bool fuse_attention)
-    : plan_(plan), site_of_node_(plan.nodes.size(), -1) {
-  if (!fuse_attention) return;
-  for (AttentionSite& site : FindAttention(plan)) {
-    if (site.head_dim > kMaxAttentionHeadDim) continue;
-    for (int n : site.nodes)
-      site_of_node_[n] = static_cast<int>(attention_.size());
-    attention_.push_back(std::move(site));
+    : plan_(plan),
+      site_of_node_(plan.nodes.size(), -1),
+      residual_into_(plan.nodes.size()),
+      norm_of_add_(plan.nodes.size(), -1) {
+  if (fuse_attention) {
+    for (AttentionSite& site : FindAttention(plan)) {
+      if (site.head_dim > kMaxAttentionHeadDim) continue;
+      for (int n : site.nodes)
+        site_of_node_[n] = static_cast<int>(attention_.size());
+      attention_.push_back(std::move(site));
+    }
   }
+  FindResidualNorms();
+}
+
+void PlanLowering::FindResidualNorms() {
+  for (size_t n = 0; n < plan_.nodes.size(); ++n) {
+    int add = -1;
+    std::optional<FusedResidual> fused =
+        MatchResidual(static_cast<int>(n), &add);
+    if (!fused) continue;
+    residual_into_[n] = *fused;
+    norm_of_add_[add] = static_cast<int>(n);
+  }
+}
+
+// LayerNormalization `norm` reading an Add's result, as that Add fused in:
+// nullopt when the pattern (plan_lowering.h) does not hold.
+std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
+                                                         int* add) const {
+  const PlanNode& ln = plan_.nodes[norm];
+  if (ln.folded || !ln.domain->empty() || *ln.op_type != "LayerNormalization" ||
+      site_of_node_[norm] >= 0 || ln.inputs.empty() || ln.inputs[0] < 0)
+    return std::nullopt;
+  const int sum = ln.inputs[0];
+  const Shape& dims = plan_.values[sum].info.shape;
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  absl::StatusOr<int64_t> axis = ln.attributes->GetInt("axis", -1);
+  if (!axis.ok() || rank == 0) return std::nullopt;
+  const int64_t first = *axis < 0 ? *axis + rank : *axis;
+  if (first < 0 || first >= rank) return std::nullopt;
+  // The Add writing `sum`, and where else `sum` is read.
+  int producer = -1;
+  bool later_readers_only = true, other_readers = false;
+  for (size_t n = 0; n < plan_.nodes.size(); ++n) {
+    const PlanNode& node = plan_.nodes[n];
+    if (node.folded) continue;
+    if (std::find(node.outputs.begin(), node.outputs.end(), sum) !=
+        node.outputs.end())
+      producer = static_cast<int>(n);
+    if (static_cast<int>(n) == norm ||
+        std::find(node.inputs.begin(), node.inputs.end(), sum) ==
+            node.inputs.end())
+      continue;
+    other_readers = true;
+    if (static_cast<int>(n) < norm) later_readers_only = false;
+  }
+  if (std::find(plan_.outputs.begin(), plan_.outputs.end(), sum) !=
+      plan_.outputs.end())
+    other_readers = true;
+  if (producer < 0 || !later_readers_only || site_of_node_[producer] >= 0)
+    return std::nullopt;
+  const PlanNode& a = plan_.nodes[producer];
+  if (!a.domain->empty() || *a.op_type != "Add" || a.inputs.size() != 2 ||
+      a.outputs.size() != 1)
+    return std::nullopt;
+  for (int id : {a.inputs[0], a.inputs[1], sum})
+    if (id < 0 || plan_.values[id].info.dtype != DataType::kFp32)
+      return std::nullopt;
+  const int64_t cols = device_ops::Product(dims, first, dims.size());
+  for (int side : {0, 1}) {
+    const int x = a.inputs[side], r = a.inputs[1 - side];
+    if (plan_.values[x].info.shape != dims) continue;
+    // r: leading 1s, then a suffix of dims covering the normalized axes.
+    Shape r_dims = plan_.values[r].info.shape;
+    while (!r_dims.empty() && r_dims.front() == 1 &&
+           r_dims.size() > static_cast<size_t>(rank - first))
+      r_dims.erase(r_dims.begin());
+    if (r_dims.size() < static_cast<size_t>(rank - first) ||
+        r_dims.size() > dims.size() ||
+        !std::equal(r_dims.begin(), r_dims.end(), dims.end() - r_dims.size()))
+      continue;
+    if (cols == 0) return std::nullopt;
+    *add = producer;
+    return FusedResidual{.x = x,
+                         .residual = r,
+                         .sum = sum,
+                         .residual_rows = device_ops::Count(r_dims) / cols,
+                         .write_sum = other_readers};
+  }
+  return std::nullopt;
 }
 
 bool PlanLowering::Skips(int n) const {
   if (plan_.nodes[n].folded) return true;
+  const int norm = norm_of_add_[n];
+  if (norm >= 0 && !residual_into_[norm].write_sum) return true;
   const int site = site_of_node_[n];
   return site >= 0 && attention_[site].nodes.back() != n;
 }
@@ -27,10 +114,17 @@ const AttentionSite* PlanLowering::AttentionEndingAt(int n) const {
   return &attention_[site];
 }
 
+const FusedResidual* PlanLowering::ResidualInto(int n) const {
+  return residual_into_[n].residual >= 0 ? &residual_into_[n] : nullptr;
+}
+
 absl::StatusOr<LoweredNode> PlanLowering::Lower(int n, bool allow_view,
                                                 LoweringOptions options) const {
   if (const AttentionSite* site = AttentionEndingAt(n))
     return LowerAttention(*site, options);
+  if (norm_of_add_[n] >= 0) return LoweredNode{};  // its LayerNorm adds it
+  if (const FusedResidual* fused = ResidualInto(n))
+    return LowerResidualLayerNorm(plan_, plan_.nodes[n], *fused, options);
   return LowerDeviceNode(plan_, plan_.nodes[n], allow_view, options);
 }
 

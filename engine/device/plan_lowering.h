@@ -1,13 +1,23 @@
 // PlanLowering: which device steps stand for which nodes of one plan. Each
-// node lowers on its own (LowerDeviceNode), except the nodes of a fused
-// attention (attention_pattern.h): they lower together, as one
-// DeviceKernels::Attention step, at the site's last node, and the others
-// run nothing. Shared by GraphProgram (which binds the steps) and
-// DescribeDevicePlan (which reports them), so both see the same plan.
-// Immutable after construction; `plan` must outlive it.
+// node lowers on its own (LowerDeviceNode), except:
+//   - the nodes of a fused attention (attention_pattern.h): they lower
+//     together, as one DeviceKernels::Attention step, at the site's last
+//     node, and the others run nothing;
+//   - a residual Add whose result a LayerNormalization over the last axis
+//     reads (a transformer's residual + LayerNorm, the embedding sum +
+//     LayerNorm): the LayerNorm's step adds it (LowerResidualLayerNorm).
+//     The Add then runs nothing; it is skipped when the LayerNorm is its
+//     result's only reader, else it keeps its result's memory, which the
+//     LayerNorm writes (its other readers come after the LayerNorm).
+//     One operand has the result's shape; the other too, or it repeats
+//     over the leading axes (a position embedding [1, S, E]).
+// Shared by GraphProgram (which binds the steps) and DescribeDevicePlan
+// (which reports them), so both see the same plan. Immutable after
+// construction; `plan` must outlive it.
 #ifndef COALESCE_ENGINE_DEVICE_PLAN_LOWERING_H_
 #define COALESCE_ENGINE_DEVICE_PLAN_LOWERING_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,15 +42,25 @@ class PlanLowering {
   // The fused attention whose last node is n, or null.
   const AttentionSite* AttentionEndingAt(int n) const;
 
-  // The steps of node n (REQUIRES: !Skips(n)): LowerDeviceNode's, or the
-  // fused attention's at its last node.
+  // The residual Add fused into LayerNormalization node n, or null.
+  const FusedResidual* ResidualInto(int n) const;
+
+  // The steps of node n (REQUIRES: !Skips(n)): LowerDeviceNode's, the
+  // fused attention's at its last node, the residual LayerNorm's, or none
+  // for an Add fused into its LayerNorm.
   absl::StatusOr<LoweredNode> Lower(int n, bool allow_view,
                                     LoweringOptions options) const;
 
  private:
+  void FindResidualNorms();
+  std::optional<FusedResidual> MatchResidual(int norm, int* add) const;
+
   const NeutralPlan& plan_;
   std::vector<AttentionSite> attention_;
   std::vector<int> site_of_node_;  // by node: index in attention_, or -1
+  // By LayerNormalization node: the Add fused into it (residual >= 0).
+  std::vector<FusedResidual> residual_into_;
+  std::vector<int> norm_of_add_;  // by Add node: its LayerNorm, or -1
 };
 
 }  // namespace coalesce

@@ -285,11 +285,17 @@ class SimulatedKernels : public DeviceKernels {
 
   absl::Status LayerNorm(DeviceStream& stream,
                          const LayerNormArgs& a) override {
+    if (absl::Status s = CheckLayerNorm(a); !s.ok()) return s;
     std::vector<Region> reads = {Elements(a.x, a.rows * a.cols),
                                  Floats(a.scale, a.cols)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.cols));
-    return Launch(stream, "layer_norm", std::move(reads),
-                  {Elements(a.y, a.rows * a.cols)}, [a] { RunLayerNorm(a); });
+    std::vector<Region> writes = {Elements(a.y, a.rows * a.cols)};
+    if (a.residual.data != nullptr)
+      reads.push_back(Elements(a.residual, a.residual_rows * a.cols));
+    if (a.sum.data != nullptr)
+      writes.push_back(Elements(a.sum, a.rows * a.cols));
+    return Launch(stream, "layer_norm", std::move(reads), std::move(writes),
+                  [a] { RunLayerNorm(a); });
   }
 
   absl::Status Gather(DeviceStream& stream, const GatherArgs& a) override {
@@ -612,6 +618,14 @@ class SimulatedKernels : public DeviceKernels {
     std::vector<float> in(static_cast<size_t>(a.cols));
     for (int64_t r = 0; r < a.rows; ++r) {
       for (int64_t c = 0; c < a.cols; ++c) in[c] = Load(a.x, r * a.cols + c);
+      if (a.residual.data != nullptr) {
+        const int64_t from = (r % a.residual_rows) * a.cols;
+        for (int64_t c = 0; c < a.cols; ++c) {
+          in[c] = kc::RoundSum(in[c] + Load(a.residual, from + c),
+                               a.sum.type == DeviceFloat::kHalf);
+          if (a.sum.data != nullptr) Store(a.sum, r * a.cols + c, in[c]);
+        }
+      }
       kc::MeanM2 row = kc::EmptyMeanM2();
       for (int64_t c = 0; c < a.cols; ++c) row = kc::AddValue(row, in[c]);
       const float inv = kc::InvStdDev(row, a.epsilon);

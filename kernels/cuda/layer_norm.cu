@@ -6,48 +6,107 @@ namespace coalesce::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;  // a power of two: the tree reduction halves it
+constexpr int kCached = static_cast<int>(kLayerNormCachedCols / kThreads);
 
-// X and Y: float, or uint16_t for float16 bits (float_storage.h). x and y
-// may be the same array (no __restrict__ on them): each element is read
-// before it is written, by the thread that writes it, after the whole row
-// was read for the statistics.
-template <typename X, typename Y>
-__global__ void LayerNormKernel(const X* x, const float* __restrict__ scale,
+// One row's s = x (+ residual, rounded as the sum is stored).
+template <typename X, typename R>
+struct RowSource {
+  const X* x;
+  const R* residual;  // this row's residual row, or null
+  bool sum_half;
+  __device__ float operator()(int64_t j) const {
+    const float v = ToFloat(x[j]);
+    if (residual == nullptr) return v;
+    return RoundSum(v + ToFloat(residual[j]), sum_half);
+  }
+};
+
+__device__ void StoreSum(void* sum, bool half, int64_t i, float v) {
+  if (half) {
+    static_cast<uint16_t*>(sum)[i] = FloatToHalfBits(v);
+  } else {
+    static_cast<float*>(sum)[i] = v;
+  }
+}
+
+// X, R and Y: float, or uint16_t for float16 bits (float_storage.h). Without
+// a residual x and y may be the same array (no __restrict__ on them): each
+// element is read before it is written, by the thread that writes it,
+// after the whole row was read for the statistics.
+template <typename X, typename R, typename Y>
+__global__ void LayerNormKernel(const X* x, const R* residual,
+                                int64_t residual_rows, void* sum, bool sum_half,
+                                const float* __restrict__ scale,
                                 const float* __restrict__ bias, Y* y,
                                 int64_t cols, float epsilon) {
-  const X* row_in = x + blockIdx.x * cols;
-  Y* row_out = y + blockIdx.x * cols;
+  const int64_t row = blockIdx.x;
+  const RowSource<X, R> source{
+      x + row * cols,
+      residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
+      sum_half};
+  void* row_sum = nullptr;
+  if (sum != nullptr)
+    row_sum = static_cast<char*>(sum) + row * cols * (sum_half ? 2 : 4);
+  Y* row_out = y + row * cols;
+  float cached[kCached];
   MeanM2 part = EmptyMeanM2();
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    part = AddValue(part, ToFloat(row_in[j]));
+#pragma unroll
+  for (int k = 0; k < kCached; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kThreads;
+    if (j < cols) {
+      cached[k] = source(j);
+      part = AddValue(part, cached[k]);
+      if (row_sum != nullptr) StoreSum(row_sum, sum_half, j, cached[k]);
+    }
   }
-  const MeanM2 row = BlockReduce<kThreads>(
+  for (int64_t j = threadIdx.x + kLayerNormCachedCols; j < cols;
+       j += kThreads) {
+    const float v = source(j);
+    part = AddValue(part, v);
+    if (row_sum != nullptr) StoreSum(row_sum, sum_half, j, v);
+  }
+  const MeanM2 stats = BlockReduce<kThreads>(
       part, [](MeanM2 a, MeanM2 b) { return Combine(a, b); });
-  const float mean = row.mean;
-  const float inv_std = InvStdDev(row, epsilon);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    row_out[j] =
-        FromFloat<Y>(LayerNormValue(ToFloat(row_in[j]), mean, inv_std, scale[j],
-                                    bias != nullptr ? bias[j] : 0.0f));
+  const float mean = stats.mean;
+  const float inv_std = InvStdDev(stats, epsilon);
+  auto store = [&](int64_t j, float v) {
+    row_out[j] = FromFloat<Y>(LayerNormValue(v, mean, inv_std, scale[j],
+                                             bias != nullptr ? bias[j] : 0.0f));
+  };
+#pragma unroll
+  for (int k = 0; k < kCached; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kThreads;
+    if (j < cols) store(j, cached[k]);
   }
+  for (int64_t j = threadIdx.x + kLayerNormCachedCols; j < cols; j += kThreads)
+    store(j, source(j));
 }
 
 }  // namespace
 
-cudaError_t LaunchLayerNorm(FloatSource x, const float* scale,
-                            const float* bias, FloatTarget y, int64_t rows,
-                            int64_t cols, float epsilon, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
-  if (rows > 2147483647) return cudaErrorInvalidConfiguration;
-  return WithFloatType(x.storage, [&](auto x_tag) {
-    return WithFloatType(y.storage, [&](auto y_tag) {
-      using X = decltype(x_tag);
-      using Y = decltype(y_tag);
-      LayerNormKernel<X, Y>
-          <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-              static_cast<const X*>(x.data), scale, bias,
-              static_cast<Y*>(y.data), cols, epsilon);
-      return cudaGetLastError();
+cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
+  if (a.rows == 0 || a.cols == 0) return cudaSuccess;
+  if (a.rows > 2147483647) return cudaErrorInvalidConfiguration;
+  const bool has_residual = a.residual.data != nullptr;
+  if (has_residual && (a.residual_rows <= 0 || a.rows % a.residual_rows != 0))
+    return cudaErrorInvalidValue;
+  const FloatStorage residual_storage =
+      has_residual ? a.residual.storage : a.x.storage;
+  const bool sum_half = a.sum.storage == FloatStorage::kHalf;
+  return WithFloatType(a.x.storage, [&](auto x_tag) {
+    return WithFloatType(residual_storage, [&](auto r_tag) {
+      return WithFloatType(a.y.storage, [&](auto y_tag) {
+        using X = decltype(x_tag);
+        using R = decltype(r_tag);
+        using Y = decltype(y_tag);
+        LayerNormKernel<X, R, Y>
+            <<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(
+                static_cast<const X*>(a.x.data),
+                static_cast<const R*>(a.residual.data), a.residual_rows,
+                a.sum.data, sum_half, a.scale, a.bias,
+                static_cast<Y*>(a.y.data), a.cols, a.epsilon);
+        return cudaGetLastError();
+      });
     });
   });
 }

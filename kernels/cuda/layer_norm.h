@@ -1,11 +1,17 @@
 // CUDA LayerNormalization over the last axis of a [rows, cols] tensor:
-// y = (x - mean) / sqrt(var + epsilon) * scale + bias, with scale and bias
-// float32 of cols elements (bias may be null). x and y are float32 or
-// float16 each (float_storage.h): the statistics and the affine map are
-// float32 whatever their storage, y rounded once to nearest even. One block
-// per row; the math is in layer_norm_math.h. y may be x (same storage),
-// never another part of it. Enqueues one kernel and returns the launch's
-// error.
+// y = (s - mean) / sqrt(var + epsilon) * scale + bias, where s is x, or,
+// with a fused residual (the Add before a transformer's LayerNorm),
+// x + residual rounded as the Add would store it (sum's storage), written
+// to sum when sum.data is set. The residual is [residual_rows, cols],
+// repeated over x's rows. scale and bias are float32 of cols elements (bias
+// may be null). x, residual, y and sum are float32 or float16 each
+// (float_storage.h): the statistics and the affine map are float32
+// whatever their storage, y rounded once to nearest even. One block per
+// row; each thread keeps its first elements of s in registers, so a row of
+// up to kLayerNormCachedCols is read once; the math is in
+// layer_norm_math.h. Without a residual y may be x (same storage), never
+// another part of it; with one, y and sum overlap no input. Enqueues one
+// kernel and returns the launch's error.
 #ifndef COALESCE_KERNELS_CUDA_LAYER_NORM_H_
 #define COALESCE_KERNELS_CUDA_LAYER_NORM_H_
 
@@ -16,9 +22,21 @@
 
 namespace coalesce::kernels::cuda {
 
-cudaError_t LaunchLayerNorm(FloatSource x, const float* scale,
-                            const float* bias, FloatTarget y, int64_t rows,
-                            int64_t cols, float epsilon, cudaStream_t stream);
+inline constexpr int64_t kLayerNormCachedCols = 2048;
+
+struct LayerNormLaunch {
+  FloatSource x;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  FloatTarget y;
+  int64_t rows = 0, cols = 0;
+  float epsilon = 1e-5f;
+  FloatSource residual;  // data null: none
+  int64_t residual_rows = 0;
+  FloatTarget sum;  // storage: how s is rounded; data null: not written
+};
+
+cudaError_t LaunchLayerNorm(const LayerNormLaunch& args, cudaStream_t stream);
 
 }  // namespace coalesce::kernels::cuda
 

@@ -1,7 +1,8 @@
 // The math of the CUDA LayerNormalization kernel (layer_norm.cu): a row's
 // mean and sum of squared deviations, accumulated per thread and combined
 // in any order (Chan et al.'s parallel update, numerically stable where
-// E[x^2] - E[x]^2 is not), and one normalized element. Statistics stay in
+// E[x^2] - E[x]^2 is not), a fused residual's rounded sum, and one
+// normalized element. Statistics stay in
 // float32 whatever the tensor type. Host and device; unit-tested on the
 // host (cuda_math_test.cc).
 #ifndef COALESCE_KERNELS_CUDA_LAYER_NORM_MATH_H_
@@ -9,6 +10,7 @@
 
 #include <math.h>
 
+#include "kernels/cuda/half_math.h"
 #include "kernels/cuda/host_device.h"
 
 namespace coalesce::kernels::cuda {
@@ -44,6 +46,12 @@ COALESCE_HD MeanM2 Combine(MeanM2 a, MeanM2 b) {
 // ONNX LayerNormalization defines it).
 COALESCE_HD float InvStdDev(MeanM2 row, float epsilon) {
   return 1.0f / sqrtf(row.m2 / row.count + epsilon);
+}
+
+// A fused residual's sum as its Add would store it: float32, or rounded
+// to float16 (to nearest even) and back when the Add's result is float16.
+COALESCE_HD float RoundSum(float value, bool half) {
+  return half ? HalfBitsToFloat(FloatToHalfBits(value)) : value;
 }
 
 // One output element: (x - mean) * inv_std * scale + bias.

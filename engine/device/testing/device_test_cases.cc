@@ -423,6 +423,43 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
                      {{{2, 5, 300}}, {{1, 5, 300}}},
                      1e-5f});
   }
+  // A residual Add fused into its LayerNorm (plan_lowering.h): the sum s
+  // read again after the LayerNorm (the LayerNorm writes it too), over
+  // 300 columns and over 2100 (past the CUDA kernel's register cache); and
+  // a position embedding [1, 5, 64] repeated over the batch, whose sum
+  // nothing else reads (the Add runs nowhere).
+  for (const int64_t cols : {300, 2100}) {
+    OnnxModelBuilder b(17);
+    b.Input("x", {-1, 5, cols}).Input("r", {-1, 5, cols});
+    b.FloatInitializer("scale", {cols}, RandomFloats(cols, 24));
+    b.FloatInitializer("bias", {cols}, RandomFloats(cols, 25));
+    b.Node("Add", {"x", "r"}, {"s"});
+    SetFloatAttr(b.Node("LayerNormalization", {"s", "scale", "bias"}, {"n"}),
+                 "epsilon", 1e-5f);
+    b.Node("Add", {"s", "n"}, {"y"});
+    b.Output("y");
+    cases.push_back(
+        {cols == 300 ? "residual_layer_norm" : "residual_layer_norm_wide",
+         std::move(b),
+         true,
+         {{{2, 5, cols}, {2, 5, cols}}, {{1, 5, cols}, {1, 5, cols}}},
+         1e-5f});
+  }
+  {
+    OnnxModelBuilder b(17);
+    b.Input("x", {-1, 5, 64});
+    b.FloatInitializer("position", {1, 5, 64}, RandomFloats(320, 26));
+    b.FloatInitializer("scale", {64}, RandomFloats(64, 27));
+    b.Node("Add", {"x", "position"}, {"s"});
+    SetFloatAttr(b.Node("LayerNormalization", {"s", "scale"}, {"y"}), "epsilon",
+                 1e-5f);
+    b.Output("y");
+    cases.push_back({"embedding_layer_norm",
+                     std::move(b),
+                     true,
+                     {{{3, 5, 64}}, {{1, 5, 64}}},
+                     1e-5f});
+  }
   {
     // An embedding lookup: a constant table by int64 token ids.
     OnnxModelBuilder b(13);
