@@ -1,5 +1,6 @@
 #include "engine/device/simulated_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -16,13 +17,27 @@ int64_t At(const std::array<int64_t, 4>& s, int64_t b, int64_t h, int64_t r,
   return b * s[0] + h * s[1] + r * s[2] + c * s[3];
 }
 
-// Row i of head (b, h): its weights exp(score - max) in w (kv_len), rounded
-// to float16 for float16 operands as the CUDA kernel rounds them before the
-// second product, and their sum (0 when every score is -inf).
+// How many keys row i of head (b, h) visits (attention_math.h's
+// RowKeyEnd, on the mask as stored).
+int64_t KeyEnd(const AttentionArgs& a, int64_t b, int64_t h, int64_t i) {
+  if (a.mask.data == nullptr) return a.kv_len;
+  for (int64_t j = a.kv_len; j-- > 0;) {
+    if (!kc::IsMaskedKey(Load(a.mask, At(a.mask_strides, b, h, i, j))))
+      return j + 1;
+  }
+  return a.kv_len;
+}
+
+// Row i of head (b, h): its weights exp(score - max) in w (kv_len; 0 past
+// the keys the row visits), rounded to float16 for float16 operands as the
+// CUDA kernel rounds them before the second product, and their sum (0 when
+// every score is -inf).
 float Weights(const AttentionArgs& a, int64_t b, int64_t h, int64_t i,
               std::vector<float>& w) {
   float max = -INFINITY;
-  for (int64_t j = 0; j < a.kv_len; ++j) {
+  const int64_t end = KeyEnd(a, b, h, i);
+  std::fill(w.begin() + end, w.end(), -INFINITY);
+  for (int64_t j = 0; j < end; ++j) {
     float dot = 0.0f;
     for (int64_t d = 0; d < a.head_dim; ++d)
       dot += Load(a.q, At(a.q_strides, b, h, i, d)) *

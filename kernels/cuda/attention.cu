@@ -13,7 +13,8 @@
 // rows, keeps their running softmax (attention_math.h) in registers and
 // their output accumulator in shared memory, and the block walks the keys
 // and values in tiles it stages in shared memory (flash attention 2's
-// loop). Per key tile: the block loads K, V (and the mask, into the score
+// loop), up to the last key the tile's rows do not mask (padding-aware:
+// TileKeyEnd). Per key tile: the block loads K, V (and the mask, into the score
 // tile); each warp computes its rows' scores, two lanes a row update the
 // running max and sum and write the weights over the scores, and the warp
 // rescales its accumulator and adds weights . V. Float16 operands go
@@ -419,7 +420,52 @@ __device__ void WriteRows(const float* o, const float* row_sum, Y* out,
   }
 }
 
-// One block's query tile of one (batch, head): every key tile, then out.
+// The keys a query tile visits (attention_math.h's RowKeyEnd over its
+// rows): the largest row end, or kv_len when some row has no unmasked key.
+// A warp a row, 32 keys a step from the last key down; one row when the
+// mask is broadcast over the queries (row stride 0). Block-wide; scratch:
+// two ints of shared memory nothing else uses meanwhile.
+template <int kRowsQ, int kThreads, typename M>
+__device__ int64_t TileKeyEnd(const M* __restrict__ mask,
+                              const AttentionStrides& strides, int64_t i0,
+                              int64_t q_len, int64_t kv_len, int* scratch) {
+  constexpr int kWarps = kThreads / 32;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    scratch[0] = 0;  // the largest row end
+    scratch[1] = 0;  // 1: a row has no unmasked key
+  }
+  __syncthreads();
+  int64_t rows = q_len - i0 < kRowsQ ? q_len - i0 : kRowsQ;
+  if (strides.row == 0) rows = 1;
+  for (int64_t r = warp; r < rows; r += kWarps) {
+    const M* row = mask + (i0 + r) * strides.row;
+    int64_t end = 0;
+    for (int64_t top = kv_len; top > 0 && end == 0; top -= 32) {
+      const int64_t j = top - 1 - lane;
+      const bool visible =
+          j >= 0 && !IsMaskedKey(ToFloat(row[j * strides.col]));
+      const unsigned ballot = __ballot_sync(kFullWarp, visible);
+      // The lowest lane set holds the highest visible key.
+      if (ballot != 0) end = top - (__ffs(ballot) - 1);
+    }
+    if (lane == 0) {
+      if (end == 0) {
+        atomicExch(&scratch[1], 1);
+      } else {
+        atomicMax(&scratch[0], static_cast<int>(end));
+      }
+    }
+  }
+  __syncthreads();
+  const int64_t key_end = scratch[1] != 0 ? kv_len : scratch[0];
+  __syncthreads();  // every thread read scratch before it is reused
+  return key_end;
+}
+
+// One block's query tile of one (batch, head): every key tile up to the
+// tile's key end (padded keys skipped, TileKeyEnd), then out.
 template <typename T, typename M, typename Y, int kD>
 __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
                                 const AttentionBlock& at,
@@ -443,20 +489,26 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
   float* o = sh.o + warp * kWarpRows * Tl::kLdO;
   for (int item = lane; item < kWarpRows * Tl::kLdO; item += 32) o[item] = 0.0f;
   RunningSoftmax row = EmptyMaxSum();
-  for (int64_t j0 = 0; j0 < n.kv_len; j0 += Tl::kRowsK) {
+  // The final sums' region is free until the loop ends.
+  const int64_t kv_end = mask == nullptr
+                             ? n.kv_len
+                             : TileKeyEnd<Tl::kRowsQ, Tl::kThreads>(
+                                   mask, p.mask_strides, i0, n.q_len, n.kv_len,
+                                   reinterpret_cast<int*>(sh.sum));
+  for (int64_t j0 = 0; j0 < kv_end; j0 += Tl::kRowsK) {
     __syncthreads();  // the last tile's K, V and scores are used up
     LoadRows<Tl::kRowsK, kD, Tl::kLdK, Tl::kThreads>(
-        k, p.k_strides.row, j0, n.kv_len, head_dim, p.vector_k, sh.k);
+        k, p.k_strides.row, j0, kv_end, head_dim, p.vector_k, sh.k);
     LoadRows<Tl::kRowsK, kD, Tl::kLdV, Tl::kThreads>(
-        v, p.v_strides.row, j0, n.kv_len, head_dim, p.vector_v, sh.v);
+        v, p.v_strides.row, j0, kv_end, head_dim, p.vector_v, sh.v);
     if (mask != nullptr) {
       LoadMask<Tl::kRowsQ, Tl::kRowsK, Tl::kLdS, Tl::kThreads>(
-          mask, p.mask_strides, i0, j0, n.q_len, n.kv_len, sh.s);
+          mask, p.mask_strides, i0, j0, n.q_len, kv_end, sh.s);
     }
     __syncthreads();
     if (warp_has_rows) {
-      const int keys = static_cast<int>(
-          n.kv_len - j0 < Tl::kRowsK ? n.kv_len - j0 : Tl::kRowsK);
+      const int keys =
+          static_cast<int>(kv_end - j0 < Tl::kRowsK ? kv_end - j0 : Tl::kRowsK);
       row = WarpTile<T, kD>(sh, warp, keys, head_dim, p.scale, mask != nullptr,
                             row);
     }

@@ -1,7 +1,8 @@
 // The math of the CUDA fused attention kernel (attention.cu): the online
 // softmax of one query row over tiles of keys (a running max and sum,
 // rescaled when the max grows, as flash attention keeps them), the final
-// normalization with the fully-masked-row rule, the kernel's tiling per
+// normalization with the fully-masked-row rule, the keys a row must visit
+// (padding-aware work), the kernel's tiling per
 // padded head dim, its block numbering and the check that picks 16-byte
 // row loads; and AttentionRowReference, one output row on plain float
 // arrays by the same steps, for tests. Host and device; unit-tested on the
@@ -198,15 +199,41 @@ COALESCE_HD float AttentionScore(const AttentionRowInput& in, int64_t j) {
   return in.scale * dot + mask;
 }
 
+// Padding-aware work. A mask value at or below kMaskedKey (the exporters'
+// padding: float32's lowest, -3.4e38, or -inf) gives its key a weight of
+// exactly 0 in float32 in every row that has a key above it, whose score
+// then bounds the max (exp of -1e30 and less underflows to 0), provided the
+// scores are finite. So a row visits only the keys up to its last unmasked
+// one: padded keys at the end of a sequence cost nothing, and neither do
+// the future keys of a causal mask. A row with no unmasked key visits all:
+// its weights depend on every key (uniform for a finite mask).
+inline constexpr float kMaskedKey = -1e30f;
+
+COALESCE_HD bool IsMaskedKey(float mask) { return mask <= kMaskedKey; }
+
+// How many keys a row visits: 1 + its last unmasked key; kv_len when every
+// key is masked. mask: kv_len values mask_stride apart.
+COALESCE_HD int64_t RowKeyEnd(const float* mask, int64_t mask_stride,
+                              int64_t kv_len) {
+  for (int64_t j = kv_len; j-- > 0;) {
+    if (!IsMaskedKey(mask[j * mask_stride])) return j + 1;
+  }
+  return kv_len;
+}
+
 // One output row (head_dim floats, `out` also the accumulator) as the
-// kernel computes it: keys in tiles of tile_k (> 0), each tile's max first,
-// then its weights against the new max; float32 throughout.
+// kernel computes it: keys up to RowKeyEnd in tiles of tile_k (> 0), each
+// tile's max first, then its weights against the new max; float32
+// throughout.
 COALESCE_HD void AttentionRowReference(const AttentionRowInput& in,
                                        int64_t tile_k, float* out) {
   for (int64_t d = 0; d < in.head_dim; ++d) out[d] = 0.0f;
   RunningSoftmax row = EmptyMaxSum();
-  for (int64_t j0 = 0; j0 < in.kv_len; j0 += tile_k) {
-    const int64_t j1 = j0 + tile_k < in.kv_len ? j0 + tile_k : in.kv_len;
+  const int64_t end = in.mask != nullptr
+                          ? RowKeyEnd(in.mask, in.mask_stride, in.kv_len)
+                          : in.kv_len;
+  for (int64_t j0 = 0; j0 < end; j0 += tile_k) {
+    const int64_t j1 = j0 + tile_k < end ? j0 + tile_k : end;
     float tile_max = -INFINITY;
     for (int64_t j = j0; j < j1; ++j) {
       tile_max = MaxScore(tile_max, AttentionScore(in, j));

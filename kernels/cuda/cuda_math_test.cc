@@ -1063,6 +1063,39 @@ TEST(CudaMathTest, AttentionOnlineSoftmaxMatchesTwoPass) {
   }
 }
 
+// Padding-aware work: the rule for the keys a row visits, and the row
+// computed over those keys only equal to the row over all of them (the
+// direct computation visits every key) for the exporters' padding values.
+TEST(CudaMathTest, AttentionSkipsPaddedKeysExactly) {
+  constexpr float kLowest = -3.4028235e38f;  // torch.finfo(float32).min
+  const std::vector<float> padded = {0.5f, -1.0f, 0.0f, kLowest, -INFINITY};
+  EXPECT_EQ(RowKeyEnd(padded.data(), 1, 5), 3);
+  EXPECT_EQ(RowKeyEnd(padded.data(), 1, 3), 3);
+  const std::vector<float> old_bert = {0.0f, -10000.0f};  // not skipped
+  EXPECT_EQ(RowKeyEnd(old_bert.data(), 1, 2), 2);
+  const std::vector<float> nan = {0.0f, NAN, kLowest};  // NaN is visited
+  EXPECT_EQ(RowKeyEnd(nan.data(), 1, 3), 2);
+  const std::vector<float> all = {kLowest, kLowest, -INFINITY};
+  EXPECT_EQ(RowKeyEnd(all.data(), 1, 3), 3);  // nothing to skip by
+  EXPECT_EQ(RowKeyEnd(all.data(), 0, 3), 3);  // a broadcast value
+  std::mt19937 rng(31);
+  for (int64_t length : {1, 9, 40, 64}) {
+    for (float pad : {kLowest, -INFINITY}) {
+      AttentionRowData row = RandomAttentionRow(64, 16, rng);
+      row.mask.assign(64, 0.0f);
+      for (int64_t j = length; j < 64; ++j) row.mask[j] = pad;
+      for (int64_t tile : {1, 16, 64}) {
+        ExpectAttentionRowMatches(row.Input(4.0f, false), tile,
+                                  "length " + std::to_string(length));
+      }
+    }
+  }
+  // Every key masked by the finite lowest: uniform weights over all keys.
+  AttentionRowData row = RandomAttentionRow(10, 4, rng);
+  row.mask.assign(10, kLowest);
+  ExpectAttentionRowMatches(row.Input(1.0f, false), 4, "all masked");
+}
+
 TEST(CudaMathTest, AttentionRescalesWhenTheMaxGrows) {
   // Scores given by the mask alone (scale 0): rising, the max grows with
   // every tile (each rescales what came before by exp(-3 * tile) or less);

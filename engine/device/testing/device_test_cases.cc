@@ -323,6 +323,43 @@ void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
                      {shapes},
                      1e-5f});
   }
+  // Hugging Face's padding mask, (1 - keep) * float32's lowest over [batch,
+  // 1, 1, 70] keys (more than one key tile): the fused attention skips the
+  // keys after each sequence's last kept one (attention_math.h, RowKeyEnd),
+  // exactly.
+  constexpr int64_t kLong = 70;
+  OnnxModelBuilder b(17);
+  for (const char* x : {"q", "k", "v"}) b.Input(x, {-1, kLong, kE});
+  b.Input("keep", {-1, kLong}, onnx::TensorProto::BOOL);
+  b.Int64Initializer("split", {4}, {0, kLong, kH, kD});
+  b.Int64Initializer("merge", {3}, {0, kLong, kE});
+  b.Int64Initializer("keep4", {4}, {-1, 1, 1, kLong});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("lowest", {}, {-3.4028235e38f});
+  b.FloatInitializer("root_d", {}, {2.828427f});
+  auto heads = [&](const std::string& x, const std::vector<int64_t>& perm) {
+    b.Node("Reshape", {x, "split"}, {x + "4"});
+    SetIntsAttr(b.Node("Transpose", {x + "4"}, {x + "h"}), "perm", perm);
+    return x + "h";
+  };
+  b.Node("Reshape", {"keep", "keep4"}, {"keep_b"});
+  SetIntAttr(b.Node("Cast", {"keep_b"}, {"keep_f"}), "to",
+             onnx::TensorProto::FLOAT);
+  b.Node("Sub", {"one", "keep_f"}, {"drop"});
+  b.Node("Mul", {"drop", "lowest"}, {"mask"});
+  b.Node("MatMul", {heads("q", {0, 2, 1, 3}), heads("k", {0, 2, 3, 1})},
+         {"qk"});
+  b.Node("Div", {"qk", "root_d"}, {"qs"});
+  b.Node("Add", {"qs", "mask"}, {"s"});
+  SetIntAttr(b.Node("Softmax", {"s"}, {"p"}), "axis", -1);
+  b.Node("MatMul", {"p", heads("v", {0, 2, 1, 3})}, {"o"});
+  SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm", {0, 2, 1, 3});
+  b.Node("Reshape", {"ot", "merge"}, {"y"});
+  b.Output("y");
+  std::vector<Shape> shapes(3, Shape{3, kLong, kE});
+  shapes.push_back({3, kLong});
+  cases.push_back(
+      {"attention_padding_mask", std::move(b), true, {shapes}, 1e-5f});
 }
 
 // Expand of a batched input along a middle axis and to a higher rank; and
