@@ -114,6 +114,14 @@ int FakeExecutorInstance::pending_batches() const {
 
 int FakeExecutorInstance::num_slots() const { return options_.num_slots; }
 
+std::vector<int64_t> FakeExecutorInstance::PreparedBatchSizes(
+    int64_t max_batch_size) const {
+  std::vector<int64_t> sizes;
+  for (int64_t b : options_.prepared_batch_sizes)
+    if (b <= max_batch_size) sizes.push_back(b);
+  return sizes;
+}
+
 BatchSlot* FakeExecutorInstance::slot(int index) { return slots_[index].get(); }
 
 std::shared_ptr<Event> FakeExecutorInstance::CopyIn(BatchSlot* batch_slot) {

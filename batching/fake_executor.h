@@ -46,6 +46,8 @@ class FakeExecutorInstance : public ExecutorInstance {
     bool auto_complete = false;      // Complete each batch inside CopyOut.
     std::vector<TensorSpec> inputs;  // Full-shape dtypes for buffer sizes.
     StepTimings timings;             // Reported for every batch.
+    // PreparedBatchSizes's answer (those up to max_batch_size).
+    std::vector<int64_t> prepared_batch_sizes;
   };
 
   explicit FakeExecutorInstance(Options options);
@@ -70,6 +72,8 @@ class FakeExecutorInstance : public ExecutorInstance {
   void CompleteNextBatch(absl::Status run_status = absl::OkStatus());
 
   int num_slots() const override;
+  std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const override;
   BatchSlot* slot(int index) override;
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override;
   std::shared_ptr<Event> Run(BatchSlot* slot) override;

@@ -110,6 +110,18 @@ class ExecutorInstance {
     Run(slot);
     return CopyOut(slot);
   }
+
+  // The batch sizes (each <= max_batch_size) whose first batches prepare
+  // what later batches of that size reuse: a device program binds a plan
+  // (uploads, arena) at a size's first batch and captures its graph at the
+  // second. The server runs each of them twice at load, before the model
+  // is ready (server/model_warmup.h), so that no request pays for it.
+  // Empty (the default): nothing worth preparing ahead (the CPU executor's
+  // per-shape plans cost far less than a batch).
+  virtual std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const {
+    return {};
+  }
 };
 
 }  // namespace coalesce

@@ -86,6 +86,10 @@ class ReshapeInstance : public ExecutorInstance {
   }
 
   int num_slots() const override { return inner_->num_slots(); }
+  std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const override {
+    return inner_->PreparedBatchSizes(max_batch_size);
+  }
   BatchSlot* slot(int index) override { return slots_[index].get(); }
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override {
     return inner_->CopyIn(Inner(slot));

@@ -1,6 +1,7 @@
 #include "server/served_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "server/executor_factory.h"
 #include "server/executor_options_from_config.h"
 #include "server/model_config_completion.h"
+#include "server/model_warmup.h"
 #include "server/reshape_instance.h"
 #include "server/resource_limits.h"
 #include "server/scheduler_options_from_config.h"
@@ -26,7 +28,6 @@ void WarnIgnoredSettings(const inference::ModelConfig& config) {
     spdlog::warn("model '{}': {} is ignored by this server", config.name(),
                  what);
   };
-  if (config.model_warmup_size() > 0) warn("model_warmup");
   if (config.optimization().has_execution_accelerators()) {
     warn("optimization.execution_accelerators");
   }
@@ -96,7 +97,10 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   const auto path = model_dir / std::to_string(version) / filename;
   absl::StatusOr<ModelOptions> options = ModelOptionsFor(config);
   if (!options.ok()) return options.status();
+  using Seconds = std::chrono::duration<double>;
+  const auto start = std::chrono::steady_clock::now();
   auto model = Model::LoadFromFile(path.string(), *options);
+  const Seconds parse = std::chrono::steady_clock::now() - start;
   if (!model.ok()) {
     return absl::Status(model.status().code(),
                         absl::StrCat("version ", version, " (", filename,
@@ -114,6 +118,10 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   if (!labels.ok()) return labels.status();
   auto tuning = ModelTuningCache::Open(model_dir / std::to_string(version),
                                        config.name());
+  auto warmup =
+      WarmupBatchesFromConfig(config, (*model)->signature(), model_dir);
+  if (!warmup.ok()) return warmup.status();
+  const auto instances_start = std::chrono::steady_clock::now();
   auto instances = CreateExecutorInstances(*model, &config,
                                            {.tuning_cache = tuning->cache()});
   if (!instances.ok()) return instances.status();
@@ -121,6 +129,17 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   for (auto& instance : *instances) {
     instance = WithReshape(std::move(instance), reshape);
   }
+  const Seconds create = std::chrono::steady_clock::now() - instances_start;
+  // Before the batcher exists, so before the model can be ready.
+  absl::StatusOr<WarmupReport> warmed =
+      WarmUpInstances(config, (*model)->signature(), *warmup, *instances);
+  if (!warmed.ok()) return warmed.status();
+  spdlog::info(
+      "model '{}' version {}: parse and optimize {:.3f} s, {} instance(s) "
+      "created in {:.3f} s, warm-up {:.3f} s ({} batch(es) run; {} "
+      "model_warmup sample(s))",
+      config.name(), version, parse.count(), instances->size(), create.count(),
+      warmed->seconds, warmed->batches, warmup->size());
   SchedulerOptions scheduler =
       SchedulerOptionsFromConfig(config, (*model)->signature(), clock);
   std::optional<SequenceOptions> sequence;

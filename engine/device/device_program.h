@@ -40,6 +40,12 @@ class DeviceProgram {
                                const std::vector<Shape>& input_shapes,
                                const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs) = 0;
+
+  // ExecutorInstance::PreparedBatchSizes's, for this program.
+  virtual std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const {
+    return {};
+  }
 };
 
 }  // namespace coalesce

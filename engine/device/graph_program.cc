@@ -137,6 +137,24 @@ class GraphProgram : public DeviceProgram {
                        const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) override;
 
+  // With padded batches captured as graphs: one size per graph bucket
+  // (GraphBatchSize), the last one max_batch_size itself. Without padding
+  // every size has a plan of its own, too many to prepare: none.
+  std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const override {
+    std::vector<int64_t> sizes;
+    if (!options_.device_graphs || !options_.pad_batches || !batched_model_)
+      return sizes;
+    for (int64_t b = 1; b <= max_batch_size; b = GraphBatchSize(b + 1)) {
+      sizes.push_back(b);
+      if (GraphBatchSize(b + 1) > max_batch_size && b < max_batch_size) {
+        sizes.push_back(max_batch_size);
+        break;
+      }
+    }
+    return sizes;
+  }
+
  private:
   absl::StatusOr<std::shared_ptr<BoundPlan>> PlanFor(
       const std::vector<Shape>& input_shapes) const;

@@ -333,6 +333,27 @@ TEST_F(GraphProgramTest, PaddedBatchesShareOneGraphPerSize) {
   EXPECT_EQ(device_->graph_launches(), 4);
 }
 
+// What the server's warm-up runs (server/model_warmup.h): one batch size
+// per graph bucket up to max_batch_size, the last max_batch_size itself.
+// After each ran twice, a batch of any size up to the maximum replays a
+// captured graph: no binding or capture is left for requests.
+TEST_F(GraphProgramTest, PreparedBatchSizesCoverEveryBucket) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  EXPECT_THAT(executor_->PreparedBatchSizes(10),
+              ::testing::ElementsAre(1, 2, 3, 4, 6, 8, 10));
+  EXPECT_THAT(executor_->PreparedBatchSizes(8),
+              ::testing::ElementsAre(1, 2, 3, 4, 6, 8));
+  for (int64_t batch : executor_->PreparedBatchSizes(10)) {
+    for (int run = 0; run < 2; ++run)
+      ExpectMatchesCpu({RandomTensor({batch, 24})});
+  }
+  const int captured = device_->graphs_captured();
+  EXPECT_EQ(captured, 7);
+  for (int64_t batch : {5, 7, 9, 1, 10})
+    ExpectMatchesCpu({RandomTensor({batch, 24})});
+  EXPECT_EQ(device_->graphs_captured(), captured);
+}
+
 TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
   GraphProgramOptions options;
   options.pad_batches = false;
@@ -342,6 +363,7 @@ TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
     for (int64_t batch : {6, 5}) ExpectMatchesCpu({RandomTensor({batch, 24})});
   }
   EXPECT_EQ(device_->graphs_captured(), 2);
+  EXPECT_THAT(executor_->PreparedBatchSizes(10), ::testing::IsEmpty());
 }
 
 // Softmax over the whole batch (opset 11, axis 0) mixes rows, so padding

@@ -177,6 +177,10 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
 
   int num_slots() const override { return static_cast<int>(slots_.size()); }
   BatchSlot* slot(int index) override { return slots_[index].get(); }
+  std::vector<int64_t> PreparedBatchSizes(
+      int64_t max_batch_size) const override {
+    return program_->PreparedBatchSizes(max_batch_size);
+  }
 
   std::shared_ptr<Event> CopyIn(BatchSlot* batch_slot) override {
     absl::MutexLock lock(&enqueue_mu_);  // the program enqueues one at a time

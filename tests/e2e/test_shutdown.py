@@ -127,8 +127,11 @@ def test_a_hung_batch_does_not_hold_exit_past_the_timeout(start_server, tmp_path
     plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
     assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
     repo = tmp_path / "repo_hung"
+    # Graphs off: the instance then prepares no batch sizes at load
+    # (docs/server.md, "Warm-up at load"), so the held copy is the request's.
     gm.write_model(repo, "hung", gm.make_tiny_model(),
-                   tiny_config("hung").replace("kind: KIND_CPU", "kind: KIND_GPU"))
+                   tiny_config("hung").replace("kind: KIND_CPU", "kind: KIND_GPU")
+                   + 'parameters { key: "cuda_graphs" value: { string_value: "false" } }\n')
     marker = tmp_path / "device_hung"
     srv = start_server(repo, "--exit-timeout-secs", "1",
                        env={"COALESCE_DEVICE_PLUGIN": plugin,

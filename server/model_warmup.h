@@ -1,0 +1,77 @@
+// Model warm-up at load: what runs on every executor instance before the
+// model is ready, so that the first requests, and the first batch of every
+// size the batcher forms, take the steady-state path.
+//
+//   1. The config's model_warmup samples (Triton's fields), each `count`
+//      times (at least once): one batch of batch_size rows (a model without
+//      batching: one request as declared), every model input given, with
+//      zero data, random data or a file of model_dir/warmup/ (one row's
+//      bytes, repeated over the rows, or the whole batch's).
+//   2. Whatever the config says, each batch size whose first batches
+//      prepare state (ExecutorInstance::PreparedBatchSizes: a GPU
+//      instance's plan and captured graph per padded bucket), twice, with
+//      zero data, when every input's non-batch dims are fixed.
+//
+// Warm-up drives each instance's slot 0 by the executor protocol and waits
+// for each batch, on the calling thread (the loader), one instance after
+// another. A failing batch fails the load with the sample and the
+// instance named, as Triton fails it.
+#ifndef COALESCE_SERVER_MODEL_WARMUP_H_
+#define COALESCE_SERVER_MODEL_WARMUP_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/executor.h"
+#include "engine/shape.h"
+#include "engine/tensor_spec.h"
+#include "proto/model_config.pb.h"
+
+namespace coalesce {
+
+// One batch to run: full shapes (batch dimension included, the config's
+// dims) and bytes per model input, in the model's input order (BYTES
+// inputs serialized).
+struct WarmupBatch {
+  std::string name;  // for errors and logs
+  std::vector<Shape> shapes;
+  std::vector<std::string> data;
+  int runs = 1;
+};
+
+// The model_warmup samples of `config` (completed), as batches.
+// InvalidArgument naming the sample and the input for: a batch_size out of
+// range, an input that is not the model's or is missing, a data_type or
+// dims that disagree with the input's config, no data kind chosen, a data
+// file that cannot be read or whose size fits neither one row nor the
+// batch. `model_dir` holds the warmup/ folder.
+absl::StatusOr<std::vector<WarmupBatch>> WarmupBatchesFromConfig(
+    const inference::ModelConfig& config, const ModelSignature& signature,
+    const std::filesystem::path& model_dir);
+
+// The zero-data batches of PreparedBatchSizes(max_batch_size) for one
+// instance, each run twice; empty (with *why set) when some input has a
+// variable non-batch dim, or the model does not batch.
+std::vector<WarmupBatch> PreparedSizeBatches(
+    const inference::ModelConfig& config, const ModelSignature& signature,
+    const ExecutorInstance& instance, std::string* why);
+
+struct WarmupReport {
+  int batches = 0;  // batches run, over every instance
+  double seconds = 0;
+};
+
+// Runs `samples` and each instance's prepared sizes on every instance, in
+// order. The first failure, naming the batch and the instance.
+absl::StatusOr<WarmupReport> WarmUpInstances(
+    const inference::ModelConfig& config, const ModelSignature& signature,
+    const std::vector<WarmupBatch>& samples,
+    const std::vector<std::unique_ptr<ExecutorInstance>>& instances);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_SERVER_MODEL_WARMUP_H_
