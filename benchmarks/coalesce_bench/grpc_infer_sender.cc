@@ -1,7 +1,9 @@
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
 
 #include <climits>
+#include <memory>
 #include <utility>
+#include <vector>
 
 namespace coalesce::bench {
 
@@ -33,7 +35,14 @@ struct GrpcInferSender::Call {
 
 GrpcInferSender::GrpcInferSender(const Options& options,
                                  inference::ModelInferRequest request)
-    : timeout_(options.timeout), request_(std::move(request)) {
+    : GrpcInferSender(
+          options,
+          std::make_shared<const RequestPool>(
+              std::vector<inference::ModelInferRequest>{std::move(request)})) {}
+
+GrpcInferSender::GrpcInferSender(const Options& options,
+                                 std::shared_ptr<const RequestPool> pool)
+    : timeout_(options.timeout), pool_(std::move(pool)) {
   for (int i = 0; i < options.channels; ++i) {
     stubs_.push_back(inference::GRPCInferenceService::NewStub(
         CreateBenchChannel(options.url, i)));
@@ -45,7 +54,9 @@ void GrpcInferSender::Send(int lane, Done done) {
   call->done = std::move(done);
   call->context.set_deadline(std::chrono::system_clock::now() + timeout_);
   auto* stub = stubs_[static_cast<size_t>(lane) % stubs_.size()].get();
-  stub->async()->ModelInfer(&call->context, &request_, &call->response,
+  // The pool never changes and outlives the call (see the class comment).
+  const inference::ModelInferRequest* request = &pool_->Next();
+  stub->async()->ModelInfer(&call->context, request, &call->response,
                             [call](grpc::Status status) {
                               // The call (its context holds a reference to
                               // the channel) is gone before anyone hears of

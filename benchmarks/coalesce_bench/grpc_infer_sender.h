@@ -3,10 +3,12 @@
 //
 // Each channel is created with a distinct channel argument and a local
 // subchannel pool, so gRPC opens one TCP connection per channel instead of
-// sharing one subchannel among them. Lane i uses channel i % channels. The
-// sender owns a copy of the prepared request; completions run on gRPC's
-// callback threads. Thread-safe. Destroy it only after every started
-// request has completed (the load generators wait for that).
+// sharing one subchannel among them. Lane i uses channel i % channels. Each
+// Send takes the pool's next request (request_pool.h) and passes it to gRPC
+// without a copy: the sender holds the pool, which never changes, so the
+// request outlives the call. Completions run on gRPC's callback threads.
+// Thread-safe. Destroy it only after every started request has completed (the
+// load generators wait for that).
 #ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_GRPC_INFER_SENDER_H_
 #define COALESCE_BENCHMARKS_COALESCE_BENCH_GRPC_INFER_SENDER_H_
 
@@ -17,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "benchmarks/coalesce_bench/infer_sender.h"
+#include "benchmarks/coalesce_bench/request_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.grpc.pb.h"
 
@@ -41,6 +44,10 @@ class GrpcInferSender : public InferSender {
  public:
   using Options = GrpcSenderOptions;
 
+  // REQUIRES: pool != nullptr.
+  GrpcInferSender(const Options& options,
+                  std::shared_ptr<const RequestPool> pool);
+  // A pool of one request.
   GrpcInferSender(const Options& options, inference::ModelInferRequest request);
 
   void Send(int lane, Done done) override;
@@ -49,7 +56,7 @@ class GrpcInferSender : public InferSender {
   struct Call;
 
   const std::chrono::milliseconds timeout_;
-  const inference::ModelInferRequest request_;
+  const std::shared_ptr<const RequestPool> pool_;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
 };
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,8 +31,9 @@ class GrpcStreamInferSender::Stream
     : public grpc::ClientBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
-  explicit Stream(const inference::ModelInferRequest& request)
-      : request_(request) {}
+  // REQUIRES: `pool` outlives the stream.
+  explicit Stream(const RequestPool* pool)
+      : pool_(pool), vary_(pool->size() > 1), request_(pool->at(0)) {}
 
   void Start(inference::GRPCInferenceService::Stub* stub) {
     stub->async()->ModelStreamInfer(&context_, this);
@@ -46,7 +49,7 @@ class GrpcStreamInferSender::Stream
       absl::MutexLock lock(&mu_);
       if (!usable_) return false;
       pending_.emplace(id, Pending{std::move(*done), Now()});
-      to_write_.push_back(id);
+      to_write_.push_back({id, vary_ ? &pool_->Next() : nullptr});
       if (writing_) return true;
       writing_ = true;
       SetNextIdLocked();
@@ -185,13 +188,22 @@ class GrpcStreamInferSender::Stream
     Done done;
     SteadyTime sent;
   };
+  // A request waiting for its write: its id, and its variant (null when
+  // the pool has one request, already in request_).
+  struct ToWrite {
+    uint64_t id;
+    const inference::ModelInferRequest* variant;
+  };
 
   static SteadyTime Now() { return std::chrono::steady_clock::now(); }
 
-  // The next queued request goes out with its id.
+  // The next queued request goes out with its id (and its variant, when the
+  // pool has several). The previous write is done: request_ is free.
   void SetNextIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    request_.set_id(absl::StrCat(to_write_.front()));
+    const auto [id, variant] = to_write_.front();
     to_write_.pop_front();
+    if (variant != nullptr) request_ = *variant;
+    request_.set_id(absl::StrCat(id));
   }
 
   // After an operation issued from outside a reaction: releases the hold if
@@ -221,13 +233,16 @@ class GrpcStreamInferSender::Stream
     if (remove) RemoveHold();
   }
 
+  const RequestPool* const pool_;
+  const bool vary_;  // the pool has more than one request
   grpc::ClientContext context_;
-  inference::ModelInferRequest request_;  // its id is set before each write
+  // The request being written; its variant and id are set before each write.
+  inference::ModelInferRequest request_;
   inference::ModelStreamInferResponse response_;
 
   absl::Mutex mu_;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  std::deque<uint64_t> to_write_ ABSL_GUARDED_BY(mu_);
+  std::deque<ToWrite> to_write_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool usable_ ABSL_GUARDED_BY(mu_) = true;
@@ -241,7 +256,14 @@ class GrpcStreamInferSender::Stream
 
 GrpcStreamInferSender::GrpcStreamInferSender(
     const Options& options, inference::ModelInferRequest request)
-    : timeout_(options.timeout), request_(std::move(request)) {
+    : GrpcStreamInferSender(
+          options,
+          std::make_shared<const RequestPool>(
+              std::vector<inference::ModelInferRequest>{std::move(request)})) {}
+
+GrpcStreamInferSender::GrpcStreamInferSender(
+    const Options& options, std::shared_ptr<const RequestPool> pool)
+    : timeout_(options.timeout), pool_(std::move(pool)) {
   for (int i = 0; i < options.channels; ++i) {
     stubs_.push_back(inference::GRPCInferenceService::NewStub(
         CreateBenchChannel(options.url, i)));
@@ -287,7 +309,7 @@ std::shared_ptr<GrpcStreamInferSender::Stream> GrpcStreamInferSender::StreamFor(
                                   }),
                    retired_.end());
     if (stream != nullptr) retired_.push_back(std::move(stream));
-    stream = std::make_shared<Stream>(request_);
+    stream = std::make_shared<Stream>(pool_.get());
     stream->Start(stubs_[static_cast<size_t>(lane) % stubs_.size()].get());
   }
   return stream;

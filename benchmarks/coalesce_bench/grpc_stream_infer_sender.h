@@ -3,7 +3,8 @@
 //
 // Lane i has its own stream, opened on channel i % channels by the lane's
 // first request and kept open for the next ones. A stream carries any number
-// of requests in flight (open loop sends several per lane). Each request gets
+// of requests in flight (open loop sends several per lane). Each Send takes
+// the pool's next request (request_pool.h), round-robin; each request gets
 // a fresh id and its response is matched by the id the server echoes in
 // infer_response.id, so responses may arrive in any order; a response without
 // a known id answers the lane's oldest request.
@@ -13,6 +14,10 @@
 // its stream: every request on it fails with DEADLINE_EXCEEDED, and the lane's
 // next request opens a new stream. A stream the server ends fails its
 // requests with the stream's status (UNAVAILABLE if it ended OK).
+//
+// A stream writes one request at a time from its own copy, whose id it sets
+// before each write; with more than one variant in the pool, the request's
+// variant is copied in first (a pool of one is never copied again).
 //
 // Completions run on gRPC's callback threads. Thread-safe. Destroy it only
 // after every started request has completed; the destructor closes the
@@ -32,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
 #include "benchmarks/coalesce_bench/infer_sender.h"
+#include "benchmarks/coalesce_bench/request_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.grpc.pb.h"
 
@@ -41,6 +47,10 @@ class GrpcStreamInferSender : public InferSender {
  public:
   using Options = GrpcSenderOptions;
 
+  // REQUIRES: pool != nullptr.
+  GrpcStreamInferSender(const Options& options,
+                        std::shared_ptr<const RequestPool> pool);
+  // A pool of one request.
   GrpcStreamInferSender(const Options& options,
                         inference::ModelInferRequest request);
   ~GrpcStreamInferSender() override;
@@ -56,7 +66,7 @@ class GrpcStreamInferSender : public InferSender {
   void WatchDeadlines();
 
   const std::chrono::milliseconds timeout_;
-  const inference::ModelInferRequest request_;
+  const std::shared_ptr<const RequestPool> pool_;  // outlives the streams
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs_;
   std::atomic<uint64_t> next_id_{1};
 

@@ -9,10 +9,16 @@ absl::StatusOr<inference::ModelInferRequest> BuildInferRequest(
   request.set_model_version(contents.version);
   uint64_t seed = contents.seed;
   for (const TensorSpec& spec : contents.inputs) {
-    absl::StatusOr<std::string> data =
-        contents.input_data_dir.empty()
-            ? RandomTensorData(spec, seed++)
-            : ReadTensorFile(contents.input_data_dir, spec);
+    const uint64_t input_seed = seed++;
+    auto given = contents.given.find(spec.name);
+    absl::StatusOr<std::string> data;
+    if (given != contents.given.end()) {
+      data = given->second;
+    } else if (contents.input_data_dir.empty()) {
+      data = RandomTensorData(spec, input_seed);
+    } else {
+      data = ReadTensorFile(contents.input_data_dir, spec);
+    }
     if (!data.ok()) return data.status();
     auto* input = request.add_inputs();
     input->set_name(spec.name);

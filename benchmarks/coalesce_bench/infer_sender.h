@@ -1,7 +1,8 @@
 // InferSender: the seam between the load generators and the transport.
 //
-// A sender starts one inference request (always the same, prepared request)
-// and reports its completion through a callback. The gRPC implementation is
+// A sender starts one inference request (the next of its prepared requests,
+// round-robin: request_pool.h) and reports its completion through a
+// callback. The gRPC implementation is
 // GrpcInferSender (grpc_infer_sender.h); tests use a hand-stepped fake.
 // Implementations are thread-safe: Send may be called from any thread,
 // including from inside a completion callback.

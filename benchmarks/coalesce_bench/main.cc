@@ -28,6 +28,7 @@
 #include "benchmarks/coalesce_bench/options.h"
 #include "benchmarks/coalesce_bench/progress.h"
 #include "benchmarks/coalesce_bench/report.h"
+#include "benchmarks/coalesce_bench/request_pool.h"
 #include "benchmarks/coalesce_bench/svg_plot.h"
 #include "benchmarks/coalesce_bench/sweep.h"
 
@@ -98,8 +99,9 @@ absl::Status WriteOutputs(const BenchOptions& o, const RunInfo& run,
   return absl::OkStatus();
 }
 
-// The request every benchmark call sends, from the model's metadata/config.
-absl::StatusOr<inference::ModelInferRequest> PrepareRequest(
+// The requests the benchmark sends round-robin, from the model's
+// metadata/config; what they hold goes into *run for the report.
+absl::StatusOr<std::shared_ptr<const RequestPool>> PrepareRequests(
     const BenchOptions& o, ModelClient& control, RunInfo* run) {
   absl::StatusOr<ModelInfo> info =
       control.GetModelInfo(o.model, o.model_version);
@@ -112,8 +114,25 @@ absl::StatusOr<inference::ModelInferRequest> PrepareRequest(
   if (!inputs.ok()) return inputs.status();
   run->shapes = ShapesText(*inputs);
   run->batch_size = info->max_batch_size > 0 ? o.batch_size : 1;
-  return BuildInferRequest(
-      {o.model, o.model_version, *inputs, o.input_data_dir, o.seed});
+  PoolContents contents;
+  contents.request.model = o.model;
+  contents.request.version = o.model_version;
+  contents.request.inputs = *inputs;
+  contents.request.input_data_dir = o.input_data_dir;
+  contents.request.seed = o.seed;
+  contents.variants = o.request_variants;
+  contents.padding_mask = o.padding_mask;
+  absl::StatusOr<BuiltPool> built = BuildRequestPool(contents);
+  if (!built.ok()) return built.status();
+  run->request_variants = static_cast<int>(built->pool->size());
+  if (o.padding_mask.has_value()) {
+    run->padding_mask = o.padding_mask->text;
+    run->mask_seq_len = built->seq_len;
+    run->mask_min_length = built->min_length;
+    run->mask_max_length = built->max_length;
+    run->mask_mean_fill = built->mean_fill;
+  }
+  return built->pool;
 }
 
 // The statistics source of the sweep, or null (with a note) when the server
@@ -133,15 +152,15 @@ std::function<absl::StatusOr<ServerStatsSnapshot>()> ServerStatsSource(
 }
 
 std::unique_ptr<InferSender> CreateSender(
-    const BenchOptions& o, inference::ModelInferRequest request) {
+    const BenchOptions& o, std::shared_ptr<const RequestPool> pool) {
   if (o.streaming) {
     return std::make_unique<GrpcStreamInferSender>(
         GrpcStreamInferSender::Options{o.url, o.channels, o.request_timeout},
-        std::move(request));
+        std::move(pool));
   }
   return std::make_unique<GrpcInferSender>(
       GrpcInferSender::Options{o.url, o.channels, o.request_timeout},
-      std::move(request));
+      std::move(pool));
 }
 
 void PrintHeader(const BenchOptions& o, const RunInfo& run) {
@@ -153,7 +172,7 @@ void PrintHeader(const BenchOptions& o, const RunInfo& run) {
       "# coalesce-bench: model %s at %s, %s, inputs %s, %d channel(s)%s\n",
       o.model.c_str(), o.url.c_str(), mode.c_str(), run.shapes.c_str(),
       o.channels, o.streaming ? ", ModelStreamInfer" : "");
-  std::printf("%s", TableHeader(run).c_str());
+  std::printf("%s%s", RequestsHeader(run).c_str(), TableHeader(run).c_str());
   std::fflush(stdout);
 }
 
@@ -215,11 +234,18 @@ class MetricsReport {
 
 int Run(const BenchOptions& o) {
   ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
-  RunInfo run{o.model,    o.model_version, o.url, o.mode, o.arrival,       1,
-              o.channels, o.streaming,     "",    false,  AvailableCores()};
-  absl::StatusOr<inference::ModelInferRequest> request =
-      PrepareRequest(o, control, &run);
-  if (!request.ok()) return Fail(request.status());
+  RunInfo run;
+  run.model = o.model;
+  run.model_version = o.model_version;
+  run.url = o.url;
+  run.mode = o.mode;
+  run.arrival = o.arrival;
+  run.channels = o.channels;
+  run.streaming = o.streaming;
+  run.cores = AvailableCores();
+  absl::StatusOr<std::shared_ptr<const RequestPool>> requests =
+      PrepareRequests(o, control, &run);
+  if (!requests.ok()) return Fail(requests.status());
 
   SweepHooks hooks;
   hooks.server_stats = ServerStatsSource(o, &control);
@@ -239,7 +265,7 @@ int Run(const BenchOptions& o) {
     for (const std::string& w : LevelWarnings(run, level)) Warn(w);
   };
 
-  std::unique_ptr<InferSender> sender = CreateSender(o, *std::move(request));
+  std::unique_ptr<InferSender> sender = CreateSender(o, *std::move(requests));
   absl::StatusOr<std::vector<LevelReport>> levels =
       RunSweep(o, sender.get(), RealClock(), hooks);
   sender.reset();  // closes the streams before the report is written

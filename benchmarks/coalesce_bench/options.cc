@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -16,7 +17,8 @@
 namespace coalesce::bench {
 namespace {
 
-constexpr int kMaxLevels = 1000;  // keeps a sweep (and its loop) bounded
+constexpr int kMaxLevels = 1000;   // keeps a sweep (and its loop) bounded
+constexpr int kMaskVariants = 64;  // --request-variants with --padding-mask
 
 absl::Status FlagError(absl::string_view flag, absl::string_view what,
                        absl::string_view text) {
@@ -225,6 +227,26 @@ void AddInputAndOutputFlags(CLI::App& app, BenchOptions& o) {
                  "exactly the resolved shape.")
       ->group("INPUTS")
       ->type_name("DIR");
+  Add(
+      app, "INPUTS", "--padding-mask",
+      [&o](const std::string& v) -> absl::Status {
+        auto flag = ParsePaddingMaskFlag(v);
+        if (!flag.ok()) return flag.status();
+        o.padding_mask = *std::move(flag);
+        return absl::OkStatus();
+      },
+      "NAME=DIST",
+      "Fill input NAME as a padding mask: its last dimension is the sequence "
+      "length S, and each row (each batch entry and leading index) gets its "
+      "own length L: 1 (true, 1.0) before L, 0 after. DIST: uniform:MIN (L "
+      "uniform on [MIN, S]), uniform:MIN:MAX (MAX <= S), or file:PATH (one "
+      "length per line, used in order and cycled). NAME is generated even "
+      "with --input-data. Any integer, float or BOOL input.");
+  Add(app, "INPUTS", "--request-variants",
+      Into(IntIn("request-variants", 1, 100000), o.request_variants), "N",
+      "Prebuild N different requests (random inputs from successive seeds, "
+      "or the --input-data files; each with its own padding mask) and send "
+      "them round-robin (default 64 with --padding-mask, else 1).");
   app.add_option("--output", o.output_prefix,
                  "Also write PREFIX.csv and PREFIX.json.")
       ->group("OUTPUT")
@@ -258,7 +280,8 @@ std::unique_ptr<CLI::App> BenchCommandLine(BenchOptions& o) {
 }
 
 // Cross-flag checks once every flag is read.
-absl::Status Validate(BenchOptions& o, bool has_concurrency, bool has_rate) {
+absl::Status Validate(BenchOptions& o, bool has_concurrency, bool has_rate,
+                      bool has_variants) {
   if (o.model.empty()) {
     return absl::InvalidArgumentError("-m/--model is required");
   }
@@ -268,6 +291,9 @@ absl::Status Validate(BenchOptions& o, bool has_concurrency, bool has_rate) {
         "loop) exclude each other");
   }
   o.mode = has_rate ? LoadMode::kOpenLoop : LoadMode::kClosedLoop;
+  if (!has_variants && o.padding_mask.has_value()) {
+    o.request_variants = kMaskVariants;
+  }
   if (o.model_version.find_first_not_of("0123456789") != std::string::npos) {
     return FlagError("model-version", "needs a version number",
                      o.model_version);
@@ -371,7 +397,8 @@ absl::StatusOr<BenchOptions> ParseBenchFlags(int argc,
   if (!s.ok()) return s;
   if (options.show_help) return options;
   if (absl::Status v = Validate(options, app->count("--concurrency-range") > 0,
-                                app->count("--request-rate-range") > 0);
+                                app->count("--request-rate-range") > 0,
+                                app->count("--request-variants") > 0);
       !v.ok()) {
     return v;
   }

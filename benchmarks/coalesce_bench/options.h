@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "benchmarks/coalesce_bench/padding_mask.h"
 
 namespace coalesce::bench {
 
@@ -59,6 +61,12 @@ struct BenchOptions {
   // when the model batches).
   std::map<std::string, std::vector<int64_t>> shapes;
   std::string input_data_dir;  // empty: random data
+  // --padding-mask NAME=DIST: NAME filled as a padding mask whose lengths
+  // follow DIST (padding_mask.h); the file of file:PATH is read at parsing.
+  std::optional<PaddingMaskFlag> padding_mask;
+  // --request-variants: how many different requests are prebuilt and sent
+  // round-robin (request_pool.h). Default 64 with --padding-mask, else 1.
+  int request_variants = 1;
 
   // Output.
   std::string output_prefix;  // PREFIX.csv and PREFIX.json when set

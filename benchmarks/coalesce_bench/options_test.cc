@@ -34,6 +34,26 @@ TEST(OptionsTest, DefaultsAreAClosedLoopAtConcurrencyOne) {
   EXPECT_EQ(o->stability_percent, 10);
   EXPECT_EQ(o->url, "127.0.0.1:8001");
   EXPECT_FALSE(o->streaming);
+  EXPECT_FALSE(o->padding_mask.has_value());
+  EXPECT_EQ(o->request_variants, 1);
+}
+
+TEST(OptionsTest, PaddingMaskDefaultsTo64Variants) {
+  auto o = Parse({"-m", "bert", "--padding-mask", "attention_mask=uniform:8"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(o->padding_mask.has_value());
+  EXPECT_EQ(o->padding_mask->input, "attention_mask");
+  EXPECT_EQ(o->padding_mask->kind, PaddingMaskFlag::Kind::kUniform);
+  EXPECT_EQ(o->padding_mask->min, 8);
+  EXPECT_EQ(o->padding_mask->max, 0);
+  EXPECT_EQ(o->request_variants, 64);
+  auto one = Parse({"-m", "bert", "--padding-mask=attention_mask=uniform:8",
+                    "--request-variants", "1"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->request_variants, 1);
+  auto plain = Parse({"-m", "mlp", "--request-variants", "100000"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->request_variants, 100000);
 }
 
 TEST(OptionsTest, EveryFlagIsRead) {
@@ -74,6 +94,10 @@ TEST(OptionsTest, EveryFlagIsRead) {
                   "x:3,4",
                   "--input-data",
                   "d",
+                  "--padding-mask",
+                  "attention_mask=uniform:3:9",
+                  "--request-variants",
+                  "5",
                   "--output",
                   "p",
                   "--plot",
@@ -98,6 +122,11 @@ TEST(OptionsTest, EveryFlagIsRead) {
   EXPECT_EQ(o->model_version, "3");
   EXPECT_EQ(o->url, "h:1");
   EXPECT_EQ(o->input_data_dir, "d");
+  ASSERT_TRUE(o->padding_mask.has_value());
+  EXPECT_EQ(o->padding_mask->input, "attention_mask");
+  EXPECT_EQ(o->padding_mask->min, 3);
+  EXPECT_EQ(o->padding_mask->max, 9);
+  EXPECT_EQ(o->request_variants, 5);
   EXPECT_EQ(o->output_prefix, "p");
   EXPECT_EQ(o->plot_path, "f.svg");
   EXPECT_TRUE(o->streaming);
@@ -116,6 +145,8 @@ TEST(OptionsTest, HelpNeedsNothingElse) {
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->show_help);
   EXPECT_NE(BenchUsage().find("--request-rate-range"), std::string::npos);
+  EXPECT_NE(BenchUsage().find("--padding-mask"), std::string::npos);
+  EXPECT_NE(BenchUsage().find("--request-variants"), std::string::npos);
 }
 
 TEST(OptionsTest, Errors) {
@@ -146,6 +177,16 @@ TEST(OptionsTest, Errors) {
   ExpectError({"-m", "m", "--channels", "1000"}, "--channels");
   ExpectError({"-m", "m", "--model-version", "v2"}, "--model-version");
   ExpectError({"-m", "m", "--concurrency-range", "1:5000"}, "more than");
+  ExpectError({"-m", "m", "--request-variants", "0"}, "--request-variants");
+  ExpectError({"-m", "m", "--request-variants", "100001"},
+              "--request-variants needs an integer in [1, 100000]");
+  ExpectError({"-m", "m", "--padding-mask", "attention_mask"},
+              "--padding-mask needs NAME=DIST");
+  ExpectError({"-m", "m", "--padding-mask", "a=uniform:0"}, "--padding-mask");
+  ExpectError({"-m", "m", "--padding-mask", "a=uniform:9:2"}, "MIN <= MAX");
+  ExpectError({"-m", "m", "--padding-mask", "a=zipf:2"}, "file:PATH");
+  ExpectError({"-m", "m", "--padding-mask", "a=file:/nonexistent/lengths"},
+              "--padding-mask cannot read lengths file");
 }
 
 TEST(OptionsTest, ShapeFlagKeepsColonsInTheName) {

@@ -126,6 +126,24 @@ std::string ErrorSummary(const WindowResult& window) {
   return absl::StrJoin(parts, ";");
 }
 
+std::string RequestsHeader(const RunInfo& run) {
+  if (!run.padding_mask.empty()) {
+    return absl::StrFormat(
+        "# padding mask %s: L in [%d, %d] of S=%d per row, mean fill %.3f "
+        "(mean L / S over %d request variant%s, sent round-robin)\n",
+        run.padding_mask, run.mask_min_length, run.mask_max_length,
+        run.mask_seq_len, run.mask_mean_fill, run.request_variants,
+        run.request_variants == 1 ? "" : "s");
+  }
+  if (run.request_variants > 1) {
+    return absl::StrFormat(
+        "# %d request variants (inputs from successive seeds), sent "
+        "round-robin\n",
+        run.request_variants);
+  }
+  return "";
+}
+
 std::string TableHeader(const RunInfo& run) {
   return absl::StrFormat(
       "%12s %10s %8s %8s %8s %8s %8s %7s %9s %9s %9s %9s %6s %6s %7s\n",
@@ -254,6 +272,14 @@ std::string JsonText(const RunInfo& run,
       {"channels", run.channels},
       {"rpc", run.streaming ? "ModelStreamInfer" : "ModelInfer"},
       {"inputs", run.shapes},
+      {"request_variants", run.request_variants},
+      {"padding_mask", run.padding_mask.empty()
+                           ? Json()
+                           : Json{{"flag", run.padding_mask},
+                                  {"seq_len", run.mask_seq_len},
+                                  {"min_length", run.mask_min_length},
+                                  {"max_length", run.mask_max_length},
+                                  {"mean_fill", run.mask_mean_fill}}},
       {"server_statistics", run.server_stats},
       {"client_cores", run.cores},
       {"latency_unit", "ms"},

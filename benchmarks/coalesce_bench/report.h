@@ -29,7 +29,20 @@ struct RunInfo {
   std::string shapes;      // e.g. "input=[1,1024]"
   bool server_stats = false;
   int cores = 1;
+  int request_variants = 1;  // requests sent round-robin (request_pool.h)
+  // --padding-mask as given (empty: none), and what its variants hold: the
+  // sequence length S, the range of L, mean L / S over every row.
+  std::string padding_mask;
+  int64_t mask_seq_len = 0;
+  int64_t mask_min_length = 0;
+  int64_t mask_max_length = 0;
+  double mask_mean_fill = 0;
 };
+
+// The header lines about the requests sent ("# ..." each, newline-ended):
+// the padding mask and its mean fill, the number of variants; empty for a
+// single request without a mask.
+std::string RequestsHeader(const RunInfo& run);
 
 std::string TableHeader(const RunInfo& run);
 std::string TableRow(const RunInfo& run, const LevelReport& level);

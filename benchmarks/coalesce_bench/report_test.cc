@@ -67,6 +67,32 @@ TEST(ReportTest, JsonHasEveryLevel) {
   EXPECT_DOUBLE_EQ(summary["latency_ms"]["p50"].get<double>(), 2.0) << text;
 }
 
+TEST(ReportTest, HeaderAndJsonNameThePaddingMaskAndItsFill) {
+  RunInfo run;
+  EXPECT_EQ(RequestsHeader(run), "");
+  EXPECT_TRUE(
+      nlohmann::json::parse(JsonText(run, {}))["padding_mask"].is_null());
+  run.request_variants = 8;
+  EXPECT_EQ(RequestsHeader(run),
+            "# 8 request variants (inputs from successive seeds), sent "
+            "round-robin\n");
+  run.request_variants = 64;
+  run.padding_mask = "attention_mask=uniform:8";
+  run.mask_seq_len = 16;
+  run.mask_min_length = 8;
+  run.mask_max_length = 16;
+  run.mask_mean_fill = 0.7539;
+  EXPECT_EQ(RequestsHeader(run),
+            "# padding mask attention_mask=uniform:8: L in [8, 16] of S=16 "
+            "per row, mean fill 0.754 (mean L / S over 64 request variants, "
+            "sent round-robin)\n");
+  const nlohmann::json json = nlohmann::json::parse(JsonText(run, {}));
+  EXPECT_EQ(json["request_variants"], 64);
+  EXPECT_EQ(json["padding_mask"]["flag"], "attention_mask=uniform:8");
+  EXPECT_EQ(json["padding_mask"]["seq_len"], 16);
+  EXPECT_DOUBLE_EQ(json["padding_mask"]["mean_fill"].get<double>(), 0.7539);
+}
+
 TEST(ReportTest, WarningsForErrorsAndClientSaturation) {
   RunInfo run;
   run.cores = 2;

@@ -31,7 +31,12 @@ MEASUREMENT
   with a warning when it nears saturation.
 
 INPUTS come from ModelMetadata: random data of each input's datatype
-and shape, unless --input-data names files.)";
+and shape, unless --input-data names files. --padding-mask fills one input
+as a transformer's padding mask (each row padded to the sequence length S,
+its first L entries 1, L varying per row), and --request-variants prebuilds
+several different requests that the senders cycle through, so that the
+server sees mixed lengths; the header reports the mask and its mean fill
+(mean L / S).)";
 }
 
 std::string BenchUsageFooter() {
@@ -57,7 +62,16 @@ EXAMPLES
       --window-ms 500 --max-windows 6 --warmup-ms 200
 
   # inputs from files: ./data/input holds 1x1024 FP32 values
-  coalesce-bench -m mlp_classifier --input-data ./data)";
+  coalesce-bench -m mlp_classifier --input-data ./data
+
+  # mixed request lengths: attention_mask [batch, 128], each row's length L
+  # uniform on [16, 128], 64 different requests sent round-robin
+  coalesce-bench -m bert --batch-size 4 \
+      --padding-mask attention_mask=uniform:16 --concurrency-range 8
+
+  # lengths from a file (one per line, cycled), ids from ./data
+  coalesce-bench -m bert --input-data ./data \
+      --padding-mask attention_mask=file:lengths.txt --request-variants 256)";
 }
 
 }  // namespace coalesce::bench

@@ -15,6 +15,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
@@ -175,6 +176,44 @@ def test_input_data_directory(server, bench, tmp_path):
     assert "has 10 bytes" in proc.stderr and "needs 64" in proc.stderr, describe(proc)
 
 
+BERT_TINY = REPO_ROOT / "tests" / "models" / "real" / "bert_tiny__torchscript" / "model.onnx"
+
+
+def test_padding_mask_mixed_lengths(start_server, bench, tmp_path):
+    """bert_tiny (input_ids, attention_mask, token_type_ids: INT64 [batch, 16])
+    with a generated padding mask; the ids come from files (token type 0)."""
+    if not BERT_TINY.is_file():
+        pytest.skip(f"{BERT_TINY} is missing")
+    repo = tmp_path / "repo"
+    (repo / "bert_tiny" / "1").mkdir(parents=True)
+    (repo / "bert_tiny" / "1" / "model.onnx").symlink_to(BERT_TINY)
+    srv = start_server(repo)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "input_ids").write_bytes(np.arange(1, 17, dtype="<i8").tobytes())
+    (data / "token_type_ids").write_bytes(bytes(16 * 8))  # no attention_mask file
+    prefix = tmp_path / "mask"
+    proc = run_bench(bench, "-m", "bert_tiny", "-u", srv.url, "--input-data", str(data),
+                     "--padding-mask", "attention_mask=uniform:8", "--concurrency-range", "4",
+                     *QUICK, "--output", str(prefix))
+    report = describe(proc)
+    assert proc.returncode == 0, report
+    assert "# padding mask attention_mask=uniform:8: L in [8, 16] of S=16" in proc.stdout, report
+    assert "over 64 request variants" in proc.stdout, report
+    rows, doc = read_outputs(prefix)
+    check_sane_rows(rows, doc, report)
+    assert doc["request_variants"] == 64
+    mask = doc["padding_mask"]
+    assert mask["flag"] == "attention_mask=uniform:8" and mask["seq_len"] == 16, report
+    assert 8 / 16 <= mask["mean_fill"] <= 1, report
+
+    proc = run_bench(bench, "-m", "bert_tiny", "-u", srv.url, "--input-data", str(data),
+                     "--padding-mask", "attention_mask=uniform:17", *QUICK)
+    assert proc.returncode == 1, describe(proc)
+    assert "--padding-mask uniform MIN 17 exceeds the sequence length S=16" in proc.stderr, \
+        describe(proc)
+
+
 def test_unknown_model_fails_clearly(server, bench):
     proc = run_bench(bench, "-m", "no_such_model", "-u", server.url, *QUICK)
     assert proc.returncode == 1, describe(proc)
@@ -201,6 +240,7 @@ def test_help_documents_every_flag(bench):
                  "--request-rate-range", "--arrival", "--burst-on-ms", "--burst-off-ms",
                  "--max-inflight", "--channels", "--streaming", "--seed", "--warmup-ms",
                  "--warmup-requests", "--window-ms", "--stability-percent",
-                 "--max-windows", "--batch-size", "--shape", "--input-data", "--output",
+                 "--max-windows", "--batch-size", "--shape", "--input-data",
+                 "--padding-mask", "--request-variants", "--output",
                  "--plot", "EXAMPLES"]:
         assert flag in proc.stdout, flag
