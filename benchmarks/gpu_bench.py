@@ -1093,11 +1093,18 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
             (repo / name / "1").mkdir(parents=True)
             os.link(case.path, repo / name / "1" / "model.onnx")
             (repo / name / "config.pbtxt").write_text(served_config(name, proto, precision, 64))
+        feeds = case.feeds(1)
         shapes[case.name] = [f"{k}:{','.join(str(d) for d in v.shape[1:])}"
-                             for k, v in case.feeds(1).items()]
+                             for k, v in feeds.items()]
+        if "attention_mask" in feeds:
+            # Mixed lengths as the engine-only rows pad them: each request
+            # padded to S with its real length uniform in [S/2, S].
+            seq = feeds["attention_mask"].shape[-1]
+            shapes[case.name].append(("--padding-mask", f"attention_mask=uniform:{seq // 2}"))
     table = report.part([
         "", "### Served on the GPU: coalesce-bench closed loop, one item per request", "",
-        "Each model on KIND_GPU (max_batch_size 64, 1 ms queue delay), random inputs. "
+        "Each model on KIND_GPU (max_batch_size 64, 1 ms queue delay), random inputs; "
+        "transformers padded to S with real lengths uniform in [S/2, S] (--padding-mask). "
         "GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
         "| model | precision | concurrency | items/s | p50 ms | p99 ms | avg batch | GPU busy |",
         "|---|---|---:|---:|---:|---:|---:|---:|"])
@@ -1115,7 +1122,8 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
                         report.add(table, f"| {case.name} | {precision} | {conc} | not run: "
                                    "--deadline-s reached | | | | |")
                         continue
-                    shape_args = [a for s in shapes[case.name] for a in ("--shape", s)]
+                    shape_args = [a for s in shapes[case.name]
+                                  for a in (s if isinstance(s, tuple) else ("--shape", s))]
                     cells, level_ok = bench_level(bundle, name, conc, "1000", "4", sampler,
                                                   work / f"{name}_c{conc}", shape_args)
                     ok = ok and level_ok
