@@ -305,6 +305,44 @@ Reactor* InferenceService::SystemSharedMemoryUnregister(
   return Done(c, absl::OkStatus());
 }
 
+Reactor* InferenceService::CudaSharedMemoryStatus(
+    Context* c, const inference::CudaSharedMemoryStatusRequest* req,
+    inference::CudaSharedMemoryStatusResponse* resp) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
+  auto regions = cuda_shared_memory_.Status(req->name());
+  if (!regions.ok()) return Done(c, regions.status());
+  for (const CudaSharedMemoryRegionInfo& r : *regions) {
+    auto& status = (*resp->mutable_regions())[r.name];
+    status.set_name(r.name);
+    status.set_device_id(static_cast<uint64_t>(r.device_id));
+    status.set_byte_size(r.byte_size);
+  }
+  return Done(c, absl::OkStatus());
+}
+
+Reactor* InferenceService::CudaSharedMemoryRegister(
+    Context* c, const inference::CudaSharedMemoryRegisterRequest* req,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
+  return Done(c,
+              cuda_shared_memory_.Register(req->name(), req->raw_handle(),
+                                           req->device_id(), req->byte_size()));
+}
+
+Reactor* InferenceService::CudaSharedMemoryUnregister(
+    Context* c, const inference::CudaSharedMemoryUnregisterRequest* req,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
+    return Done(c, s);
+  }
+  cuda_shared_memory_.Unregister(req->name());
+  return Done(c, absl::OkStatus());
+}
+
 Reactor* InferenceService::ModelInfer(Context* c,
                                       const inference::ModelInferRequest* req,
                                       inference::ModelInferResponse* resp) {

@@ -10,6 +10,7 @@
 
 #include "batching/clock.h"
 #include "proto/grpc_service.grpc.pb.h"
+#include "server/cuda_shared_memory.h"
 #include "server/infer_handler.h"
 #include "server/inflight_budget.h"
 #include "server/model_manager.h"
@@ -71,6 +72,15 @@ class InferenceService final
   Reactor* SystemSharedMemoryUnregister(
       Context* c, const inference::SystemSharedMemoryUnregisterRequest* req,
       inference::SystemSharedMemoryUnregisterResponse* resp) override;
+  Reactor* CudaSharedMemoryStatus(
+      Context* c, const inference::CudaSharedMemoryStatusRequest* req,
+      inference::CudaSharedMemoryStatusResponse* resp) override;
+  Reactor* CudaSharedMemoryRegister(
+      Context* c, const inference::CudaSharedMemoryRegisterRequest* req,
+      inference::CudaSharedMemoryRegisterResponse* resp) override;
+  Reactor* CudaSharedMemoryUnregister(
+      Context* c, const inference::CudaSharedMemoryUnregisterRequest* req,
+      inference::CudaSharedMemoryUnregisterResponse* resp) override;
   Reactor* ModelInfer(Context* c, const inference::ModelInferRequest* req,
                       inference::ModelInferResponse* resp) override;
   grpc::ServerBidiReactor<inference::ModelInferRequest,
@@ -84,7 +94,8 @@ class InferenceService final
 
   ModelManager* const manager_;
   SharedMemoryManager shared_memory_;  // before handler_, which uses it
-  InflightBudget budget_;              // before handler_, which uses it
+  CudaSharedMemoryRegistry cuda_shared_memory_;
+  InflightBudget budget_;  // before handler_, which uses it
   InferHandler handler_;
   StreamRegistry streams_;
   const ModelControlMode mode_;

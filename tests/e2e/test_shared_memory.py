@@ -96,3 +96,24 @@ def test_register_errors_and_unregister(served):
     client.unregister_system_shared_memory("r")
     assert client.get_system_shared_memory_status(as_json=True).get("regions", {}) == {}
     client.unregister_system_shared_memory("r")  # unknown: not an error
+
+
+def test_cuda_shared_memory_clean_up_then_a_refusal_in_tritons_words(served):
+    """Triton's shared-memory client examples begin by unregistering every
+    system and CUDA region; both must succeed with nothing registered. On a
+    machine without a usable GPU, registering a CUDA region is refused as
+    Triton refuses it there; with one, the server says it cannot open CUDA
+    IPC handles yet (docs/server.md)."""
+    client, _ = served
+    client.unregister_system_shared_memory()
+    client.unregister_cuda_shared_memory()
+    client.unregister_cuda_shared_memory("never_registered")
+    assert client.get_cuda_shared_memory_status(as_json=True).get("regions", {}) == {}
+    with pytest.raises(InferenceServerException,
+                       match="no CUDA shared memory region named 'zzz'"):
+        client.get_cuda_shared_memory_status("zzz")
+    with pytest.raises(InferenceServerException) as refused:
+        client.register_cuda_shared_memory("input_data", b"\0" * 64, 0, 64)
+    message = str(refused.value)
+    assert ("failed to register CUDA shared memory region: 'input_data', GPUs not supported"
+            in message or "opening CUDA IPC handles is not supported" in message), message
