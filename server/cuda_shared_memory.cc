@@ -3,26 +3,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/device/plugin_loader.h"
+#include "server/instance_placement.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
-namespace {
-
-absl::Status PluginGpuCheck() {
-  absl::StatusOr<DevicePlugin*> plugin =
-      LoadDevicePlugin(DefaultCudaPluginPath());
-  if (!plugin.ok()) return plugin.status();
-  absl::StatusOr<std::vector<DeviceInfo>> devices = (*plugin)->Devices();
-  if (!devices.ok()) return devices.status();
-  if (devices->empty()) return absl::FailedPreconditionError("no GPU");
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 CudaSharedMemoryRegistry::CudaSharedMemoryRegistry()
-    : CudaSharedMemoryRegistry(PluginGpuCheck) {}
+    : CudaSharedMemoryRegistry(UsableGpu) {}
 
 CudaSharedMemoryRegistry::CudaSharedMemoryRegistry(GpuCheck gpu_check)
     : gpu_check_(std::move(gpu_check)) {}

@@ -21,7 +21,9 @@ inline constexpr int kAutoMaxBatchSize = 4;
 //   scheduling choice is already set);
 // - missing inputs and outputs, missing data types and dims (without the batch
 //   dimension when max_batch_size > 0);
-// - one KIND_CPU instance group when none is given; platform onnxruntime_onnx.
+// - one KIND_CPU instance group when none is given (the server applies
+//   Triton's defaults before this: instance_placement.h); platform
+//   onnxruntime_onnx.
 // Then checks: every config tensor exists in the model with the same data
 // type and compatible dims; batching models have a variable first dimension;
 // preferred batch sizes and priority levels are in range; no KIND_MODEL

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/executor_factory.h"
 #include "server/executor_options_from_config.h"
+#include "server/instance_placement.h"
 #include "server/model_config_completion.h"
 #include "server/model_warmup.h"
 #include "server/reshape_instance.h"
@@ -91,6 +92,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
     const std::filesystem::path& model_dir, int64_t version,
     inference::ModelConfig config, Clock* clock) {
   if (absl::Status s = CheckBackendSupported(config); !s.ok()) return s;
+  ApplyInstanceDefaults(&config, UsableGpu);
   const std::string filename = config.default_model_filename().empty()
                                    ? "model.onnx"
                                    : config.default_model_filename();

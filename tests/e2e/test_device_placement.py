@@ -75,3 +75,41 @@ def test_kind_auto_falls_back_to_cpu_and_says_why(start_server, placement_repo):
     assert [g.kind for g in config.instance_group] == [2], config.instance_group  # KIND_CPU
     log = srv.log()
     assert "instance_group 'on_auto_0' is KIND_AUTO; using the CPU" in log, log[-2000:]
+
+
+def test_no_instance_group_means_one_instance_per_gpu_else_the_cpu(start_server, tmp_path):
+    """Triton's default for a config without instance_group: one instance
+    on each visible GPU (two simulated ones here) when there are GPUs, else
+    one on the CPU with a log line saying why, so a Triton repository moved
+    to a GPU machine runs on its GPUs."""
+    from test_metrics import scrape
+    repo = tmp_path / "repo_default"
+    config = "\n".join(l for l in tiny_config("plain").splitlines()
+                       if not l.startswith("instance_group"))
+    gm.write_model(repo, "plain", gm.make_tiny_model(), config + "\n")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+
+    cpu = start_server(repo)
+    client = cpu.client()
+    result = client.infer("plain", make_inputs(x=x), client_timeout=30)
+    np.testing.assert_array_equal(result.as_numpy("y"), x * 2 + 1)
+    kinds = [g.kind for g in client.get_model_config("plain").config.instance_group]
+    if kinds != [1]:  # not a machine with a working GPU
+        assert kinds == [2], kinds  # KIND_CPU
+        assert "instance_group 'plain_0' is KIND_AUTO; using the CPU" in cpu.log(), cpu.log()[-2000:]
+
+    plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
+    assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
+    gpus = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin,
+                                   "COALESCE_SIMULATED_DEVICES": "2"})
+    client = gpus.client()
+    config = client.get_model_config("plain").config
+    assert [(g.kind, g.count) for g in config.instance_group] == [(1, 1)], config  # KIND_GPU
+    for _ in range(4):
+        result = client.infer("plain", make_inputs(x=x), client_timeout=30)
+        np.testing.assert_allclose(result.as_numpy("y"), x * 2 + 1, rtol=1e-6)
+    _, samples = scrape(gpus.metrics_url)
+    instances = {dict(labels).get("model_instance") for (name, labels) in samples
+                 if name == "coalesce_instance_state_seconds_total"
+                 and dict(labels).get("model") == "plain"}
+    assert instances == {"0", "1"}, instances

@@ -57,16 +57,30 @@ void ApplyHold(const std::shared_ptr<SimulatedDevice>& device) {
   }).detach();
 }
 
+int DeviceCount() {
+  const char* count = std::getenv("COALESCE_SIMULATED_DEVICES");
+  int n = 1;
+  if (count == nullptr || !absl::SimpleAtoi(count, &n) || n < 1 || n > 8)
+    return 1;
+  return n;
+}
+
 class SimulatedPlugin : public DevicePlugin {
  public:
   std::string platform() const override { return "simulated"; }
 
+  // COALESCE_SIMULATED_DEVICES=N (1 to 8; default 1) devices, ordinals 0
+  // to N - 1: how the server spreads instances over several GPUs.
   absl::StatusOr<std::vector<DeviceInfo>> Devices() override {
-    return std::vector<DeviceInfo>{{0, "Simulated GPU", size_t{1} << 30, 90}};
+    std::vector<DeviceInfo> devices;
+    for (int i = 0; i < DeviceCount(); ++i)
+      devices.push_back({i, "Simulated GPU", size_t{1} << 30, 90});
+    return devices;
   }
 
   absl::StatusOr<std::shared_ptr<Device>> OpenDevice(int ordinal) override {
-    if (ordinal != 0) return absl::NotFoundError("one simulated device: 0");
+    if (ordinal < 0 || ordinal >= DeviceCount())
+      return absl::NotFoundError("no simulated device of that ordinal");
     auto device = std::make_shared<SimulatedDevice>(SimulatedDevice::Options{});
     ApplyHold(device);
     return std::shared_ptr<Device>(device);
