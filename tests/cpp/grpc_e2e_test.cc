@@ -181,9 +181,18 @@ TEST_F(GrpcEndToEndTest, ErrorsHaveTheRightCodes) {
 
 TEST_F(GrpcEndToEndTest, UnimplementedExtensionsSayUnimplemented) {
   grpc::ClientContext context;
-  inference::CudaSharedMemoryStatusResponse response;
-  EXPECT_EQ(stub_->CudaSharedMemoryStatus(&context, {}, &response).error_code(),
+  inference::TraceSettingResponse response;
+  EXPECT_EQ(stub_->TraceSetting(&context, {}, &response).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// CUDA shared memory answers status with no region (server/
+// cuda_shared_memory.h): Triton's clients ask before they start.
+TEST_F(GrpcEndToEndTest, CudaSharedMemoryStatusListsNoRegion) {
+  grpc::ClientContext context;
+  inference::CudaSharedMemoryStatusResponse response;
+  EXPECT_TRUE(stub_->CudaSharedMemoryStatus(&context, {}, &response).ok());
+  EXPECT_EQ(response.regions_size(), 0);
 }
 
 TEST_F(GrpcEndToEndTest, StreamInferAnswersEveryRequest) {
