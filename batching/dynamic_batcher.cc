@@ -134,6 +134,8 @@ DynamicBatcher::DynamicBatcher(
     }
   }
   timelines_.assign(instances_.size(), InstanceTimeline(clock_->Now()));
+  health_.assign(instances_.size(), absl::OkStatus());
+  healthy_ = static_cast<int>(instances_.size());
 }
 
 DynamicBatcher::~DynamicBatcher() { Shutdown(); }
@@ -168,6 +170,7 @@ absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
     return absl::UnavailableError(
         absl::StrCat("model '", options_.model_name, "' is shutting down"));
   }
+  if (healthy_ == 0) return HealthLocked();
   if (absl::Status s = queue_.CheckRoom((*request)->priority); !s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("model '", options_.model_name, "': ", s.message()));
@@ -243,6 +246,48 @@ int DynamicBatcher::InFlightBatches() const {
 std::vector<size_t> DynamicBatcher::QueuedRequestsByLevel() const {
   absl::MutexLock lock(&mu_);
   return queue_.LevelSizes();
+}
+
+std::vector<absl::Status> DynamicBatcher::InstanceHealth() const {
+  absl::MutexLock lock(&mu_);
+  return health_;
+}
+
+absl::Status DynamicBatcher::Health() const {
+  absl::MutexLock lock(&mu_);
+  return HealthLocked();
+}
+
+absl::Status DynamicBatcher::HealthLocked() const {
+  if (healthy_ > 0) return absl::OkStatus();
+  std::string faults;
+  for (size_t i = 0; i < health_.size(); ++i) {
+    absl::StrAppend(&faults, i == 0 ? "" : "; ", "instance ", i, ": ",
+                    health_[i].message());
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "model '", options_.model_name, "' has no healthy instance: ", faults));
+}
+
+std::vector<RequestQueue::Rejection> DynamicBatcher::RetireInstance(
+    int i, absl::Status fault, Clock::TimePoint now) {
+  std::vector<RequestQueue::Rejection> failed;
+  if (!health_[i].ok()) return failed;
+  health_[i] = std::move(fault);
+  --healthy_;
+  std::erase_if(free_slots_,
+                [i](const SlotRef& s) { return s.instance_index == i; });
+  if (healthy_ > 0) return failed;
+  const absl::Status unavailable = HealthLocked();
+  std::vector<RequestQueue::Ref> queued;
+  queue_.ForEachInServiceOrder([&queued](const RequestQueue::Ref& ref) {
+    queued.push_back(ref);
+    return true;
+  });
+  for (const RequestQueue::Ref& ref : queued)
+    failed.push_back({queue_.Take(ref), unavailable});
+  NoteQueue(now);
+  return failed;
 }
 
 std::vector<InstanceStateTotals> DynamicBatcher::InstanceStates() const {
@@ -359,6 +404,17 @@ void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
   if (status.ok()) {
     status = assembler_.CheckOutputs(*batch.slot.slot, batch.batch_size);
   }
+  // A failed batch may be a sticky fault's: the instance is retired before
+  // anyone hears of the failure, so a client that then asks ModelReady or
+  // sends again sees it.
+  std::vector<RequestQueue::Rejection> retired;
+  if (!status.ok()) {
+    if (absl::Status health = batch.slot.instance->health(); !health.ok()) {
+      absl::MutexLock lock(&mu_);
+      retired = RetireInstance(batch.slot.instance_index, std::move(health),
+                               clock_->Now());
+    }
+  }
   if (status.ok()) {
     AnswerBatch(batch);
   } else {
@@ -366,6 +422,8 @@ void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
       FailRequest(q, status, FailureReason::kBackend);
     }
   }
+  for (RequestQueue::Rejection& r : retired)
+    FailRequest(r.request, r.status, ReasonOf(r.status));
   batch.requests.clear();
   const StepTimings timings =
       status.ok() ? batch.slot.slot->timings() : StepTimings{};
@@ -413,12 +471,18 @@ void DynamicBatcher::FailRequest(QueuedRequest& request,
 void DynamicBatcher::ReleaseSlot(const Batch& batch,
                                  const BatchIntervals& steps) {
   std::shared_ptr<Batch> next;
+  std::vector<RequestQueue::Rejection> failed;
+  absl::Status health = batch.slot.instance->health();
   {
     absl::MutexLock lock(&mu_);
     const Clock::TimePoint now = clock_->Now();
-    timelines_[batch.slot.instance_index].BatchReleased(batch.ticket, now,
-                                                        steps);
-    free_slots_.push_back(batch.slot);
+    const int index = batch.slot.instance_index;
+    timelines_[index].BatchReleased(batch.ticket, now, steps);
+    if (health.ok() && health_[index].ok()) {
+      free_slots_.push_back(batch.slot);
+    } else if (!health.ok()) {
+      failed = RetireInstance(index, std::move(health), now);
+    }
     --in_flight_;
     next = TakeInlineBatch(now);
     if (SchedulerHasWork()) {
@@ -427,6 +491,13 @@ void DynamicBatcher::ReleaseSlot(const Batch& batch,
       // (unless `next` holds a slot: then in_flight_ > 0 keeps it alive).
       cv_.Signal();
     }
+    if (!failed.empty()) ++in_flight_;  // keeps `this` while they are failed
+  }
+  if (!failed.empty()) {
+    for (RequestQueue::Rejection& r : failed)
+      FailRequest(r.request, r.status, ReasonOf(r.status));
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
   }
   if (next != nullptr) Execute(std::move(next));
 }

@@ -16,6 +16,13 @@
 // thread, or Enqueue's caller when a step fails at once). Every sink's
 // Finish is called exactly once, never with the batcher's lock held.
 //
+// Instance health: after a batch completes, an instance whose health()
+// reports a sticky fault gets no more batches (its slots are retired); the
+// queue is shared, so waiting requests go to the healthy instances. When no
+// instance is healthy, every queued request and every new one fails at once
+// with UNAVAILABLE naming the faults, and Health() says so (the server's
+// readiness follows it).
+//
 // Ownership: the batcher owns its executor instances; it owns each request
 // from a successful Enqueue until the request's Finish returns.
 #ifndef COALESCE_BATCHING_DYNAMIC_BATCHER_H_
@@ -99,6 +106,13 @@ class DynamicBatcher {
   // batcher started (instance_timeline.h).
   std::vector<InstanceStateTotals> InstanceStates() const;
 
+  // Per executor instance, in creation order: OK, or the fault it failed
+  // with (it runs no more batches).
+  std::vector<absl::Status> InstanceHealth() const;
+
+  // OK while some instance is healthy; else UNAVAILABLE naming each fault.
+  absl::Status Health() const;
+
  private:
   struct SlotRef {
     ExecutorInstance* instance;
@@ -145,6 +159,12 @@ class DynamicBatcher {
   void ReleaseSlot(const Batch& batch, const BatchIntervals& steps);
   // Tells every instance's timeline whether the queue is empty now.
   void NoteQueue(Clock::TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Retires instance i (its free slots go) after `fault`; when no instance
+  // is left, returns every queued request, failed with HealthLocked().
+  std::vector<RequestQueue::Rejection> RetireInstance(int i, absl::Status fault,
+                                                      Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status HealthLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SchedulerOptions options_;
   Clock* const clock_;
@@ -159,6 +179,8 @@ class DynamicBatcher {
   RequestQueue queue_ ABSL_GUARDED_BY(mu_);
   std::deque<SlotRef> free_slots_ ABSL_GUARDED_BY(mu_);
   std::vector<InstanceTimeline> timelines_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Status> health_ ABSL_GUARDED_BY(mu_);  // by instance
+  int healthy_ ABSL_GUARDED_BY(mu_) = 0;  // instances with an OK health_
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // When the sleeping scheduler thread wakes by itself; max() while it runs
   // (it then rechecks everything under mu_ before it sleeps again).

@@ -763,6 +763,58 @@ TEST_F(DynamicBatcherTest, FeedsEveryInstanceFromOneQueue) {
   EXPECT_THAT(RowHeads(fakes_[1]->batches()[0].inputs[0], 2), ElementsAre(2));
 }
 
+// A sticky fault (health() not OK after a batch) retires the instance: the
+// batch's requests fail with the fault, later batches all go to the other
+// instance, and the model stays healthy.
+TEST_F(DynamicBatcherTest, AnInstanceWithAStickyFaultGetsNoMoreBatches) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)), /*num_instances=*/2);
+  auto a = Send(1);
+  fakes_[0]->AwaitBatches(1);
+  const absl::Status fault = absl::InternalError("illegal memory access");
+  fakes_[0]->SetHealth(fault);
+  fakes_[0]->CompleteNextBatch(fault);
+  EXPECT_EQ(a->AwaitFinish(), fault);
+  auto b = Send(2);
+  fakes_[1]->AwaitBatches(1);
+  auto c = Send(3);  // waits for instance 1's only slot, not instance 0's
+  fakes_[1]->CompleteNextBatch();
+  fakes_[1]->AwaitBatches(2);
+  fakes_[1]->CompleteNextBatch();
+  EXPECT_TRUE(b->AwaitFinish().ok());
+  EXPECT_TRUE(c->AwaitFinish().ok());
+  EXPECT_EQ(fakes_[0]->batches().size(), 1u);
+  EXPECT_THAT(batcher_->InstanceHealth(), ElementsAre(fault, absl::OkStatus()));
+  EXPECT_TRUE(batcher_->Health().ok());
+}
+
+// With no healthy instance left, the queued requests and every new one fail
+// at once with UNAVAILABLE naming the fault; nothing waits for a slot that
+// will never come.
+TEST_F(DynamicBatcherTest, NoHealthyInstanceFailsTheQueueAndNewRequests) {
+  Start(Options(/*max_batch_size=*/1, /*delay=*/Ms(0)));
+  auto a = Send(1);
+  fakes_[0]->AwaitBatches(1);
+  auto b = Send(2);
+  auto c = Send(3);
+  const absl::Status fault = absl::InternalError("illegal memory access");
+  fakes_[0]->SetHealth(fault);
+  fakes_[0]->CompleteNextBatch(fault);
+  EXPECT_EQ(a->AwaitFinish(), fault);
+  for (const auto& queued : {b, c}) {
+    const absl::Status s = queued->AwaitFinish();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_THAT(s.message(),
+                HasSubstr("model 'm' has no healthy instance: instance 0: "
+                          "illegal memory access"));
+  }
+  std::shared_ptr<SinkRecord> record;
+  auto d = Request(4, 1, &record);
+  const absl::Status refused = batcher_->Enqueue(&d);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(batcher_->Health(), refused);
+  EXPECT_EQ(fakes_[0]->batches().size(), 1u);
+}
+
 TEST_F(DynamicBatcherTest, ConcurrentClientsOnTheRealClockAllGetAnswered) {
   SchedulerOptions options =
       Options(/*max_batch_size=*/8, std::chrono::microseconds(100));

@@ -88,6 +88,16 @@ void FakeExecutorInstance::SetOutputFunction(OutputFunction fn) {
   output_fn_ = std::move(fn);
 }
 
+void FakeExecutorInstance::SetHealth(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  health_ = std::move(status);
+}
+
+absl::Status FakeExecutorInstance::health() const {
+  absl::MutexLock lock(&mu_);
+  return health_;
+}
+
 void FakeExecutorInstance::FailNextSetInputShapes(absl::Status status) {
   absl::MutexLock lock(&mu_);
   for (auto& slot : slots_) slot->next_error_ = status;

@@ -56,6 +56,8 @@ class FakeExecutorInstance : public ExecutorInstance {
   void SetOutputFunction(OutputFunction fn);
   // The next SetInputShapes call returns `status`.
   void FailNextSetInputShapes(absl::Status status);
+  // What health() answers from now on (a sticky fault when not OK).
+  void SetHealth(absl::Status status);
 
   // Blocks until at least `count` batches have been copied in.
   void AwaitBatches(int count);
@@ -72,6 +74,7 @@ class FakeExecutorInstance : public ExecutorInstance {
   void CompleteNextBatch(absl::Status run_status = absl::OkStatus());
 
   int num_slots() const override;
+  absl::Status health() const override;
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override;
   BatchSlot* slot(int index) override;
@@ -94,6 +97,7 @@ class FakeExecutorInstance : public ExecutorInstance {
   OutputFunction output_fn_ ABSL_GUARDED_BY(mu_);
   std::vector<RecordedBatch> batches_ ABSL_GUARDED_BY(mu_);
   std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
   friend class Slot;
 };
 

@@ -13,7 +13,9 @@
 //                    where the model batches: load too low to batch;
 //   low_load         queue empty >= 50%;
 //   ok               none dominates (the split is given).
-// Pure function; thresholds are documented in docs/metrics.md.
+// (The server reports "failed" instead, with the fault, for an instance
+// whose health() is not OK: server/idle_diagnostics.cc.) Pure function;
+// thresholds are documented in docs/metrics.md.
 #ifndef COALESCE_BATCHING_IDLE_DIAGNOSIS_H_
 #define COALESCE_BATCHING_IDLE_DIAGNOSIS_H_
 

@@ -170,5 +170,30 @@ TEST_F(PipelinedBatchingTest, ConcurrentRequestsEachGetTheirOwnRows) {
   EXPECT_THAT(device_->problems(), IsEmpty());  // no race, no unpinned copy
 }
 
+// A sticky fault on the simulated device (a kernel that faults, as an
+// illegal address poisons a CUDA context): the executor's health() reports
+// it, the batcher fails the batch with it and then refuses requests with
+// UNAVAILABLE naming it, and its Health() says the model cannot serve.
+TEST_F(PipelinedBatchingTest, AStickyDeviceFaultMakesTheModelUnavailable) {
+  Start(std::chrono::microseconds(100));
+  const absl::Status fault = absl::InternalError("illegal address");
+  device_->FaultOnRun(Kind::kKernel, 0, fault);
+  auto first = Send(1.0f, 2);
+  const absl::Status failed = first->AwaitFinish();
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("illegal address"), std::string::npos)
+      << failed;
+  const absl::Status health = batcher_->Health();
+  EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable) << health;
+  EXPECT_NE(health.message().find("instance 0: "), std::string::npos) << health;
+  const std::string bytes = Floats(0.0f, kCols);
+  auto request = std::make_unique<InferenceRequest>();
+  request->inputs.push_back(
+      RequestInput{"x", DataType::kFp32, {1, kCols}, bytes});
+  request->sink =
+      std::make_unique<RecordingSink>(std::make_shared<SinkRecord>());
+  EXPECT_EQ(batcher_->Enqueue(&request).code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -111,6 +111,11 @@ class ExecutorInstance {
     return CopyOut(slot);
   }
 
+  // OK, or the sticky fault after which this instance fails every batch
+  // (a device's context poisoned by a kernel fault): the batcher then gives
+  // it no more batches. Thread-safe.
+  virtual absl::Status health() const { return absl::OkStatus(); }
+
   // The batch sizes (each <= max_batch_size) whose first batches prepare
   // what later batches of that size reuse: a device program binds a plan
   // (uploads, arena) at a size's first batch and captures its graph at the

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
@@ -50,6 +51,7 @@ void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,
   const Sample& first = tracked.samples.front();
   const Sample& last = tracked.samples.back();
   tracked.published.resize(last.states.size());
+  const std::vector<absl::Status> health = model.batcher->InstanceHealth();
   for (size_t i = 0; i < last.states.size() && i < first.states.size(); ++i) {
     InstanceWindow window;
     for (int s = 0; s < kInstanceStates; ++s) {
@@ -60,7 +62,13 @@ void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,
     window.max_batch_size = model.config.max_batch_size();
     window.max_queue_delay = std::chrono::microseconds(
         model.config.dynamic_batching().max_queue_delay_microseconds());
-    IdleDiagnosis diagnosis = DiagnoseInstance(window);
+    IdleDiagnosis diagnosis =
+        i < health.size() && !health[i].ok()
+            ? IdleDiagnosis{"failed",
+                            absl::StrCat(
+                                "a sticky fault stopped the instance: ",
+                                health[i].message())}
+            : DiagnoseInstance(window);
     Published& published = tracked.published[i];
     if (diagnosis.reason != published.logged_reason &&
         (!published.logged_at ||

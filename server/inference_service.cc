@@ -126,7 +126,8 @@ Reactor* InferenceService::ServerReady(Context* c,
   if (absl::Status s = Allowed(c, ProtocolGroup::kHealth); !s.ok()) {
     return Done(c, s);
   }
-  resp->set_ready(ready_.load());
+  // Triton's strict readiness: every loaded model can serve.
+  resp->set_ready(ready_.load() && manager_->Unhealthy().empty());
   return Done(c, absl::OkStatus());
 }
 
@@ -136,8 +137,10 @@ Reactor* InferenceService::ModelReady(Context* c,
   if (absl::Status s = Allowed(c, ProtocolGroup::kHealth); !s.ok()) {
     return Done(c, s);
   }
-  resp->set_ready(ready_.load() &&
-                  manager_->Find(req->name(), req->version()).ok());
+  absl::StatusOr<std::shared_ptr<ServedModel>> served =
+      manager_->Find(req->name(), req->version());
+  resp->set_ready(ready_.load() && served.ok() &&
+                  (*served)->batcher->Health().ok());
   return Done(c, absl::OkStatus());
 }
 

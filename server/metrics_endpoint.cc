@@ -175,6 +175,7 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     kRequests,
     kQueueDepth,
     kInstanceState,
+    kInstanceHealthy,
     kDiagnosis,
     kOwnFamilies,
   };
@@ -211,6 +212,10 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "Time each model instance spent in each state; the states are "
            "exclusive and add up to the instance's lifetime",
            MetricType::Counter);
+    define(kInstanceHealthy, "coalesce_instance_healthy",
+           "1 while the model instance can run batches; 0 after a sticky "
+           "fault (a poisoned device context): it gets no more batches",
+           MetricType::Gauge);
     define(kDiagnosis, "coalesce_instance_diagnosis_info",
            "Why the model instance is not busier, over the last minute: a "
            "reason code and a sentence (value always 1)",
@@ -325,6 +330,13 @@ class TritonCompatibleCollector : public prometheus::Collectable {
              {{"model_instance", absl::StrCat(i)},
               {"state", InstanceStateName(static_cast<InstanceState>(s))}});
       }
+    }
+    const std::vector<absl::Status> health = model.batcher->InstanceHealth();
+    for (size_t i = 0; i < health.size(); ++i) {
+      ClientMetric healthy;
+      healthy.gauge.value = health[i].ok() ? 1 : 0;
+      push(kInstanceHealthy, std::move(healthy),
+           {{"model_instance", absl::StrCat(i)}});
     }
   }
 

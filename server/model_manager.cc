@@ -311,4 +311,19 @@ std::vector<std::string> ModelManager::Unfinished() const {
   return lines;
 }
 
+std::vector<std::string> ModelManager::Unhealthy() const {
+  std::vector<std::string> lines;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, record] : models_) {
+    for (const auto& [version, model] : record.served) {
+      absl::Status health = model->batcher->Health();
+      if (!health.ok()) {
+        lines.push_back(absl::StrCat("'", name, "' version ", version, ": ",
+                                     health.message()));
+      }
+    }
+  }
+  return lines;
+}
+
 }  // namespace coalesce

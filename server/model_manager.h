@@ -95,6 +95,11 @@ class ModelManager {
   // ShutdownAll runs: it is what a shutdown that gave up abandons.
   std::vector<std::string> Unfinished() const;
 
+  // One line per served model version with no healthy instance left
+  // ("'resnet' version 1: model 'resnet' has no healthy instance: instance
+  // 0: ..."); empty when every model can serve. Thread-safe.
+  std::vector<std::string> Unhealthy() const;
+
  private:
   struct ModelRecord {
     std::map<int64_t, std::shared_ptr<ServedModel>> served;

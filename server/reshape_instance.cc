@@ -86,6 +86,7 @@ class ReshapeInstance : public ExecutorInstance {
   }
 
   int num_slots() const override { return inner_->num_slots(); }
+  absl::Status health() const override { return inner_->health(); }
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override {
     return inner_->PreparedBatchSizes(max_batch_size);

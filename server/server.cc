@@ -148,6 +148,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   server->service_->set_ready(true);
   SetServing(server->grpc_server_.get(), true);
   spdlog::info("ready");
+  server->health_watch_ =
+      std::make_unique<PeriodicThread>(RealClock(), std::chrono::seconds(1));
+  server->health_watch_->Start([s = server.get(), serving = true]() mutable {
+    const std::vector<std::string> unhealthy = s->manager_->Unhealthy();
+    if (unhealthy.empty() == serving) return;
+    serving = unhealthy.empty();
+    SetServing(s->grpc_server_.get(), serving);
+    if (serving) {
+      spdlog::info("ready again: every model has a healthy instance");
+    } else {
+      for (const std::string& line : unhealthy)
+        spdlog::error("not ready: {}", line);
+    }
+  });
   return server;
 }
 
@@ -159,6 +173,7 @@ Server::~Server() {
 absl::Status Server::Shutdown(std::chrono::seconds grace) {
   if (shut_down_ || grpc_server_ == nullptr) return absl::OkStatus();
   shut_down_ = true;
+  if (health_watch_ != nullptr) health_watch_->Stop();
   service_->set_ready(false);
   SetServing(grpc_server_.get(), false);
   spdlog::info(

@@ -19,6 +19,7 @@
 #include "server/inference_service.h"
 #include "server/metrics_endpoint.h"
 #include "server/model_manager.h"
+#include "server/periodic_thread.h"
 #include "server/repository_poller.h"
 #include "server/server_options.h"
 
@@ -63,7 +64,9 @@ class Server {
 
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<IdleDiagnostics> diagnostics_;  // reads manager_
-  std::unique_ptr<RepositoryPoller> poller_;      // poll mode only
+  // Once ready: readiness (the health service) follows the models' health.
+  std::unique_ptr<PeriodicThread> health_watch_;
+  std::unique_ptr<RepositoryPoller> poller_;  // poll mode only
   std::unique_ptr<MetricsEndpoint> metrics_;  // null with --allow-metrics false
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -43,12 +43,9 @@ struct PipelinedExecutorOptions {
   int num_slots = 2;  // 2: double buffering; 1: each batch waits for the last
 };
 
-class PipelinedExecutor : public ExecutorInstance {
- public:
-  // OK, or the sticky device fault after which this instance fails every
-  // batch (it must be rebuilt on a new device context).
-  virtual absl::Status health() const = 0;
-};
+// health() (ExecutorInstance's) reports a sticky device fault: the
+// instance must be rebuilt on a new device context.
+class PipelinedExecutor : public ExecutorInstance {};
 
 // InvalidArgument for a null argument or num_slots < 1; the device's error
 // when streams or events cannot be created.

@@ -3,14 +3,17 @@
 // KIND_GPU models through the real plugin loader on machines without a GPU.
 // The server loads it when COALESCE_DEVICE_PLUGIN names it.
 //
-// One device ("Simulated GPU", 1 GiB). For tests of what the server does
-// when the device misbehaves:
+// One device ("Simulated GPU", 1 GiB; COALESCE_SIMULATED_DEVICES=N for N of
+// them). For tests of what the server does when the device misbehaves:
 //   COALESCE_SIMULATED_HOLD=copy_to_host:N   op N (from 0) of that kind
 //                          copy_to_device:N  never finishes, on every device
 //                          kernel:N          opened: a hung GPU.
 //   COALESCE_SIMULATED_HOLD_MARKER=FILE      created once the held op has
 //                                            started, so a test knows the
 //                                            device is hung (no sleeping).
+//   COALESCE_SIMULATED_FAULT=KIND:N          op N of that kind faults while
+//                                            it runs, sticky: every later
+//                                            call on that device fails.
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -28,24 +31,42 @@
 namespace coalesce {
 namespace {
 
+// "KIND:INDEX" from environment variable `name` (KIND copy_to_host,
+// copy_to_device or kernel), or false.
+bool OpFromEnv(const char* name, SimulatedDevice::OpKind* kind, int* index) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return false;
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], index)) return false;
+  using Kind = SimulatedDevice::OpKind;
+  if (parts[0] == "copy_to_host") {
+    *kind = Kind::kCopyToHost;
+  } else if (parts[0] == "copy_to_device") {
+    *kind = Kind::kCopyToDevice;
+  } else if (parts[0] == "kernel") {
+    *kind = Kind::kKernel;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The sticky fault COALESCE_SIMULATED_FAULT asks for, if any: that op of
+// each device opened faults while it runs (as a CUDA kernel fault poisons
+// its context).
+void ApplyFault(const std::shared_ptr<SimulatedDevice>& device) {
+  SimulatedDevice::OpKind kind;
+  int index = 0;
+  if (!OpFromEnv("COALESCE_SIMULATED_FAULT", &kind, &index)) return;
+  device->FaultOnRun(kind, index,
+                     absl::InternalError("simulated sticky device fault"));
+}
+
 // The hold COALESCE_SIMULATED_HOLD asks for, if any.
 void ApplyHold(const std::shared_ptr<SimulatedDevice>& device) {
-  const char* hold = std::getenv("COALESCE_SIMULATED_HOLD");
-  if (hold == nullptr) return;
-  std::vector<std::string> parts = absl::StrSplit(hold, ':');
+  SimulatedDevice::OpKind kind;
   int index = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &index)) return;
-  using Kind = SimulatedDevice::OpKind;
-  Kind kind;
-  if (parts[0] == "copy_to_host") {
-    kind = Kind::kCopyToHost;
-  } else if (parts[0] == "copy_to_device") {
-    kind = Kind::kCopyToDevice;
-  } else if (parts[0] == "kernel") {
-    kind = Kind::kKernel;
-  } else {
-    return;
-  }
+  if (!OpFromEnv("COALESCE_SIMULATED_HOLD", &kind, &index)) return;
   device->Hold(kind, index);
   const char* marker = std::getenv("COALESCE_SIMULATED_HOLD_MARKER");
   if (marker == nullptr) return;
@@ -83,6 +104,7 @@ class SimulatedPlugin : public DevicePlugin {
       return absl::NotFoundError("no simulated device of that ordinal");
     auto device = std::make_shared<SimulatedDevice>(SimulatedDevice::Options{});
     ApplyHold(device);
+    ApplyFault(device);
     return std::shared_ptr<Device>(device);
   }
 
