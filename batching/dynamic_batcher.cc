@@ -471,18 +471,14 @@ void DynamicBatcher::FailRequest(QueuedRequest& request,
 void DynamicBatcher::ReleaseSlot(const Batch& batch,
                                  const BatchIntervals& steps) {
   std::shared_ptr<Batch> next;
-  std::vector<RequestQueue::Rejection> failed;
-  absl::Status health = batch.slot.instance->health();
   {
     absl::MutexLock lock(&mu_);
     const Clock::TimePoint now = clock_->Now();
     const int index = batch.slot.instance_index;
     timelines_[index].BatchReleased(batch.ticket, now, steps);
-    if (health.ok() && health_[index].ok()) {
-      free_slots_.push_back(batch.slot);
-    } else if (!health.ok()) {
-      failed = RetireInstance(index, std::move(health), now);
-    }
+    // A retired instance's slots stay out (CompleteBatch retires it: a
+    // sticky fault fails the batches in flight).
+    if (health_[index].ok()) free_slots_.push_back(batch.slot);
     --in_flight_;
     next = TakeInlineBatch(now);
     if (SchedulerHasWork()) {
@@ -491,13 +487,6 @@ void DynamicBatcher::ReleaseSlot(const Batch& batch,
       // (unless `next` holds a slot: then in_flight_ > 0 keeps it alive).
       cv_.Signal();
     }
-    if (!failed.empty()) ++in_flight_;  // keeps `this` while they are failed
-  }
-  if (!failed.empty()) {
-    for (RequestQueue::Rejection& r : failed)
-      FailRequest(r.request, r.status, ReasonOf(r.status));
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
   }
   if (next != nullptr) Execute(std::move(next));
 }

@@ -16,7 +16,7 @@
 // thread, or Enqueue's caller when a step fails at once). Every sink's
 // Finish is called exactly once, never with the batcher's lock held.
 //
-// Instance health: after a batch completes, an instance whose health()
+// Instance health: after a batch fails, an instance whose health()
 // reports a sticky fault gets no more batches (its slots are retired); the
 // queue is shared, so waiting requests go to the healthy instances. When no
 // instance is healthy, every queued request and every new one fails at once

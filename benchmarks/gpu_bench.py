@@ -1085,7 +1085,7 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
     SERVE_CONCURRENCY: items/s, latency, the batch the server formed and
     the GPU's busy fraction."""
     repo = work / "served"
-    shapes = {}
+    shapes, extra = {}, {}
     for case in cases:
         proto = onnx.load(str(case.path), load_external_data=False)
         for precision in ("fp32", "fp16"):
@@ -1100,7 +1100,7 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
             # Mixed lengths as the engine-only rows pad them: each request
             # padded to S with its real length uniform in [S/2, S].
             seq = feeds["attention_mask"].shape[-1]
-            shapes[case.name].append(("--padding-mask", f"attention_mask=uniform:{seq // 2}"))
+            extra[case.name] = ["--padding-mask", f"attention_mask=uniform:{seq // 2}"]
     table = report.part([
         "", "### Served on the GPU: coalesce-bench closed loop, one item per request", "",
         "Each model on KIND_GPU (max_batch_size 64, 1 ms queue delay), random inputs; "
@@ -1122,8 +1122,8 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
                         report.add(table, f"| {case.name} | {precision} | {conc} | not run: "
                                    "--deadline-s reached | | | | |")
                         continue
-                    shape_args = [a for s in shapes[case.name]
-                                  for a in (s if isinstance(s, tuple) else ("--shape", s))]
+                    shape_args = [a for s in shapes[case.name] for a in ("--shape", s)]
+                    shape_args += extra.get(case.name, [])
                     cells, level_ok = bench_level(bundle, name, conc, "1000", "4", sampler,
                                                   work / f"{name}_c{conc}", shape_args)
                     ok = ok and level_ok

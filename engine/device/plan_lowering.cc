@@ -23,10 +23,21 @@ PlanLowering::PlanLowering(const NeutralPlan& plan, bool fuse_attention)
 }
 
 void PlanLowering::FindResidualNorms() {
+  ValueUses uses;
+  uses.producer.assign(plan_.values.size(), -1);
+  uses.readers.resize(plan_.values.size());
+  for (size_t n = 0; n < plan_.nodes.size(); ++n) {
+    const PlanNode& node = plan_.nodes[n];
+    if (node.folded) continue;
+    for (int v : node.outputs)
+      if (v >= 0) uses.producer[v] = static_cast<int>(n);
+    for (int v : node.inputs)
+      if (v >= 0) uses.readers[v].push_back(static_cast<int>(n));
+  }
   for (size_t n = 0; n < plan_.nodes.size(); ++n) {
     int add = -1;
     std::optional<FusedResidual> fused =
-        MatchResidual(static_cast<int>(n), &add);
+        MatchResidual(static_cast<int>(n), uses, &add);
     if (!fused) continue;
     residual_into_[n] = *fused;
     norm_of_add_[add] = static_cast<int>(n);
@@ -36,6 +47,7 @@ void PlanLowering::FindResidualNorms() {
 // LayerNormalization `norm` reading an Add's result, as that Add fused in:
 // nullopt when the pattern (plan_lowering.h) does not hold.
 std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
+                                                         const ValueUses& uses,
                                                          int* add) const {
   const PlanNode& ln = plan_.nodes[norm];
   if (ln.folded || !ln.domain->empty() || *ln.op_type != "LayerNormalization" ||
@@ -49,20 +61,12 @@ std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
   const int64_t first = *axis < 0 ? *axis + rank : *axis;
   if (first < 0 || first >= rank) return std::nullopt;
   // The Add writing `sum`, and where else `sum` is read.
-  int producer = -1;
+  const int producer = uses.producer[sum];
   bool later_readers_only = true, other_readers = false;
-  for (size_t n = 0; n < plan_.nodes.size(); ++n) {
-    const PlanNode& node = plan_.nodes[n];
-    if (node.folded) continue;
-    if (std::find(node.outputs.begin(), node.outputs.end(), sum) !=
-        node.outputs.end())
-      producer = static_cast<int>(n);
-    if (static_cast<int>(n) == norm ||
-        std::find(node.inputs.begin(), node.inputs.end(), sum) ==
-            node.inputs.end())
-      continue;
+  for (int n : uses.readers[sum]) {
+    if (n == norm) continue;
     other_readers = true;
-    if (static_cast<int>(n) < norm) later_readers_only = false;
+    if (n < norm) later_readers_only = false;
   }
   if (std::find(plan_.outputs.begin(), plan_.outputs.end(), sum) !=
       plan_.outputs.end())

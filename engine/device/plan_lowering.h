@@ -53,7 +53,14 @@ class PlanLowering {
 
  private:
   void FindResidualNorms();
-  std::optional<FusedResidual> MatchResidual(int norm, int* add) const;
+  // By value id: the node writing it (-1: none) and the nodes reading it,
+  // ascending; folded nodes left out.
+  struct ValueUses {
+    std::vector<int> producer;
+    std::vector<std::vector<int>> readers;
+  };
+  std::optional<FusedResidual> MatchResidual(int norm, const ValueUses& uses,
+                                             int* add) const;
 
   const NeutralPlan& plan_;
   std::vector<AttentionSite> attention_;
