@@ -38,8 +38,9 @@ std::vector<Shape> BatchAssembler::InputShapes(
 }
 
 absl::Status BatchAssembler::SizeInputs(
-    const std::vector<QueuedRequest>& requests, BatchSlot* slot) const {
-  if (absl::Status s = slot->SetInputShapes(InputShapes(requests)); !s.ok()) {
+    const std::vector<QueuedRequest>& requests,
+    const std::vector<Shape>& shapes, BatchSlot* slot) const {
+  if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) {
     return s;
   }
   const QueuedRequest& first = requests.front();

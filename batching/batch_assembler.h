@@ -32,16 +32,18 @@ class BatchAssembler {
   std::vector<Shape> InputShapes(
       const std::vector<QueuedRequest>& requests) const;
 
-  // slot->SetInputShapes(InputShapes(requests)), then for each BYTES input
+  // slot->SetInputShapes(shapes), then for each BYTES input
   // SetInputByteSize with the requests' serialized bytes together. The
   // slot's status when it refuses.
+  // REQUIRES: shapes == InputShapes(requests).
   absl::Status SizeInputs(const std::vector<QueuedRequest>& requests,
+                          const std::vector<Shape>& shapes,
                           BatchSlot* slot) const;
 
   // Copies every request's input bytes into slot->input_data(i) (BYTES
   // inputs: the requests' serialized elements one after the other, which is
   // the batch's serialized tensor).
-  // REQUIRES: SizeInputs(requests, slot) returned OK.
+  // REQUIRES: SizeInputs(requests, ..., slot) returned OK.
   // Internal when the slot's buffer size disagrees with the requests.
   absl::Status Gather(const std::vector<QueuedRequest>& requests,
                       BatchSlot* slot) const;

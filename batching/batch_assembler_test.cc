@@ -142,7 +142,8 @@ TEST(BatchAssemblerBytesTest,
     batch.push_back(std::move(q));
   }
   BatchSlot* slot = executor.slot(0);
-  ASSERT_TRUE(assembler.SizeInputs(batch, slot).ok());
+  ASSERT_TRUE(
+      assembler.SizeInputs(batch, assembler.InputShapes(batch), slot).ok());
   EXPECT_EQ(slot->input_byte_size(0), one.size() + two.size());
   ASSERT_TRUE(assembler.Gather(batch, slot).ok());
   EXPECT_EQ(std::string(slot->input_data(0), slot->input_byte_size(0)),

@@ -382,9 +382,42 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
 
 void DynamicBatcher::Execute(std::shared_ptr<Batch> batch) {
   const InExecute in_execute;
+  std::vector<Shape> shapes = assembler_.InputShapes(batch->requests);
+  if (batch->slot.slot->ReadyFor(shapes)) {
+    GatherAndSubmit(batch, shapes);
+    return;
+  }
+  SetupThread(batch->slot.instance_index)
+      .Enqueue([this, batch = std::move(batch), shapes = std::move(shapes)] {
+        const InExecute in_execute;
+        GatherAndSubmit(batch, shapes);
+      });
+}
+
+CpuStream& DynamicBatcher::SetupThread(int i) {
+  absl::MutexLock lock(&setup_mu_);
+  if (setup_threads_.empty()) {
+    setup_threads_.resize(instances_.size());
+    setup_batches_.assign(instances_.size(), 0);
+  }
+  if (setup_threads_[i] == nullptr) {
+    setup_threads_[i] = std::make_unique<CpuStream>(nullptr);
+  }
+  ++setup_batches_[i];
+  return *setup_threads_[i];
+}
+
+std::vector<int64_t> DynamicBatcher::SetupBatches() const {
+  absl::MutexLock lock(&setup_mu_);
+  if (setup_batches_.empty()) return std::vector<int64_t>(instances_.size());
+  return setup_batches_;
+}
+
+void DynamicBatcher::GatherAndSubmit(const std::shared_ptr<Batch>& batch,
+                                     const std::vector<Shape>& shapes) {
   const Clock::TimePoint start = clock_->Now();
   BatchSlot* slot = batch->slot.slot;
-  absl::Status status = assembler_.SizeInputs(batch->requests, slot);
+  absl::Status status = assembler_.SizeInputs(batch->requests, shapes, slot);
   if (status.ok()) status = assembler_.Gather(batch->requests, slot);
   const Clock::TimePoint gathered = clock_->Now();
   batch->gather = gathered - start;

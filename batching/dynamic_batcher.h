@@ -11,8 +11,13 @@
 // since handing it to another thread would cost more than the copy. One
 // scheduler thread per batcher forms every other batch (those that wait for
 // max_queue_delay, large ones, those during Shutdown) and answers expired and
-// cancelled requests. Each batch's outputs are scattered and its requests
-// answered on the thread that completes its CopyOut event (an executor
+// cancelled requests. A batch whose slot is not ReadyFor its shapes
+// (engine/executor.h: the first batches of a shape on a device bind a plan,
+// grow buffers, capture a graph) is gathered and submitted on its
+// instance's setup thread instead, whichever thread formed it: device setup
+// never runs on an enqueuing, completing or scheduler thread, and never
+// holds up the other instances. Each batch's outputs are scattered and its
+// requests answered on the thread that completes its CopyOut event (an executor
 // thread, or Enqueue's caller when a step fails at once). Every sink's
 // Finish is called exactly once, never with the batcher's lock held.
 //
@@ -48,6 +53,7 @@
 #include "batching/request_queue.h"
 #include "batching/request_validator.h"
 #include "batching/scheduler_options.h"
+#include "engine/cpu_stream.h"
 #include "engine/executor.h"
 
 namespace coalesce {
@@ -110,6 +116,10 @@ class DynamicBatcher {
   // with (it runs no more batches).
   std::vector<absl::Status> InstanceHealth() const;
 
+  // Per executor instance, in creation order: batches handed to its setup
+  // thread because their slot was not ReadyFor them (see above).
+  std::vector<int64_t> SetupBatches() const;
+
   // OK while some instance is healthy; else UNAVAILABLE naming each fault.
   absl::Status Health() const;
 
@@ -151,7 +161,13 @@ class DynamicBatcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<Batch> TakeBatch(const BatchPlan& plan, Clock::TimePoint now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gathers and submits `batch` on this thread when its slot is ReadyFor
+  // its shapes, else hands it to its instance's setup thread.
   void Execute(std::shared_ptr<Batch> batch);
+  void GatherAndSubmit(const std::shared_ptr<Batch>& batch,
+                       const std::vector<Shape>& shapes);
+  // Instance i's setup thread, started on first use; counts a batch.
+  CpuStream& SetupThread(int i);
   void CompleteBatch(Batch& batch, absl::Status status);
   void AnswerBatch(Batch& batch);
   void FailRequest(QueuedRequest& request, const absl::Status& status,
@@ -195,6 +211,12 @@ class DynamicBatcher {
   // Declared last so it is destroyed first: executor threads that may still
   // be inside a completion callback are joined while mu_ is alive.
   std::vector<std::unique_ptr<ExecutorInstance>> instances_;
+  // By instance; null until its first batch that needs setup. Declared
+  // after instances_, so joined before they are destroyed.
+  mutable absl::Mutex setup_mu_;
+  std::vector<std::unique_ptr<CpuStream>> setup_threads_
+      ABSL_GUARDED_BY(setup_mu_);
+  std::vector<int64_t> setup_batches_ ABSL_GUARDED_BY(setup_mu_);
 };
 
 }  // namespace coalesce

@@ -210,6 +210,82 @@ TEST_F(DynamicBatcherTest, SlotFreedInsideExecuteLeavesNextBatchToScheduler) {
   }
 }
 
+// Thread rules (issue 28): a batch whose slot is not ReadyFor its shapes
+// (a device's first batches of a shape bind a plan and capture a graph) is
+// sized, gathered and submitted on its instance's setup thread, never on
+// the enqueuing or completing thread; once the shape is ready, batches form
+// inline again.
+TEST_F(DynamicBatcherTest, BatchesThatNeedSetupRunOnTheSetupThread) {
+  FakeExecutorInstance::Options fake;
+  fake.setup_batches = 2;  // bind at the first batch, capture at the second
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)), 1, fake);
+  const std::thread::id self = std::this_thread::get_id();
+  auto a = Send(1);  // shape {1, 2}: first batch
+  fakes_[0]->AwaitBatches(1);
+  fakes_[0]->CompleteNextBatch();
+  auto b = Send(2);  // second batch of {1, 2}
+  fakes_[0]->AwaitBatches(2);
+  fakes_[0]->CompleteNextBatch();
+  auto c = Send(3);  // ready: inline, before Enqueue returns
+  ASSERT_EQ(fakes_[0]->batches().size(), 3u);
+  auto d = Send(4);  // waits for the slot: with e, a first {2, 2} batch
+  auto e = Send(5);
+  fakes_[0]->CompleteNextBatch();  // frees the slot on this thread
+  fakes_[0]->AwaitBatches(4);
+  fakes_[0]->CompleteNextBatch();
+  for (const auto& r : {a, b, c, d, e}) EXPECT_TRUE(r->AwaitFinish().ok());
+
+  const auto batches = fakes_[0]->batches();
+  ASSERT_EQ(batches.size(), 4u);
+  const std::thread::id setup = batches[0].sized_by;
+  EXPECT_NE(setup, self);
+  for (int i : {0, 1, 3}) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(batches[i].needed_setup);
+    EXPECT_EQ(batches[i].sized_by, setup);
+    EXPECT_EQ(batches[i].copied_in_by, setup);
+  }
+  EXPECT_EQ(batches[3].input_shapes[0], (Shape{2, 2}));
+  EXPECT_THAT(Heads(3), ElementsAre(4, 5));
+  EXPECT_FALSE(batches[2].needed_setup);
+  EXPECT_EQ(batches[2].sized_by, self);
+  EXPECT_EQ(batches[2].copied_in_by, self);
+  EXPECT_THAT(batcher_->SetupBatches(), ElementsAre(3));
+}
+
+TEST_F(DynamicBatcherTest, ReadyInstancesNeverStartASetupThread) {
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(0)), 2);
+  auto a = Send(1);
+  fakes_[0]->CompleteNextBatch();
+  EXPECT_TRUE(a->AwaitFinish().ok());
+  EXPECT_THAT(batcher_->SetupBatches(), ElementsAre(0, 0));
+}
+
+TEST_F(DynamicBatcherTest, SchedulerThreadLeavesSetupToTheSetupThread) {
+  FakeExecutorInstance::Options fake;
+  fake.setup_batches = 1;
+  Start(Options(/*max_batch_size=*/8, /*delay=*/Ms(10)), 1, fake);
+  auto a = Send(1);
+  clock_.AwaitWaiterWithDeadline(start_ + Ms(10));
+  clock_.Advance(Ms(10));  // the scheduler forms it: it needs setup
+  fakes_[0]->AwaitBatches(1);
+  fakes_[0]->CompleteNextBatch();
+  auto b = Send(2);
+  clock_.AwaitWaiterWithDeadline(clock_.Now() + Ms(10));
+  clock_.Advance(Ms(10));  // the scheduler forms it: ready
+  fakes_[0]->AwaitBatches(2);
+  fakes_[0]->CompleteNextBatch();
+  for (const auto& r : {a, b}) EXPECT_TRUE(r->AwaitFinish().ok());
+  const auto batches = fakes_[0]->batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_TRUE(batches[0].needed_setup);
+  EXPECT_FALSE(batches[1].needed_setup);
+  const std::thread::id scheduler = batches[1].sized_by;
+  EXPECT_NE(scheduler, std::this_thread::get_id());
+  EXPECT_NE(batches[0].sized_by, scheduler);
+  EXPECT_NE(batches[0].sized_by, std::this_thread::get_id());
+}
+
 TEST_F(DynamicBatcherTest, FullBatchGoesAtOnce) {
   Start(Options(/*max_batch_size=*/4, /*delay=*/Ms(1000)));
   Send(1, /*rows=*/2);

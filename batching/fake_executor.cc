@@ -8,14 +8,27 @@ namespace coalesce {
 
 class FakeExecutorInstance::Slot : public BatchSlot {
  public:
-  Slot(int index, const std::vector<TensorSpec>* specs)
-      : index_(index), specs_(specs) {}
+  Slot(int index, FakeExecutorInstance* owner)
+      : index_(index), owner_(owner), specs_(&owner->options_.inputs) {}
+
+  bool ReadyFor(const std::vector<Shape>& shapes) const override {
+    absl::MutexLock lock(&owner_->mu_);
+    auto it = owner_->sized_.find(Key(shapes));
+    return (it == owner_->sized_.end() ? 0 : it->second) >=
+           owner_->options_.setup_batches;
+  }
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
     if (!next_error_.ok()) return std::exchange(next_error_, absl::OkStatus());
     if (shapes.size() != specs_->size()) {
       return absl::InvalidArgumentError("wrong number of inputs");
     }
+    {
+      absl::MutexLock lock(&owner_->mu_);
+      needed_setup_ =
+          owner_->sized_[Key(shapes)]++ < owner_->options_.setup_batches;
+    }
+    sized_by_ = std::this_thread::get_id();
     shapes_ = shapes;
     buffers_.assign(shapes.size(), std::string());
     for (size_t i = 0; i < shapes.size(); ++i) {
@@ -50,8 +63,16 @@ class FakeExecutorInstance::Slot : public BatchSlot {
   }
   StepTimings timings() const override { return timings_; }
 
+  std::pair<int, std::vector<Shape>> Key(
+      const std::vector<Shape>& shapes) const {
+    return {owner_->options_.setup_per_slot ? index_ : -1, shapes};
+  }
+
   int index_;
+  FakeExecutorInstance* const owner_;
   const std::vector<TensorSpec>* specs_;
+  std::thread::id sized_by_;
+  bool needed_setup_ = false;
   absl::Status next_error_;
   std::vector<Shape> shapes_;
   std::vector<std::string> buffers_;
@@ -77,7 +98,7 @@ FakeExecutorInstance::FakeExecutorInstance(Options options)
       auto_complete_(options_.auto_complete),
       output_fn_(EchoInputs) {
   for (int i = 0; i < options_.num_slots; ++i) {
-    slots_.push_back(std::make_unique<Slot>(i, &options_.inputs));
+    slots_.push_back(std::make_unique<Slot>(i, this));
   }
 }
 
@@ -139,7 +160,8 @@ std::shared_ptr<Event> FakeExecutorInstance::CopyIn(BatchSlot* batch_slot) {
   absl::MutexLock lock(&mu_);
   InFlight flight{slot,
                   RecordedBatch{slot->index_, slot->shapes_, slot->buffers_,
-                                std::this_thread::get_id()},
+                                std::this_thread::get_id(), slot->sized_by_,
+                                slot->needed_setup_},
                   std::make_shared<Event>(), std::make_shared<Event>(),
                   std::make_shared<Event>()};
   slot->run_ = flight.run;

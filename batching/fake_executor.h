@@ -4,16 +4,20 @@
 // batch's CopyIn/Run/CopyOut events only when the test calls
 // CompleteNextBatch (or at once with auto_complete). Outputs are computed at
 // completion by an OutputFunction (default: output k echoes input k). Errors
-// can be injected into SetInputShapes and into Run. Completion callbacks run
+// can be injected into SetInputShapes and into Run. It can play a device
+// whose first batches of a shape need setup (Options::setup_batches), and
+// records which thread sized and copied in each batch. Completion callbacks run
 // on the thread that calls CompleteNextBatch. Thread-safe.
 #ifndef COALESCE_BATCHING_FAKE_EXECUTOR_H_
 #define COALESCE_BATCHING_FAKE_EXECUTOR_H_
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -31,6 +35,10 @@ class FakeExecutorInstance : public ExecutorInstance {
     std::vector<Shape> input_shapes;
     std::vector<std::string> inputs;  // Bytes per input.
     std::thread::id copied_in_by;     // The thread that called CopyIn.
+    std::thread::id sized_by;         // ... SetInputShapes.
+    // Whether the slot was not ReadyFor these shapes (Options::
+    // setup_batches): the batch "bound" or "captured" something.
+    bool needed_setup = false;
   };
   struct FakeOutput {
     Shape shape;
@@ -48,6 +56,12 @@ class FakeExecutorInstance : public ExecutorInstance {
     StepTimings timings;             // Reported for every batch.
     // PreparedBatchSizes's answer (those up to max_batch_size).
     std::vector<int64_t> prepared_batch_sizes;
+    // Like a device that binds a plan at a shape's first batch and captures
+    // its graph at the second (2): slots are ReadyFor input shapes only once
+    // this many batches of them were sized. 0: always ready.
+    int setup_batches = 0;
+    // Counts them per slot, as for graphs captured on a slot's buffers.
+    bool setup_per_slot = false;
   };
 
   explicit FakeExecutorInstance(Options options);
@@ -97,6 +111,9 @@ class FakeExecutorInstance : public ExecutorInstance {
   OutputFunction output_fn_ ABSL_GUARDED_BY(mu_);
   std::vector<RecordedBatch> batches_ ABSL_GUARDED_BY(mu_);
   std::deque<InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Batches sized, by slot (-1 unless setup_per_slot) and input shapes
+  // (for ReadyFor).
+  std::map<std::pair<int, std::vector<Shape>>, int> sized_ ABSL_GUARDED_BY(mu_);
   absl::Status health_ ABSL_GUARDED_BY(mu_);
   friend class Slot;
 };

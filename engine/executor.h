@@ -11,6 +11,7 @@
 // runs (double buffering).
 //
 // Protocol for one batch on one slot, driven by a single owner at a time:
+//   0. optionally ReadyFor(shapes): whether steps 1-3 would set anything up;
 //   1. SetInputShapes(...), SetInputByteSize(i, ...) for every BYTES input,
 //      then write input_data(i) for every input (host side);
 //   2. CopyIn(slot), Run(slot), CopyOut(slot): enqueued in stream order, each
@@ -84,6 +85,19 @@ class BatchSlot {
   virtual size_t output_byte_size(int index) const = 0;
 
   virtual StepTimings timings() const = 0;
+
+  // Whether a batch of these full input shapes would take this slot's
+  // steady-state path: SetInputShapes, CopyIn, Run and CopyOut would bind
+  // no plan, upload nothing, grow no buffer and capture no graph. It is how
+  // an executor declares inline batch formation: the batcher gathers and
+  // submits a batch on an enqueuing or completing thread only when it
+  // holds, and otherwise on the instance's setup thread (dynamic_batcher.h).
+  // Never blocks on the device; false when unsure. Called by the slot's
+  // owner, before SetInputShapes. Default: true (nothing is ever set up
+  // per batch, as on the CPU).
+  virtual bool ReadyFor(const std::vector<Shape>& input_shapes) const {
+    return true;
+  }
 };
 
 class ExecutorInstance {

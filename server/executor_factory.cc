@@ -1,10 +1,12 @@
 #include "server/executor_factory.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/cpu_executor.h"
 #include "engine/device/gpu_instance.h"
@@ -80,11 +82,14 @@ absl::Status CheckNoStrings(const ModelSignature& signature) {
   return absl::OkStatus();
 }
 
+// By GPU ordinal: what the model's instances there share (its weights).
+using GpuShares = std::map<int, GpuModelShare>;
+
 absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
                              const inference::ModelConfig& config,
                              const Group& group,
                              const ExecutorFactoryOptions& options,
-                             Instances* instances) {
+                             GpuShares* shares, Instances* instances) {
   auto gpus = GroupGpus(group, options);
   if (!gpus.ok()) return gpus.status();
   if (absl::Status s = CheckNoStrings(model->signature()); !s.ok()) return s;
@@ -97,7 +102,8 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
   for (const DeviceInfo& gpu : *gpus) {
     for (int i = 0; i < std::max(group.count(), 1); ++i) {
       auto instance =
-          CreateGpuInstance(**plugin, gpu.ordinal, model, *instance_options);
+          CreateGpuInstance(**plugin, gpu.ordinal, model, *instance_options,
+                            &(*shares)[gpu.ordinal]);
       if (instance.ok()) {
         created.push_back(*std::move(instance));
         continue;
@@ -110,8 +116,14 @@ absl::Status AddGpuInstances(const std::shared_ptr<const Model>& model,
   spdlog::info(
       "model '{}': {} GPU instance(s) of instance_group '{}' on {}",
       config.name(), created.size(), group.name(),
-      absl::StrJoin(*gpus, ", ", [](std::string* out, const DeviceInfo& d) {
-        absl::StrAppend(out, "cuda:", d.ordinal, " ", d.name);
+      absl::StrJoin(*gpus, ", ", [&](std::string* out, const DeviceInfo& d) {
+        const auto& constants = (*shares)[d.ordinal].constants;
+        const double mib =
+            constants == nullptr ? 0 : constants->device_bytes() / 1048576.0;
+        absl::StrAppend(out, "cuda:", d.ordinal, " ", d.name,
+                        absl::StrFormat(" (weights %.2f MiB, held once for "
+                                        "the GPU's instances)",
+                                        mib));
       }));
   for (auto& instance : created) instances->push_back(std::move(instance));
   return absl::OkStatus();
@@ -130,15 +142,17 @@ absl::StatusOr<Instances> CreateExecutorInstances(
     const std::shared_ptr<const Model>& model, inference::ModelConfig* config,
     const ExecutorFactoryOptions& options) {
   Instances instances;
+  GpuShares shares;
   for (Group& group : *config->mutable_instance_group()) {
     absl::Status status;
     switch (group.kind()) {
       case Group::KIND_GPU:
-        status = AddGpuInstances(model, *config, group, options, &instances);
+        status = AddGpuInstances(model, *config, group, options, &shares,
+                                 &instances);
         break;
       case Group::KIND_AUTO: {
-        absl::Status gpu =
-            AddGpuInstances(model, *config, group, options, &instances);
+        absl::Status gpu = AddGpuInstances(model, *config, group, options,
+                                           &shares, &instances);
         if (gpu.ok()) {
           group.set_kind(Group::KIND_GPU);
           break;

@@ -176,6 +176,7 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     kQueueDepth,
     kInstanceState,
     kInstanceHealthy,
+    kSetupBatches,
     kDiagnosis,
     kOwnFamilies,
   };
@@ -216,6 +217,11 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "1 while the model instance can run batches; 0 after a sticky "
            "fault (a poisoned device context): it gets no more batches",
            MetricType::Gauge);
+    define(kSetupBatches, "coalesce_setup_batches_total",
+           "Batches the model instance's setup thread ran because they "
+           "needed device setup (a plan to bind, a graph to capture); 0 "
+           "after warm-up for models of fixed shapes",
+           MetricType::Counter);
     define(kDiagnosis, "coalesce_instance_diagnosis_info",
            "Why the model instance is not busier, over the last minute: a "
            "reason code and a sentence (value always 1)",
@@ -336,6 +342,11 @@ class TritonCompatibleCollector : public prometheus::Collectable {
       ClientMetric healthy;
       healthy.gauge.value = health[i].ok() ? 1 : 0;
       push(kInstanceHealthy, std::move(healthy),
+           {{"model_instance", absl::StrCat(i)}});
+    }
+    const std::vector<int64_t> setup = model.batcher->SetupBatches();
+    for (size_t i = 0; i < setup.size(); ++i) {
+      push(kSetupBatches, count(static_cast<double>(setup[i])),
            {{"model_instance", absl::StrCat(i)}});
     }
   }

@@ -1,5 +1,6 @@
 #include "server/model_warmup.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -192,9 +193,8 @@ std::vector<const inference::ModelInput*> InModelOrder(
   return inputs;
 }
 
-// One batch through `instance`'s slot 0, waited for.
-absl::Status RunBatch(ExecutorInstance& instance, const WarmupBatch& batch) {
-  BatchSlot* slot = instance.slot(0);
+// Steps 1 of the executor protocol: `slot` sized for `batch`.
+absl::Status SizeSlot(BatchSlot* slot, const WarmupBatch& batch) {
   if (absl::Status s = slot->SetInputShapes(batch.shapes); !s.ok()) return s;
   for (size_t i = 0; i < batch.data.size(); ++i) {
     const int index = static_cast<int>(i);
@@ -204,10 +204,67 @@ absl::Status RunBatch(ExecutorInstance& instance, const WarmupBatch& batch) {
         return s;
       }
     }
-    std::memcpy(slot->input_data(index), batch.data[i].data(),
+  }
+  return absl::OkStatus();
+}
+
+// One batch through `instance`'s slot `slot_index`, waited for.
+absl::Status RunBatch(ExecutorInstance& instance, const WarmupBatch& batch,
+                      int slot_index = 0) {
+  BatchSlot* slot = instance.slot(slot_index);
+  if (absl::Status s = SizeSlot(slot, batch); !s.ok()) return s;
+  for (size_t i = 0; i < batch.data.size(); ++i) {
+    std::memcpy(slot->input_data(static_cast<int>(i)), batch.data[i].data(),
                 batch.data[i].size());
   }
   return instance.Submit(slot)->Wait();
+}
+
+size_t TotalBytes(const WarmupBatch& batch) {
+  size_t bytes = 0;
+  for (const std::string& d : batch.data) bytes += d.size();
+  return bytes;
+}
+
+// Every slot of `instance` sized for the largest of `prepared`.
+absl::Status SizeEverySlot(ExecutorInstance& instance,
+                           const std::vector<WarmupBatch>& prepared) {
+  if (prepared.empty()) return absl::OkStatus();
+  const WarmupBatch* largest = &prepared.front();
+  for (const WarmupBatch& b : prepared)
+    if (TotalBytes(b) > TotalBytes(*largest)) largest = &b;
+  for (int k = 0; k < instance.num_slots(); ++k) {
+    absl::Status s = SizeSlot(instance.slot(k), *largest);
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("sizing slot ", k, " for '", largest->name,
+                                 "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs each of `batches` on the instance's slots other than 0 while the
+// slot is not ReadyFor it (at most `runs` times); counts them in *ran.
+absl::Status ReadyOtherSlots(ExecutorInstance& instance,
+                             const std::vector<WarmupBatch>& batches,
+                             int* ran) {
+  for (int k = 1; k < instance.num_slots(); ++k) {
+    for (const WarmupBatch& batch : batches) {
+      for (int run = 0;
+           run < batch.runs && !instance.slot(k)->ReadyFor(batch.shapes);
+           ++run) {
+        absl::Status s = RunBatch(instance, batch, k);
+        if (!s.ok()) {
+          return absl::Status(
+              s.code(), absl::StrCat("'", batch.name, "' on slot ", k, ": ",
+                                     s.message()));
+        }
+        ++*ran;
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -304,7 +361,10 @@ std::vector<WarmupBatch> PreparedSizeBatches(
       }
     }
   }
-  for (int64_t rows : instance.PreparedBatchSizes(config.max_batch_size())) {
+  std::vector<int64_t> sizes =
+      instance.PreparedBatchSizes(config.max_batch_size());
+  std::sort(sizes.rbegin(), sizes.rend());  // largest first: see the header
+  for (int64_t rows : sizes) {
     WarmupBatch batch;
     batch.name = absl::StrCat("batch size ", rows);
     batch.runs = 2;  // the first binds the plan, the second captures
@@ -331,15 +391,21 @@ absl::StatusOr<WarmupReport> WarmUpInstances(
   WarmupReport report;
   for (size_t i = 0; i < instances.size(); ++i) {
     std::string why;
+    const std::vector<WarmupBatch> prepared =
+        PreparedSizeBatches(config, signature, *instances[i], &why);
     std::vector<WarmupBatch> batches = samples;
-    for (WarmupBatch& b :
-         PreparedSizeBatches(config, signature, *instances[i], &why))
-      batches.push_back(std::move(b));
+    batches.insert(batches.end(), prepared.begin(), prepared.end());
     if (!why.empty() &&
         !instances[i]->PreparedBatchSizes(config.max_batch_size()).empty()) {
       spdlog::info("model '{}': instance {}: batch sizes not prepared: {}",
                    config.name(), i, why);
     }
+    auto failed = [i](const absl::Status& s) {
+      return absl::Status(s.code(), absl::StrCat("warm-up failed on instance ",
+                                                 i, ": ", s.message()));
+    };
+    if (absl::Status s = SizeEverySlot(*instances[i], prepared); !s.ok())
+      return failed(s);
     for (const WarmupBatch& batch : batches) {
       for (int run = 0; run < batch.runs; ++run) {
         if (absl::Status s = RunBatch(*instances[i], batch); !s.ok()) {
@@ -350,6 +416,8 @@ absl::StatusOr<WarmupReport> WarmUpInstances(
         ++report.batches;
       }
     }
+    absl::Status s = ReadyOtherSlots(*instances[i], prepared, &report.batches);
+    if (!s.ok()) return failed(s);
   }
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

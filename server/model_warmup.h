@@ -10,12 +10,21 @@
 //   2. Whatever the config says, each batch size whose first batches
 //      prepare state (ExecutorInstance::PreparedBatchSizes: a GPU
 //      instance's plan and captured graph per padded bucket), twice, with
-//      zero data, when every input's non-batch dims are fixed.
+//      zero data, when every input's non-batch dims are fixed. Largest
+//      first: it grows the device's arena to its size once, and growing the
+//      arena drops every graph captured before (their addresses go stale),
+//      so smaller sizes captured after it stay captured.
 //
 // Warm-up drives each instance's slot 0 by the executor protocol and waits
 // for each batch, on the calling thread (the loader), one instance after
-// another. A failing batch fails the load with the sample and the
-// instance named, as Triton fails it.
+// another. Before step 2 every slot is sized for the largest prepared
+// batch (staging buffers grown once, so that graphs captured on a slot's
+// buffers stay valid); after it, each other slot runs a prepared batch
+// (at most twice) while it is not ReadyFor it (a batch of 1 is not padded:
+// its graph is per slot). So the batcher finds every slot ready for every
+// batch size when the model is READY, and forms each batch inline
+// (engine/executor.h). A failing batch fails the load with the sample and
+// the instance named, as Triton fails it.
 #ifndef COALESCE_SERVER_MODEL_WARMUP_H_
 #define COALESCE_SERVER_MODEL_WARMUP_H_
 
@@ -54,8 +63,8 @@ absl::StatusOr<std::vector<WarmupBatch>> WarmupBatchesFromConfig(
     const std::filesystem::path& model_dir);
 
 // The zero-data batches of PreparedBatchSizes(max_batch_size) for one
-// instance, each run twice; empty (with *why set) when some input has a
-// variable non-batch dim, or the model does not batch.
+// instance, largest first, each run twice; empty (with *why set) when some
+// input has a variable non-batch dim, or the model does not batch.
 std::vector<WarmupBatch> PreparedSizeBatches(
     const inference::ModelConfig& config, const ModelSignature& signature,
     const ExecutorInstance& instance, std::string* why);

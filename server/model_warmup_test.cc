@@ -180,7 +180,7 @@ TEST_F(ModelWarmupTest, BadSamplesAreRefusedWithTheirNames) {
 }
 
 // Each instance runs the sample `count` times, then each of its prepared
-// batch sizes (up to max_batch_size) twice with zeros, in that order.
+// batch sizes (up to max_batch_size) twice with zeros, largest first.
 TEST_F(ModelWarmupTest, EveryInstanceRunsSamplesThenPreparedSizesTwice) {
   const inference::ModelConfig config = Config(R"(
       model_warmup [ { name: "s" batch_size: 3 count: 2
@@ -204,9 +204,39 @@ TEST_F(ModelWarmupTest, EveryInstanceRunsSamplesThenPreparedSizesTwice) {
       EXPECT_EQ(b.inputs[1], std::string(b.input_shapes[1][0] * 3 * 4, '\0'));
     }
   }
-  EXPECT_EQ(rows, (std::vector<int64_t>{3, 3, 1, 1, 2, 2, 4, 4, 8, 8}));
+  EXPECT_EQ(rows, (std::vector<int64_t>{3, 3, 8, 8, 4, 4, 2, 2, 1, 1}));
   EXPECT_EQ(static_cast<FakeExecutorInstance&>(*instances[1]).batches().size(),
             2u);
+}
+
+// Slots that set up on their own buffers (a batch of 1's graph): every
+// slot is ready for every prepared size when warm-up returns.
+TEST_F(ModelWarmupTest, EverySlotIsReadyForEveryPreparedSize) {
+  const inference::ModelConfig config = Config("");
+  FakeExecutorInstance::Options o;
+  o.auto_complete = true;
+  o.num_slots = 2;
+  o.inputs = {{"ids", DataType::kInt64, {-1, 2}},
+              {"x", DataType::kFp32, {-1, 3}}};
+  o.prepared_batch_sizes = {1, 2, 4};
+  o.setup_batches = 2;
+  o.setup_per_slot = true;
+  std::vector<std::unique_ptr<ExecutorInstance>> instances;
+  instances.push_back(std::make_unique<FakeExecutorInstance>(o));
+  auto report = WarmUpInstances(config, Signature(), {}, instances);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (int k = 0; k < 2; ++k) {
+    for (int64_t rows : {1, 2, 4}) {
+      EXPECT_TRUE(instances[0]->slot(k)->ReadyFor({{rows, 2}, {rows, 3}}))
+          << "slot " << k << ", " << rows << " rows";
+    }
+  }
+  int on_slot_1 = 0;
+  for (const auto& b :
+       static_cast<FakeExecutorInstance&>(*instances[0]).batches())
+    on_slot_1 += b.slot == 1;
+  EXPECT_GT(on_slot_1, 0);
+  EXPECT_EQ(report->batches, 3 * 2 + on_slot_1);
 }
 
 TEST_F(ModelWarmupTest, VariableDimsLeavePreparedSizesOut) {

@@ -32,14 +32,10 @@ class ReshapeSlot : public BatchSlot {
   BatchSlot* inner() const { return inner_; }
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
-    std::vector<Shape> mapped = shapes;
-    for (size_t i = 0; i < mapped.size() && i < plan_->inputs.size(); ++i) {
-      if (plan_->inputs[i]) {
-        mapped[i] =
-            MapShape(shapes[i], plan_->inputs[i]->reshape, plan_->batching);
-      }
-    }
-    return inner_->SetInputShapes(mapped);
+    return inner_->SetInputShapes(ModelShapes(shapes));
+  }
+  bool ReadyFor(const std::vector<Shape>& shapes) const override {
+    return inner_->ReadyFor(ModelShapes(shapes));
   }
   absl::Status SetInputByteSize(int index, size_t byte_size) override {
     return inner_->SetInputByteSize(index, byte_size);
@@ -70,6 +66,18 @@ class ReshapeSlot : public BatchSlot {
   StepTimings timings() const override { return inner_->timings(); }
 
  private:
+  // The model's input shapes for the config's.
+  std::vector<Shape> ModelShapes(const std::vector<Shape>& shapes) const {
+    std::vector<Shape> mapped = shapes;
+    for (size_t i = 0; i < mapped.size() && i < plan_->inputs.size(); ++i) {
+      if (plan_->inputs[i]) {
+        mapped[i] =
+            MapShape(shapes[i], plan_->inputs[i]->reshape, plan_->batching);
+      }
+    }
+    return mapped;
+  }
+
   BatchSlot* const inner_;
   const ReshapePlan* const plan_;
   // The config-side output shapes; the slot protocol has one owner at a time.

@@ -81,6 +81,21 @@ TEST_F(ReshapeInstanceTest, SubmitGoesToTheInnerInstance) {
   EXPECT_EQ(reinterpret_cast<const float*>(slot->output_data(0))[7], 2.5f);
 }
 
+TEST(ReshapeSlotTest, ReadyForAsksAboutTheModelsShapes) {
+  FakeExecutorInstance::Options options;
+  options.inputs = {{"x", DataType::kFp32, {-1, -1, -1}}};
+  options.setup_batches = 1;
+  auto fake = std::make_unique<FakeExecutorInstance>(options);
+  BatchSlot* inner = fake->slot(0);
+  ReshapePlan plan;
+  plan.batching = true;
+  plan.inputs = {TensorReshape{{4}, {2, 2}}};
+  auto instance = WithReshape(std::move(fake), plan);
+  ASSERT_TRUE(inner->SetInputShapes({{3, 2, 2}}).ok());  // sized once
+  EXPECT_TRUE(instance->slot(0)->ReadyFor({{3, 4}}));
+  EXPECT_FALSE(instance->slot(0)->ReadyFor({{5, 4}}));
+}
+
 TEST(WithReshapeTest, AnEmptyPlanWrapsNothing) {
   auto fake =
       std::make_unique<FakeExecutorInstance>(FakeExecutorInstance::Options{});

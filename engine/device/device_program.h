@@ -9,6 +9,8 @@
 #ifndef COALESCE_ENGINE_DEVICE_DEVICE_PROGRAM_H_
 #define COALESCE_ENGINE_DEVICE_DEVICE_PROGRAM_H_
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,6 +42,27 @@ class DeviceProgram {
                                const std::vector<Shape>& input_shapes,
                                const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs) = 0;
+
+  // Whether OutputShapes and Enqueue of a batch of these shapes, into these
+  // device buffers, would set nothing up: no plan to bind, no workspace to
+  // grow, nothing to tune or capture (BatchSlot::ReadyFor, for the
+  // program). When it is, *output_shapes are OutputShapes'. Never blocks
+  // on the device. The caller serializes it with Enqueue. Default: for a
+  // program that sets nothing up per shape, whether OutputShapes is OK.
+  virtual bool ReadyFor(const std::vector<Shape>& input_shapes,
+                        const std::vector<const void*>& inputs,
+                        const std::vector<void*>& outputs,
+                        std::vector<Shape>* output_shapes) const {
+    auto shapes = OutputShapes(input_shapes);
+    if (!shapes.ok()) return false;
+    *output_shapes = *std::move(shapes);
+    return true;
+  }
+
+  // Changes whenever a true answer of ReadyFor may have turned false (the
+  // program freed what it relied on: a regrown workspace, dropped graphs),
+  // so that callers may remember true answers until it does. Thread-safe.
+  virtual uint64_t ready_epoch() const { return 0; }
 
   // ExecutorInstance::PreparedBatchSizes's, for this program.
   virtual std::vector<int64_t> PreparedBatchSizes(

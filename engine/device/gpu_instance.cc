@@ -10,17 +10,23 @@ namespace coalesce {
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
     DevicePlugin& plugin, int ordinal,
     const std::shared_ptr<const Model>& model,
-    const GpuInstanceOptions& options) {
-  auto device = plugin.OpenDevice(ordinal);
-  if (!device.ok()) return device.status();
-  auto kernels = plugin.CreateKernels(*device, options.kernels);
+    const GpuInstanceOptions& options, GpuModelShare* share) {
+  GpuModelShare own;
+  if (share == nullptr) share = &own;
+  if (share->device == nullptr) {
+    auto device = plugin.OpenDevice(ordinal);
+    if (!device.ok()) return device.status();
+    share->device = *std::move(device);
+    share->constants = std::make_shared<DeviceConstants>(share->device);
+  }
+  auto kernels = plugin.CreateKernels(share->device, options.kernels);
   if (!kernels.ok()) return kernels.status();
   auto program = CreateGraphProgram(
-      *device, *std::move(kernels),
+      share->device, *std::move(kernels),
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
-      options.program);
+      options.program, share->constants);
   if (!program.ok()) return program.status();
-  return CreatePipelinedExecutor(*device, *std::move(program),
+  return CreatePipelinedExecutor(share->device, *std::move(program),
                                  options.pipeline);
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/device/device_constants.h"
 #include "engine/device/device_plugin.h"
 #include "engine/device/graph_program.h"
 #include "engine/device/pipelined_executor.h"
@@ -28,10 +29,21 @@ struct GpuInstanceOptions {
   GraphProgramOptions program;
 };
 
+// What the instances of one model version on one GPU share: the device
+// object (one context) and the model's constants on it, so the weights are
+// uploaded and held once per GPU. Empty until the first instance made with
+// it fills it.
+struct GpuModelShare {
+  std::shared_ptr<Device> device;
+  std::shared_ptr<DeviceConstants> constants;
+};
+
+// `share`: null, or the GPU's share for this model (the same ordinal each
+// call).
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
     DevicePlugin& plugin, int ordinal,
     const std::shared_ptr<const Model>& model,
-    const GpuInstanceOptions& options);
+    const GpuInstanceOptions& options, GpuModelShare* share = nullptr);
 
 }  // namespace coalesce
 

@@ -1,6 +1,7 @@
 #include "engine/device/graph_program.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -15,17 +16,15 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/arena_planner.h"
 #include "engine/device/batch_rows.h"
+#include "engine/device/device_constants.h"
 #include "engine/device/device_ops.h"
 #include "engine/device/device_storage.h"
 #include "engine/device/plan_lowering.h"
 #include "engine/device/status_context.h"
-#include "kernels/cuda/half_math.h"
 
 namespace coalesce {
 namespace {
 
-// Constants go to the device through a pinned buffer of this size.
-constexpr size_t kStagingBytes = size_t{8} << 20;
 // Padded inputs and outputs start at multiples of this in the arena.
 constexpr size_t kIoAlignment = 256;
 
@@ -75,6 +74,9 @@ struct BoundPlan {
   std::vector<std::pair<int, int>> output_copies;
   // Filled for each batch; Enqueue calls are serialized.
   std::vector<void*> addresses;
+  // Whether its steps have run once (the first run initializes libraries
+  // and times convolution algorithms).
+  bool ran = false;
   // Captured graphs by the batch's input and output buffers (a null graph:
   // seen once, the warm-up; `failed`: capture did not work, run directly).
   struct Captured {
@@ -84,49 +86,39 @@ struct BoundPlan {
   std::map<std::vector<const void*>, Captured> graphs;
 };
 
-// The bytes of `constant` in its converted form: reordered to KRSC when it
-// has OIHW dims, then float32 or float16 (rounded as the device rounds).
-std::vector<char> ConvertConstant(
-    const LoweredNode::ConvertedConstant& constant) {
-  const int64_t count = constant.count;
-  std::vector<float> ordered(constant.source, constant.source + count);
-  const int64_t* d = constant.oihw;
-  if (d[0] > 0 && d[0] * d[1] * d[2] * d[3] == count) {
-    for (int64_t o = 0; o < d[0]; ++o)
-      for (int64_t i = 0; i < d[1]; ++i)
-        for (int64_t h = 0; h < d[2]; ++h)
-          for (int64_t w = 0; w < d[3]; ++w)
-            ordered[((o * d[2] + h) * d[3] + w) * d[1] + i] =
-                constant.source[((o * d[1] + i) * d[2] + h) * d[3] + w];
-  }
-  std::vector<char> bytes(static_cast<size_t>(count) *
-                          DeviceFloatBytes(constant.type));
-  if (constant.type == DeviceFloat::kFloat) {
-    std::memcpy(bytes.data(), ordered.data(), bytes.size());
-    return bytes;
-  }
-  Half* half = reinterpret_cast<Half*>(bytes.data());
-  for (int64_t i = 0; i < count; ++i)
-    half[i] = kernels::cuda::FloatToHalfBits(ordered[i]);
-  return bytes;
+// `shapes` with dim 0 set to `rows`.
+std::vector<Shape> WithRows(std::vector<Shape> shapes, int64_t rows) {
+  for (Shape& shape : shapes) shape[0] = rows;
+  return shapes;
 }
 
 class GraphProgram : public DeviceProgram {
  public:
   GraphProgram(std::shared_ptr<Device> device,
                std::unique_ptr<DeviceKernels> kernels,
-               GraphProgramSource source, GraphProgramOptions options)
+               GraphProgramSource source, GraphProgramOptions options,
+               std::shared_ptr<DeviceConstants> constants)
       : device_(std::move(device)),
         kernels_(std::move(kernels)),
         source_(std::move(source)),
-        options_(options) {}
+        options_(options),
+        constants_(std::move(constants)) {}
 
   absl::Status Init();
 
   const ModelSignature& signature() const override { return source_.signature; }
 
+  // A batch that runs padded takes its padded plan's output shapes, rows
+  // cut to its own: the plans of the graph buckets serve every batch size,
+  // and no size between them binds a plan of its own.
   absl::StatusOr<std::vector<Shape>> OutputShapes(
       const std::vector<Shape>& input_shapes) const override {
+    if (const int64_t padded_rows = PaddedRows(input_shapes); padded_rows > 0) {
+      auto padded = PlanFor(WithRows(input_shapes, padded_rows));
+      if (!padded.ok()) return padded.status();
+      if ((*padded)->rows_independent)
+        return WithRows((*padded)->output_shapes, input_shapes[0][0]);
+    }
     auto bound = PlanFor(input_shapes);
     if (!bound.ok()) return bound.status();
     return (*bound)->output_shapes;
@@ -136,6 +128,19 @@ class GraphProgram : public DeviceProgram {
                        const std::vector<Shape>& input_shapes,
                        const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) override;
+
+  // Follows Enqueue's path without taking it: the exact plan (OutputShapes
+  // binds it), the padded one when the batch runs padded, the arena's size,
+  // and the batch's graph: captured, failed, or past max_graphs. A graph
+  // seen once is not ready (the next batch captures it), nor is one never
+  // seen (its first run initializes libraries and tunes).
+  bool ReadyFor(const std::vector<Shape>& input_shapes,
+                const std::vector<const void*>& inputs,
+                const std::vector<void*>& outputs,
+                std::vector<Shape>* output_shapes) const override;
+
+  // Counts DropGraphs calls.
+  uint64_t ready_epoch() const override { return ready_epoch_.load(); }
 
   // With padded batches captured as graphs: one size per graph bucket
   // (GraphBatchSize), the last one max_batch_size itself. Without padding
@@ -158,6 +163,17 @@ class GraphProgram : public DeviceProgram {
  private:
   absl::StatusOr<std::shared_ptr<BoundPlan>> PlanFor(
       const std::vector<Shape>& input_shapes) const;
+  // The plan already bound for these shapes, or null; binds nothing.
+  std::shared_ptr<BoundPlan> BoundPlanOf(
+      const std::vector<Shape>& input_shapes) const;
+  // The padded batch size this batch runs as (PaddedPlanFor), or 0.
+  int64_t PaddedRows(const std::vector<Shape>& input_shapes) const;
+  bool ArenaHolds(size_t bytes) const {
+    return arena_ != nullptr && arena_->size() >= bytes;
+  }
+  // Whether the graph of `key` runs without a warm-up or capture.
+  bool GraphReady(const BoundPlan& plan,
+                  const std::vector<const void*>& key) const;
   // Lowers every node that runs. With `errors`, a node the device cannot
   // run is listed there and binding goes on; without, it fails binding.
   // A failed binding leaves no constant of its own on the device.
@@ -168,28 +184,18 @@ class GraphProgram : public DeviceProgram {
   absl::StatusOr<std::shared_ptr<BoundPlan>> BindSteps(
       std::shared_ptr<const NeutralPlan> plan,
       std::vector<std::string>* errors) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, constants_->mu());
   void PlanArena(BoundPlan& bound, const std::vector<int>& reads_end) const;
   // Uploads the node's derived constants into `memory`.
   absl::Status UploadDerived(const LoweredNode& lowered, BoundPlan& bound,
                              BoundPlan::NodeMemory& memory) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `constant` in its converted form on the device: converted and uploaded
-  // on first use, then shared by every plan. `owner` holds its host data.
-  absl::StatusOr<const void*> ConvertedOnDevice(
-      const LoweredNode::ConvertedConstant& constant,
-      const std::shared_ptr<const NeutralPlan>& owner) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `value` (a constant) on the device: uploaded on first use, then shared
-  // by every plan. `owner` holds its host data.
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, constants_->mu());
+  // `value` (a model constant) on the device, shared by every plan and
+  // every program of the store. `owner` holds its host data.
   absl::StatusOr<void*> UploadConstant(
       const PlannedValue& value,
       const std::shared_ptr<const NeutralPlan>& owner) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `bytes` (> 0) of host memory in new device memory, through staging.
-  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Upload(const char* host,
-                                                       size_t bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, constants_->mu());
   absl::Status EnsureArena(DeviceStream& stream, size_t bytes);
   // The plan of GraphBatchSize(batch) rows when this batch runs padded;
   // null when it runs as it is.
@@ -215,37 +221,22 @@ class GraphProgram : public DeviceProgram {
   const std::unique_ptr<DeviceKernels> kernels_;
   const GraphProgramSource source_;
   const GraphProgramOptions options_;
+  // The model's constants on this device, shared with the model's other
+  // programs there; bindings hold its lock (after mu_).
+  const std::shared_ptr<DeviceConstants> constants_;
 
   mutable absl::Mutex mu_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<BoundPlan>> plans_
       ABSL_GUARDED_BY(mu_);
-  // Model constants (by host address and bytes) and their converted forms
-  // (FP16 mode's float16 weights, KRSC weights: by ConvertedConstant::Key)
-  // on the device, each with the plan that owns its host data, so that the
-  // address is never reused while the entry lives (constants computed while
-  // planning live in their plan).
-  struct DeviceCopy {
-    std::unique_ptr<DeviceBuffer> buffer;
-    std::shared_ptr<const NeutralPlan> owner;
-  };
-  mutable std::map<std::pair<const char*, size_t>, DeviceCopy> constants_
-      ABSL_GUARDED_BY(mu_);
-  using ConvertedKey = decltype(LoweredNode::ConvertedConstant{}.Key());
-  mutable std::map<ConvertedKey, DeviceCopy> converted_ ABSL_GUARDED_BY(mu_);
-  // The entries the binding in progress added, dropped if it fails.
-  mutable std::vector<std::pair<const char*, size_t>> new_constants_
-      ABSL_GUARDED_BY(mu_);
-  mutable std::vector<ConvertedKey> new_converted_ ABSL_GUARDED_BY(mu_);
-  mutable std::unique_ptr<DeviceStream> upload_stream_ ABSL_GUARDED_BY(mu_);
-  mutable std::unique_ptr<DeviceEvent> upload_done_ ABSL_GUARDED_BY(mu_);
-  mutable std::unique_ptr<DeviceBuffer> staging_ ABSL_GUARDED_BY(mu_);
 
   // Used by Enqueue only (serialized by the caller).
   std::unique_ptr<DeviceBuffer> arena_;
   std::unique_ptr<DeviceEvent> arena_idle_;
   int graphs_ = 0;                      // captured and alive
   std::vector<const void*> graph_key_;  // RunAsGraph's lookup key
-  bool graphs_unsupported_ = false;     // the device has no capture
+  std::atomic<uint64_t> ready_epoch_{0};
+  // The device has no capture. Atomic: OutputShapes reads it (PaddedRows).
+  std::atomic<bool> graphs_unsupported_{false};
   // Reused per padded batch, so that it allocates nothing.
   std::vector<Shape> padded_shapes_;
   std::vector<const void*> padded_inputs_;
@@ -314,12 +305,6 @@ bool FoldedAtEveryShape(
 
 absl::Status GraphProgram::Init() {
   absl::MutexLock lock(&mu_);
-  auto stream = device_->CreateStream();
-  if (!stream.ok()) return stream.status();
-  upload_stream_ = *std::move(stream);
-  auto event = device_->CreateEvent();
-  if (!event.ok()) return event.status();
-  upload_done_ = *std::move(event);
   auto idle = device_->CreateEvent();
   if (!idle.ok()) return idle.status();
   arena_idle_ = *std::move(idle);
@@ -377,13 +362,13 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PlanFor(
 absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::Bind(
     std::shared_ptr<const NeutralPlan> plan,
     std::vector<std::string>* errors) const {
-  new_constants_.clear();
-  new_converted_.clear();
+  absl::MutexLock constants_lock(&constants_->mu());
+  constants_->Begin();
   auto bound = BindSteps(std::move(plan), errors);
   if (!bound.ok() || (errors != nullptr && !errors->empty())) {
-    // Its plan is freed: another plan's constants may get its addresses.
-    for (const auto& key : new_constants_) constants_.erase(key);
-    for (const auto& key : new_converted_) converted_.erase(key);
+    constants_->Rollback();  // its plan, which owns their host data, goes
+  } else {
+    constants_->Commit();
   }
   return bound;
 }
@@ -478,33 +463,19 @@ absl::Status GraphProgram::UploadDerived(const LoweredNode& lowered,
                                          BoundPlan& bound,
                                          BoundPlan::NodeMemory& memory) const {
   for (const std::vector<float>& values : lowered.derived) {
-    auto buffer = Upload(reinterpret_cast<const char*>(values.data()),
-                         std::max<size_t>(values.size() * sizeof(float), 1));
+    auto buffer =
+        constants_->Upload(reinterpret_cast<const char*>(values.data()),
+                           std::max<size_t>(values.size() * sizeof(float), 1));
     if (!buffer.ok()) return buffer.status();
     memory.derived.push_back(static_cast<const float*>((*buffer)->data()));
     bound.derived.push_back(*std::move(buffer));
   }
   for (const LoweredNode::ConvertedConstant& constant : lowered.converted) {
-    auto address = ConvertedOnDevice(constant, bound.plan);
+    auto address = constants_->Converted(constant, bound.plan);
     if (!address.ok()) return address.status();
     memory.converted.push_back(*address);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<const void*> GraphProgram::ConvertedOnDevice(
-    const LoweredNode::ConvertedConstant& constant,
-    const std::shared_ptr<const NeutralPlan>& owner) const {
-  const ConvertedKey key = constant.Key();
-  auto it = converted_.find(key);
-  if (it == converted_.end()) {
-    const std::vector<char> bytes = ConvertConstant(constant);
-    auto buffer = Upload(bytes.data(), std::max<size_t>(bytes.size(), 1));
-    if (!buffer.ok()) return buffer.status();
-    it = converted_.emplace(key, DeviceCopy{*std::move(buffer), owner}).first;
-    new_converted_.push_back(key);
-  }
-  return it->second.buffer->data();
 }
 
 // Intermediate values get blocks from their producer to their last reader
@@ -555,37 +526,7 @@ absl::StatusOr<void*> GraphProgram::UploadConstant(
     const PlannedValue& value,
     const std::shared_ptr<const NeutralPlan>& owner) const {
   if (value.byte_size == 0) return nullptr;
-  const auto key = std::make_pair(value.info.constant_data, value.byte_size);
-  auto it = constants_.find(key);
-  if (it != constants_.end()) return it->second.buffer->data();
-  auto buffer = Upload(key.first, key.second);
-  if (!buffer.ok()) return buffer.status();
-  void* address = (*buffer)->data();
-  constants_.emplace(key, DeviceCopy{*std::move(buffer), owner});
-  new_constants_.push_back(key);
-  return address;
-}
-
-absl::StatusOr<std::unique_ptr<DeviceBuffer>> GraphProgram::Upload(
-    const char* host, size_t bytes) const {
-  auto buffer = device_->AllocateDevice(bytes);
-  if (!buffer.ok()) return buffer.status();
-  if (staging_ == nullptr) {
-    auto staging = device_->AllocatePinnedHost(kStagingBytes);
-    if (!staging.ok()) return staging.status();
-    staging_ = *std::move(staging);
-  }
-  for (size_t done = 0; done < bytes; done += kStagingBytes) {
-    const size_t chunk = std::min(kStagingBytes, bytes - done);
-    std::memcpy(staging_->data(), host + done, chunk);
-    char* dst = static_cast<char*>((*buffer)->data()) + done;
-    absl::Status s =
-        device_->CopyToDevice(*upload_stream_, dst, staging_->data(), chunk);
-    if (s.ok()) s = device_->RecordEvent(*upload_done_, *upload_stream_);
-    if (s.ok()) s = device_->SynchronizeEvent(*upload_done_);
-    if (!s.ok()) return WithContext(s, "uploading a constant");
-  }
-  return buffer;
+  return constants_->Constant(value.info.constant_data, value.byte_size, owner);
 }
 
 absl::Status GraphProgram::EnsureArena(DeviceStream& stream, size_t bytes) {
@@ -662,18 +603,66 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
   return RunAsGraph(plan, stream, inputs, outputs);
 }
 
-absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PaddedPlanFor(
-    const std::vector<Shape>& input_shapes) {
+int64_t GraphProgram::PaddedRows(const std::vector<Shape>& input_shapes) const {
   if (!options_.device_graphs || !options_.pad_batches || graphs_unsupported_ ||
-      !batched_model_) {
-    return nullptr;
+      !batched_model_ || input_shapes.empty()) {
+    return 0;
   }
-  const int64_t rows = input_shapes[0][0];
+  const int64_t rows = input_shapes[0].empty() ? 0 : input_shapes[0][0];
   for (const Shape& shape : input_shapes) {
-    if (shape.empty() || shape[0] != rows) return nullptr;
+    if (shape.empty() || shape[0] != rows) return 0;
   }
   const int64_t padded_rows = GraphBatchSize(rows);
-  if (padded_rows < 2) return nullptr;  // rows are only told apart from 2
+  return padded_rows < 2 ? 0 : padded_rows;  // rows are told apart from 2
+}
+
+std::shared_ptr<BoundPlan> GraphProgram::BoundPlanOf(
+    const std::vector<Shape>& input_shapes) const {
+  absl::MutexLock lock(&mu_);
+  auto it = plans_.find(input_shapes);
+  return it == plans_.end() ? nullptr : it->second;
+}
+
+bool GraphProgram::GraphReady(const BoundPlan& plan,
+                              const std::vector<const void*>& key) const {
+  if (!options_.device_graphs || graphs_unsupported_) return plan.ran;
+  auto it = plan.graphs.find(key);
+  if (it == plan.graphs.end())
+    return plan.ran && graphs_ >= options_.max_graphs;
+  return it->second.graph != nullptr || it->second.failed ||
+         graphs_ >= options_.max_graphs;
+}
+
+bool GraphProgram::ReadyFor(const std::vector<Shape>& input_shapes,
+                            const std::vector<const void*>& inputs,
+                            const std::vector<void*>& outputs,
+                            std::vector<Shape>* output_shapes) const {
+  std::vector<const void*> key;
+  if (const int64_t padded_rows = PaddedRows(input_shapes); padded_rows > 0) {
+    std::shared_ptr<BoundPlan> plan =
+        BoundPlanOf(WithRows(input_shapes, padded_rows));
+    if (plan == nullptr) return false;
+    if (plan->rows_independent) {
+      *output_shapes = WithRows(plan->output_shapes, input_shapes[0][0]);
+      if (!ArenaHolds(plan->arena_bytes_with_io)) return false;
+      const char* arena = static_cast<const char*>(arena_->data());
+      for (size_t offset : plan->io_offsets) key.push_back(arena + offset);
+      return GraphReady(*plan, key);
+    }
+  }
+  std::shared_ptr<BoundPlan> exact = BoundPlanOf(input_shapes);
+  if (exact == nullptr) return false;
+  *output_shapes = exact->output_shapes;
+  if (!ArenaHolds(exact->arena_bytes)) return false;
+  key.assign(inputs.begin(), inputs.end());
+  key.insert(key.end(), outputs.begin(), outputs.end());
+  return GraphReady(*exact, key);
+}
+
+absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PaddedPlanFor(
+    const std::vector<Shape>& input_shapes) {
+  const int64_t padded_rows = PaddedRows(input_shapes);
+  if (padded_rows == 0) return nullptr;
   padded_shapes_.resize(input_shapes.size());
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     padded_shapes_[i] = input_shapes[i];
@@ -746,6 +735,7 @@ absl::Status GraphProgram::RunSteps(BoundPlan& plan, DeviceStream& stream,
                                            plan.addresses[id], bytes);
     if (!s.ok()) return WithContext(s, "copying a model output");
   }
+  plan.ran = true;
   return absl::OkStatus();
 }
 
@@ -793,6 +783,7 @@ absl::Status GraphProgram::RunAsGraph(BoundPlan& plan, DeviceStream& stream,
 }
 
 void GraphProgram::DropGraphs() {
+  ++ready_epoch_;
   absl::MutexLock lock(&mu_);
   for (auto& [shapes, plan] : plans_) plan->graphs.clear();
   graphs_ = 0;
@@ -811,12 +802,20 @@ int64_t GraphBatchSize(int64_t batch) {
 
 absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
-    GraphProgramSource source, GraphProgramOptions options) {
+    GraphProgramSource source, GraphProgramOptions options,
+    std::shared_ptr<DeviceConstants> constants) {
   if (device == nullptr || kernels == nullptr || !source.planner) {
     return absl::InvalidArgumentError("CreateGraphProgram: missing argument");
   }
+  if (constants == nullptr) {
+    constants = std::make_shared<DeviceConstants>(device);
+  } else if (constants->device() != device) {
+    return absl::InvalidArgumentError(
+        "CreateGraphProgram: the constants are another device's");
+  }
   auto program = std::make_unique<GraphProgram>(
-      std::move(device), std::move(kernels), std::move(source), options);
+      std::move(device), std::move(kernels), std::move(source), options,
+      std::move(constants));
   if (absl::Status s = program->Init(); !s.ok()) return s;
   return std::unique_ptr<DeviceProgram>(std::move(program));
 }

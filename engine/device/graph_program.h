@@ -5,8 +5,9 @@
 // Per distinct set of input shapes it binds a plan once (first OutputShapes
 // for those shapes): the node steps; an arena layout in device memory in
 // which intermediate values share blocks once dead and views alias their
-// source; and the model constants the steps read, uploaded once per program
-// through a pinned staging buffer and shared by every plan. Enqueue then
+// source; and the model constants the steps read, uploaded once per store
+// (device_constants.h: the program's own, or one shared by the model's
+// programs on the device) and shared by every plan. Enqueue then
 // fills each value's address for the batch and enqueues the steps on the
 // compute stream; the arena is shared by batches, which that stream
 // serializes.
@@ -28,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
+#include "engine/device/device_constants.h"
 #include "engine/device/device_kernels.h"
 #include "engine/device/device_program.h"
 #include "engine/neutral_plan.h"
@@ -53,7 +55,8 @@ struct GraphProgramSource {
 //
 // Padding: when the model computes each batch row on its own
 // (BatchRowsIndependent, batch_rows.h), a batch of b >= 2 rows runs as
-// GraphBatchSize(b) rows. Its rows are copied into padded input buffers in
+// GraphBatchSize(b) rows, in that size's plan (OutputShapes binds no plan
+// of b rows). Its rows are copied into padded input buffers in
 // the arena, the graph of that size runs, and the first b rows of its
 // padded outputs are copied out: one graph per size serves every batch
 // size up to it, on every slot. The extra rows hold whatever an earlier
@@ -81,9 +84,13 @@ int64_t GraphBatchSize(int64_t batch);
 // Unimplemented naming every node the device cannot run; the device's error
 // (ResourceExhausted when out of memory) when the constants cannot be
 // uploaded.
+// `constants`: the store of the model's constants on `device` that this
+// program shares with the model's other programs there (device_constants.h);
+// null: a store of its own. InvalidArgument when it is another device's.
 absl::StatusOr<std::unique_ptr<DeviceProgram>> CreateGraphProgram(
     std::shared_ptr<Device> device, std::unique_ptr<DeviceKernels> kernels,
-    GraphProgramSource source, GraphProgramOptions options = {});
+    GraphProgramSource source, GraphProgramOptions options = {},
+    std::shared_ptr<DeviceConstants> constants = nullptr);
 
 }  // namespace coalesce
 

@@ -354,6 +354,63 @@ TEST_F(GraphProgramTest, PreparedBatchSizesCoverEveryBucket) {
   EXPECT_EQ(device_->graphs_captured(), captured);
 }
 
+// BatchSlot::ReadyFor: a slot is ready for a batch once its plan is bound,
+// its graph captured and its buffers large enough; padded batches share
+// their bucket's plan and graph, so a bucket ready makes every size in it
+// ready, on every slot whose staging holds it.
+TEST_F(GraphProgramTest, SlotIsReadyOnceItsBucketIsBoundAndCaptured) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  BatchSlot* slot = executor_->slot(0);
+  ASSERT_TRUE(slot->SetInputShapes({{16, 24}}).ok());  // staging never moves
+  EXPECT_FALSE(slot->ReadyFor({{6, 24}}));
+  ExpectMatchesCpu({RandomTensor({6, 24})});  // binds; the graph is seen
+  EXPECT_FALSE(slot->ReadyFor({{6, 24}}));
+  ExpectMatchesCpu({RandomTensor({6, 24})});  // captures
+  const int captured = device_->graphs_captured();
+  for (int64_t batch : {5, 6}) EXPECT_TRUE(slot->ReadyFor({{batch, 24}}));
+  EXPECT_FALSE(slot->ReadyFor({{4, 24}}));  // bucket 4: not bound
+  EXPECT_FALSE(slot->ReadyFor({{1, 24}}));  // 1 is not padded: its own graph
+  EXPECT_FALSE(executor_->slot(1)->ReadyFor({{5, 24}}));  // staging is empty
+  ASSERT_TRUE(executor_->slot(1)->SetInputShapes({{6, 24}}).ok());
+  EXPECT_TRUE(executor_->slot(1)->ReadyFor({{5, 24}}));
+  ExpectMatchesCpu({RandomTensor({5, 24})}, 1e-5f, /*slot_index=*/1);
+  EXPECT_EQ(device_->graphs_captured(), captured);  // nothing new
+  EXPECT_FALSE(slot->ReadyFor({{7, 24}}));          // bucket 8
+  EXPECT_FALSE(slot->ReadyFor({{6, 25}}));          // a shape the model refuses
+  // Bucket 16 grows the arena, which drops every graph: the slot forgets
+  // that it was ready for 6.
+  ASSERT_TRUE(slot->ReadyFor({{6, 24}}));
+  ExpectMatchesCpu({RandomTensor({16, 24})});
+  EXPECT_FALSE(slot->ReadyFor({{6, 24}}));
+}
+
+// Warm-up's order (server/model_warmup.h): the largest bucket first grows
+// the arena once; buckets captured after it stay captured, so every batch
+// size is ready. (Smallest first, each larger bucket's arena growth would
+// drop the graphs captured before it.)
+TEST_F(GraphProgramTest, LargestBucketFirstLeavesEverySizeReady) {
+  ASSERT_OK_AND_LOADED(SmallMlp());
+  ASSERT_TRUE(executor_->slot(0)->SetInputShapes({{10, 24}}).ok());
+  std::vector<int64_t> sizes = executor_->PreparedBatchSizes(10);
+  std::reverse(sizes.begin(), sizes.end());
+  for (int64_t batch : sizes) {
+    for (int run = 0; run < 2; ++run)
+      ExpectMatchesCpu({RandomTensor({batch, 24})});
+  }
+  for (int64_t batch = 1; batch <= 10; ++batch)
+    EXPECT_TRUE(executor_->slot(0)->ReadyFor({{batch, 24}})) << batch;
+}
+
+TEST_F(GraphProgramTest, WithoutGraphsASlotIsReadyAfterOneBatch) {
+  ASSERT_OK_AND_LOADED(SmallMlp(), {}, ModelOptions::ForDevice(),
+                       {.device_graphs = false});
+  BatchSlot* slot = executor_->slot(0);
+  EXPECT_FALSE(slot->ReadyFor({{3, 24}}));
+  ExpectMatchesCpu({RandomTensor({3, 24})});
+  EXPECT_TRUE(slot->ReadyFor({{3, 24}}));
+  EXPECT_FALSE(slot->ReadyFor({{2, 24}}));  // its plan is not bound
+}
+
 TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
   GraphProgramOptions options;
   options.pad_batches = false;
@@ -539,6 +596,59 @@ TEST_F(GraphProgramTest, OutOfDeviceMemoryForWeightsIsResourceExhausted) {
   small.device_memory_bytes = 16 * 1024;  // the weights need ~100 KB
   absl::Status s = Load(builder, small);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+}
+
+// DeviceConstants shared (the server's instances of one model on one GPU):
+// the second program uploads no weight, and both compute right.
+TEST(SharedConstantsTest, ProgramsOfOneStoreUploadTheWeightsOnce) {
+  auto model =
+      Model::LoadFromBytes(SmallMlp().Serialize(), ModelOptions::ForDevice());
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto device = std::make_shared<SimulatedDevice>();
+  auto constants = std::make_shared<DeviceConstants>(device);
+  std::vector<std::unique_ptr<PipelinedExecutor>> executors;
+  std::vector<size_t> store_bytes, device_bytes;
+  for (int i = 0; i < 2; ++i) {
+    auto program =
+        CreateGraphProgram(device, CreateSimulatedKernels(device.get()),
+                           SourceOf(*model), {}, constants);
+    ASSERT_TRUE(program.ok()) << program.status();
+    auto executor = CreatePipelinedExecutor(device, *std::move(program),
+                                            PipelinedExecutorOptions{1});
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    executors.push_back(*std::move(executor));
+    store_bytes.push_back(constants->device_bytes());
+    device_bytes.push_back(device->device_bytes_in_use());
+  }
+  const size_t weights = (24 * 48 + 48 + 48 * 10 + 10) * sizeof(float);
+  EXPECT_GE(store_bytes[0], weights);
+  EXPECT_EQ(store_bytes[1], store_bytes[0]);
+  EXPECT_LT(device_bytes[1] - device_bytes[0], weights);
+  const HostTensor x = RandomTensor({3, 24});
+  const auto typed =
+      ::coalesce::testing::MakeTyped(DataType::kFp32, x.shape, x.data);
+  auto cpu = ::coalesce::testing::RunModelTyped(*model, {typed});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  for (auto& executor : executors) {
+    auto out = ::coalesce::testing::RunBatch(*executor, (*model)->signature(),
+                                             0, {typed});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(::coalesce::testing::CompareOutputs(*out, *cpu, 1e-5f), "");
+  }
+  executors.clear();
+  EXPECT_THAT(device->problems(), ::testing::IsEmpty());
+}
+
+TEST(SharedConstantsTest, AnotherDevicesStoreIsRefused) {
+  auto model =
+      Model::LoadFromBytes(SmallMlp().Serialize(), ModelOptions::ForDevice());
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto device = std::make_shared<SimulatedDevice>();
+  auto other = std::make_shared<SimulatedDevice>();
+  auto program = CreateGraphProgram(
+      device, CreateSimulatedKernels(device.get()), SourceOf(*model), {},
+      std::make_shared<DeviceConstants>(other));
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,9 +49,14 @@ struct StagedTensor {
 
 class PipelineSlot : public BatchSlot {
  public:
+  // `enqueue_mu` serializes the program's Enqueue (held by the executor's
+  // steps).
   PipelineSlot(Device* device, DeviceProgram* program,
-               std::function<absl::Status()> health)
-      : device_(device), program_(program), health_(std::move(health)) {}
+               std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
+      : device_(device),
+        program_(program),
+        health_(std::move(health)),
+        enqueue_mu_(enqueue_mu) {}
 
   absl::Status Init() {
     for (auto* event : {&copied_in, &computed, &copied_out}) {
@@ -84,6 +90,50 @@ class PipelineSlot : public BatchSlot {
         return WithContext(s, "output '" + sig.outputs[i].name + "'");
     }
     return absl::OkStatus();
+  }
+
+  // Ready when the staging buffers hold the batch and the program is
+  // ReadyFor it in them (asked under the enqueue lock: it reads what
+  // Enqueue changes). True answers are remembered until the staging
+  // buffers move or the program's ready_epoch changes, so a steady stream
+  // of known shapes takes no lock here.
+  bool ReadyFor(const std::vector<Shape>& shapes) const override {
+    const uint64_t epoch = program_->ready_epoch();
+    if (epoch != ready_epoch_ || ready_shapes_.size() > kMaxReadyShapes) {
+      ready_shapes_.clear();
+      ready_epoch_ = epoch;
+    }
+    if (ready_shapes_.contains(shapes)) return true;
+    if (!CheckReady(shapes)) return false;
+    ready_shapes_.insert(shapes);
+    return true;
+  }
+
+  // ReadyFor without the memory.
+  bool CheckReady(const std::vector<Shape>& shapes) const {
+    const ModelSignature& sig = program_->signature();
+    if (shapes.size() != sig.inputs.size()) return true;  // fails at once
+    std::vector<const void*> in;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!Holds(inputs_[i], sig.inputs[i], shapes[i])) return false;
+      in.push_back(inputs_[i].device->data());
+    }
+    std::vector<void*> out;
+    for (const StagedTensor& t : outputs_) {
+      if (t.device == nullptr) return false;
+      out.push_back(t.device->data());
+    }
+    std::vector<Shape> output_shapes;
+    bool ready = false;
+    {
+      absl::MutexLock lock(enqueue_mu_);
+      ready = program_->ReadyFor(shapes, in, out, &output_shapes);
+    }
+    if (!ready) return false;
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (!Holds(outputs_[i], sig.outputs[i], output_shapes[i])) return false;
+    }
+    return true;
   }
 
   char* input_data(int index) override {
@@ -128,13 +178,31 @@ class PipelineSlot : public BatchSlot {
       return absl::InvalidArgumentError(
           absl::StrCat("invalid shape ", ShapeToString(shape)));
     }
-    return tensor.Reserve(
+    const DeviceBuffer* before = tensor.device.get();
+    absl::Status s = tensor.Reserve(
         *device_, static_cast<size_t>(*count) * ElementByteSize(spec.dtype));
+    if (tensor.device.get() != before) ready_shapes_.clear();  // it moved
+    return s;
+  }
+
+  // Whether `tensor`'s buffers hold `shape` without growing.
+  static bool Holds(const StagedTensor& tensor, const TensorSpec& spec,
+                    const Shape& shape) {
+    const std::optional<int64_t> count = ElementCount(shape);
+    return tensor.host != nullptr && count.has_value() &&
+           tensor.host->size() >=
+               static_cast<size_t>(*count) * ElementByteSize(spec.dtype);
   }
 
   Device* const device_;
   DeviceProgram* const program_;
   const std::function<absl::Status()> health_;
+  absl::Mutex* const enqueue_mu_;
+  // ReadyFor's memory: shapes it said true for, at program epoch
+  // ready_epoch_. Touched by the slot's owner only, as the rest.
+  static constexpr size_t kMaxReadyShapes = 64;
+  mutable std::set<std::vector<Shape>> ready_shapes_;
+  mutable uint64_t ready_epoch_ = 0;
   std::vector<StagedTensor> inputs_, outputs_;
   std::vector<Shape> input_shapes_, output_shapes_;
 };
@@ -163,8 +231,9 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
       *stream = *std::move(created);
     }
     for (int i = 0; i < num_slots; ++i) {
-      auto slot = std::make_unique<PipelineSlot>(device_.get(), program_.get(),
-                                                 [this] { return health(); });
+      auto slot = std::make_unique<PipelineSlot>(
+          device_.get(), program_.get(), [this] { return health(); },
+          &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
     }

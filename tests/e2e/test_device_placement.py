@@ -113,3 +113,26 @@ def test_no_instance_group_means_one_instance_per_gpu_else_the_cpu(start_server,
                  if name == "coalesce_instance_state_seconds_total"
                  and dict(labels).get("model") == "plain"}
     assert instances == {"0", "1"}, instances
+
+
+def test_instances_on_one_gpu_share_its_weights(start_server, tmp_path):
+    """Two KIND_GPU instances on one (simulated) GPU: one device context and
+    one copy of the weights (the load log says so), and both serve right
+    under concurrent requests."""
+    import concurrent.futures
+    plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
+    assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
+    repo = tmp_path / "repo_shared"
+    config = tiny_config("shared", instances=2).replace("kind: KIND_CPU", "kind: KIND_GPU")
+    gm.write_model(repo, "shared", gm.make_tiny_model(), config)
+    srv = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin,
+                                  "COALESCE_SIMULATED_DEVICES": "1"})
+    line = next(l for l in srv.log().splitlines() if "GPU instance(s)" in l)
+    assert "2 GPU instance(s)" in line and "held once for the GPU's instances" in line, line
+
+    def infer(i):
+        x = np.full((1, 4), float(i), np.float32)
+        result = srv.client().infer("shared", make_inputs(x=x), client_timeout=30)
+        return np.array_equal(result.as_numpy("y"), x * 2 + 1)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(infer, range(64)))

@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 import generate_models as gm
+from test_metrics import scrape
 from conftest import tiny_config
 from e2e_util import make_inputs
 
@@ -60,9 +61,10 @@ def test_samples_run_before_ready_and_a_bad_one_fails_its_load(start_server, tmp
 
 
 def test_gpu_instance_prepares_every_padded_batch_size(start_server, tmp_path):
-    """KIND_GPU on the simulated device: max_batch_size 8 gives the sizes 1,
-    2, 3, 4, 6, 8, each run twice (bind, then capture), after the one
-    sample; then every batch size serves."""
+    """KIND_GPU on the simulated device: max_batch_size 8 gives the sizes 8,
+    6, 4, 3, 2, 1, each run twice (bind, then capture), after the one
+    sample; the second slot then runs a batch of 1 twice (not padded: its
+    graph is the slot's own); then every batch size serves."""
     plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
     assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
     repo = tmp_path / "repo_gpu_warmup"
@@ -73,8 +75,13 @@ def test_gpu_instance_prepares_every_padded_batch_size(start_server, tmp_path):
     client = srv.client()
     assert client.is_model_ready("on_gpu"), srv.log()[-3000:]
     line = load_line(srv.log(), "on_gpu")
-    assert re.search(r"\(13 batch\(es\) run; 1 model_warmup sample\(s\)\)", line), line
+    assert re.search(r"\(15 batch\(es\) run; 1 model_warmup sample\(s\)\)", line), line
     for rows in range(1, 9):
         x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
         result = client.infer("on_gpu", make_inputs(x=x), client_timeout=30)
         np.testing.assert_allclose(result.as_numpy("y"), x * 2 + 1, rtol=1e-6)
+    # Every slot was ready for every size: no batch needed device setup.
+    _, samples = scrape(srv.metrics_url)
+    setup = {dict(labels)["model_instance"]: v for (name, labels), v in samples.items()
+             if name == "coalesce_setup_batches_total" and dict(labels)["model"] == "on_gpu"}
+    assert setup == {"0": 0}, setup
