@@ -252,7 +252,7 @@ TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
 // FP16: FusedMatMul nodes with a float16 fourth input, one Add of two
 // float16 values fewer for each (BERT's two per layer). With residual
 // fusion off the Adds are there, so the checks tell them apart. (GPT-2's
-// Conv1D layers are exported as a Gemm between reshapes: not fused.)
+// pre-LN residuals run in its LayerNorms instead: the next test.)
 TEST(DevicePlanTest, DenseResidualsAddInTheGemm) {
   for (const char* name :
        {"bert_tiny__torchscript", "bert_tiny__dynamo",
@@ -317,10 +317,12 @@ TEST(DevicePlanTest, ResidualAddsRunInTheirLayerNorm) {
 }
 
 // BERT's FFN GELU (the exporters' erf pattern) runs in its GEMM: no Gelu
-// node is left; with activation fusion off it is there.
+// node is left; with activation fusion off it is there. So does GPT-2's
+// tanh GELU, across the Reshape that follows its Conv1D's Gemm.
 TEST(DevicePlanTest, FfnGeluRunsInItsGemm) {
   for (const char* name : {"bert_tiny__torchscript", "bert_tiny__dynamo",
-                           "distilbert_tiny__dynamo"}) {
+                           "distilbert_tiny__dynamo", "gpt2_tiny__torchscript",
+                           "gpt2_tiny__dynamo"}) {
     SCOPED_TRACE(name);
     ModelOptions no_activation = ModelOptions::ForDevice();
     no_activation.optimizer.activation_fusion = false;

@@ -144,6 +144,37 @@ bool FuseSilu(onnx::NodeProto& mul, GraphEditor& editor) {
   return false;
 }
 
+// Whether `node` only relabels its data input's elements (same values, same
+// order): an elementwise function commutes with it.
+bool MovesNoElement(const onnx::NodeProto& node) {
+  if (!IsDefaultDomain(node) || node.output_size() != 1 ||
+      node.input_size() < 1)
+    return false;
+  const std::string& op = node.op_type();
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+         op == "Unsqueeze";
+}
+
+// The node whose result reaches `value` through shape-only nodes
+// (MovesNoElement), each result read by that chain's next node alone: the
+// producer, or null. *last is the chain's last node (the producer when
+// there is none between).
+onnx::NodeProto* ProducerThroughReshapes(GraphEditor& editor,
+                                         const std::string& value,
+                                         onnx::NodeProto** last) {
+  constexpr int kMaxHops = 3;
+  std::string at = value;
+  *last = nullptr;
+  for (int hop = 0; hop <= kMaxHops; ++hop) {
+    onnx::NodeProto* node = editor.Producer(at);
+    if (node == nullptr || !editor.HasSingleNodeUse(at)) return nullptr;
+    if (*last == nullptr) *last = node;
+    if (!MovesNoElement(*node)) return node;
+    at = node->input(0);
+  }
+  return nullptr;
+}
+
 void FuseActivations(int64_t opset, GraphEditor& editor) {
   for (onnx::NodeProto& mul : *editor.graph().mutable_node())
     FuseSilu(mul, editor);
@@ -152,16 +183,20 @@ void FuseActivations(int64_t opset, GraphEditor& editor) {
     if (act_node.input_size() < 1) continue;
     std::optional<Activation> act = ActivationOf(editor, act_node, opset);
     if (!act) continue;
-    onnx::NodeProto* producer = editor.Producer(act_node.input(0));
+    // GPT-2's Conv1D: Gemm -> Reshape -> GELU. The activation is
+    // elementwise, so it moves into the Gemm across the reshape; the last
+    // node of the chain then writes the activation's output.
+    onnx::NodeProto* last = nullptr;
+    onnx::NodeProto* producer =
+        ProducerThroughReshapes(editor, act_node.input(0), &last);
     if (producer == nullptr || FusedName(*producer).empty() ||
-        producer->output_size() != 1 ||
-        !editor.HasSingleNodeUse(act_node.input(0)))
+        producer->output_size() != 1)
       continue;
     MakeFused(*producer);
     SetStringAttr(*producer, "activation", act->name);
     SetFloatAttr(*producer, "activation_alpha", act->alpha);
     SetFloatAttr(*producer, "activation_beta", act->beta);
-    producer->set_output(0, act_node.output(0));
+    last->set_output(0, act_node.output(0));
     editor.Remove(&act_node);
   }
   editor.Commit();

@@ -32,7 +32,9 @@
 //      Sigmoid, Tanh, HardSwish, HardSigmoid, Gelu (ONNX's or pass 5's),
 //      or SiLU written as Mul(x, Sigmoid(x)), becomes FusedConv / FusedGemm
 //      / FusedMatMul with the activation applied as the result is stored
-//      (BERT's FFN: one FusedMatMul with bias and GELU);
+//      (BERT's FFN: one FusedMatMul with bias and GELU), also across up to
+//      three Reshape / Flatten / Squeeze / Unsqueeze nodes between them
+//      (GPT-2's Conv1D: Gemm, Reshape, GELU);
 //   7. shared-input projection fusion: the dense layers that read one input
 //      and each feed attention's products through moves (Q, K and V) become
 //      one FusedMatMul by their weights side by side, then a Split, which

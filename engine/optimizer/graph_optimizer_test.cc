@@ -707,6 +707,38 @@ TEST(GraphOptimizerTest, PerturbedTanhGeluIsNotFused) {
   }
 }
 
+// GPT-2's Conv1D as exported: Reshape -> Gemm (bias) -> Reshape -> GELU.
+// The GELU is elementwise, so it moves into the Gemm across the Reshape,
+// which then writes the GELU's output. `second_reader`: the reshaped product
+// is also a graph output, so nothing fuses.
+OnnxModelBuilder Conv1dFfn(bool second_reader) {
+  OnnxModelBuilder b(20);
+  b.Input("x", {2, 3, 4});
+  b.Output("y");
+  if (second_reader) b.Output("r");
+  b.FloatInitializer("w", {4, 6}, testing::RandomFloats(24, 61));
+  b.FloatInitializer("bias", {6}, testing::RandomFloats(6, 62));
+  b.Int64Initializer("flat", {2}, {-1, 4});
+  b.Int64Initializer("back", {3}, {2, 3, 6});
+  b.Node("Reshape", {"x", "flat"}, {"x2"});
+  b.Node("Gemm", {"x2", "w", "bias"}, {"g"});
+  b.Node("Reshape", {"g", "back"}, {"r"});
+  testing::SetStringAttr(b.Node("Gelu", {"r"}, {"y"}), "approximate", "tanh");
+  return b;
+}
+
+TEST(GraphOptimizerTest, GeluMovesIntoItsGemmAcrossAReshape) {
+  const OptimizerOptions options = Only(&OptimizerOptions::activation_fusion);
+  const std::vector<HostTensor> x = {
+      {{2, 3, 4}, testing::RandomFloats(24, 63)}};
+  EXPECT_THAT(CompareAndGetOps(Conv1dFfn(false), options, x),
+              ElementsAre("Reshape", "FusedGemm", "Reshape"));
+  EXPECT_THAT(StringAttrs(Conv1dFfn(false), options, "activation"),
+              ElementsAre("", "GeluTanh", ""));
+  EXPECT_THAT(CompareAndGetOps(Conv1dFfn(true), options, x),
+              ElementsAre("Reshape", "Gemm", "Reshape", "Gelu"));
+}
+
 TEST(GraphOptimizerTest, DeadNodesAndTheirInitializersAreRemoved) {
   OnnxModelBuilder b(13);
   b.Input("x", {3}).Input("unused", {3}).Output("y");
