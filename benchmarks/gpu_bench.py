@@ -35,6 +35,9 @@ Writes the tables as Markdown to --out (default ./gpu-bench.md) and prints
 them. Exit 0 when every run succeeded and every checked output matched, 1
 otherwise.
 
+4. With --cold-start, issue 28's served table (cold_start.py): each case
+   from a cold server per precision and concurrency.
+
 Usage: python3 gpu_bench.py [--bundle DIR] [--out FILE] [--quick]
        python3 gpu_bench.py --cnn --quick [--batches B,...] [--deadline-s S]
 """
@@ -1152,6 +1155,14 @@ def main() -> int:
                         help="after the tables, each case at this batch under Nsight Compute")
     parser.add_argument("--serve", action="store_true",
                         help="also serve each case on KIND_GPU (FP32, FP16) under coalesce-bench")
+    parser.add_argument("--cold-start", action="store_true",
+                        help="issue 28's served table (cold_start.py): a fresh server per "
+                        "model, precision and concurrency, first window's p99 against "
+                        "steady state's, served against engine only, FP16 against FP32")
+    parser.add_argument("--cold-window-s", type=int, default=10,
+                        help="--cold-start's window length (four windows)")
+    parser.add_argument("--cold-concurrency", type=int_list, default=None,
+                        help="--cold-start's concurrencies (default 16,64,256)")
     parser.add_argument("--skip-engine", action="store_true",
                         help="no engine-only tables (with --breakdown-batch: the breakdown only)")
     parser.add_argument("--deadline-s", type=float, default=None,
@@ -1206,6 +1217,12 @@ def main() -> int:
             ok = engine_section(args.bundle, cases, work, args.quick, report, deadline)
         if args.serve:
             ok = served_section(args.bundle, cases, work, report, deadline) and ok
+        if args.cold_start:
+            sys.path.insert(0, str(here))
+            import cold_start
+            ok = cold_start.cold_start_section(
+                args.bundle, cases, work, report, deadline, args.cold_window_s,
+                args.cold_concurrency or cold_start.COLD_CONCURRENCY) and ok
         if not args.skip_server:
             ok = server_section(args.bundle, mlp_dir, work, args.quick, report, deadline) and ok
     print(report.text())
