@@ -107,6 +107,18 @@ class DynamicBatcherTest : public ::testing::Test {
     return Send(std::move(request), record);
   }
 
+  // Returns once no batch is in flight. A batch submitted on a setup
+  // thread may register its completion callback after the test completed
+  // its events; the callback then runs (and frees the slot) on that thread.
+  void AwaitNoBatchInFlight() {
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (batcher_->InFlightBatches() > 0) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up);
+      std::this_thread::yield();
+    }
+  }
+
   // Row heads of batch `index` of the first instance.
   std::vector<float> Heads(int index, int cols = 2) {
     return RowHeads(fakes_[0]->batches().at(index).inputs[0], cols);
@@ -223,9 +235,11 @@ TEST_F(DynamicBatcherTest, BatchesThatNeedSetupRunOnTheSetupThread) {
   auto a = Send(1);  // shape {1, 2}: first batch
   fakes_[0]->AwaitBatches(1);
   fakes_[0]->CompleteNextBatch();
+  AwaitNoBatchInFlight();
   auto b = Send(2);  // second batch of {1, 2}
   fakes_[0]->AwaitBatches(2);
   fakes_[0]->CompleteNextBatch();
+  AwaitNoBatchInFlight();
   auto c = Send(3);  // ready: inline, before Enqueue returns
   ASSERT_EQ(fakes_[0]->batches().size(), 3u);
   auto d = Send(4);  // waits for the slot: with e, a first {2, 2} batch
@@ -270,6 +284,7 @@ TEST_F(DynamicBatcherTest, SchedulerThreadLeavesSetupToTheSetupThread) {
   clock_.Advance(Ms(10));  // the scheduler forms it: it needs setup
   fakes_[0]->AwaitBatches(1);
   fakes_[0]->CompleteNextBatch();
+  AwaitNoBatchInFlight();
   auto b = Send(2);
   clock_.AwaitWaiterWithDeadline(clock_.Now() + Ms(10));
   clock_.Advance(Ms(10));  // the scheduler forms it: ready
