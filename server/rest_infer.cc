@@ -167,8 +167,8 @@ absl::string_view ElementKind(DataType type) {
 }
 
 // One input's name, datatype and shape.
-absl::Status ReadInputHeader(const Json& in, inference::ModelInferRequest::
-                                                 InferInputTensor* input) {
+absl::Status ReadInputHeader(
+    const Json& in, inference::ModelInferRequest::InferInputTensor* input) {
   auto name = in.find("name");
   if (name == in.end() || !name->is_string()) {
     return Invalid("every input needs a 'name' string");
@@ -199,9 +199,9 @@ absl::StatusOr<std::string> JsonData(
     const inference::ModelInferRequest::InferInputTensor& input) {
   const DataType type = DataTypeFromName(input.datatype());
   if (type == DataType::kInvalid) {
-    return TensorError("input", input.name(),
-                       absl::StrCat("unknown datatype '", input.datatype(),
-                                    "'"));
+    return TensorError(
+        "input", input.name(),
+        absl::StrCat("unknown datatype '", input.datatype(), "'"));
   }
   if (type == DataType::kFp16 || type == DataType::kBf16) {
     return TensorError(
@@ -223,10 +223,10 @@ absl::StatusOr<std::string> JsonData(
   raw.reserve(values.size() * std::max<size_t>(ElementByteSize(type), 1));
   for (size_t i = 0; i < values.size(); ++i) {
     if (!AppendElement(type, *values[i], &raw)) {
-      return TensorError("input", input.name(),
-                         absl::StrCat("value ", i, " is not a ",
-                                      input.datatype(), " value (",
-                                      ElementKind(type), ")"));
+      return TensorError(
+          "input", input.name(),
+          absl::StrCat("value ", i, " is not a ", input.datatype(), " value (",
+                       ElementKind(type), ")"));
     }
   }
   return raw;
@@ -273,7 +273,8 @@ absl::Status ReadInput(const Json& in, std::string_view binary,
         absl::StrCat("binary_data_size ", bytes, " is past the end of the ",
                      binary.size(), " bytes of binary data"));
   }
-  request->proto.add_raw_input_contents(std::string(binary.substr(*binary_used, bytes)));
+  request->proto.add_raw_input_contents(
+      std::string(binary.substr(*binary_used, bytes)));
   *binary_used += bytes;
   return absl::OkStatus();
 }
@@ -345,8 +346,7 @@ absl::StatusOr<RestInferRequest> ParseRestInfer(
   }
   size_t binary_used = 0;
   for (const Json& in : *inputs) {
-    if (absl::Status s = ReadInput(in, binary, &binary_used, &request);
-        !s.ok())
+    if (absl::Status s = ReadInput(in, binary, &binary_used, &request); !s.ok())
       return s;
   }
   if (binary_used != binary.size()) {
@@ -395,27 +395,48 @@ absl::StatusOr<Json> JsonValues(DataType type, std::string_view raw,
   }
   const size_t width = ElementByteSize(type);
   if (width == 0 || raw.size() != count * width) {
-    return absl::InternalError(absl::StrCat("output '", name, "': ",
-                                            raw.size(), " bytes for ", count,
-                                            " elements"));
+    return absl::InternalError(absl::StrCat("output '", name, "': ", raw.size(),
+                                            " bytes for ", count, " elements"));
   }
   for (uint64_t i = 0; i < count; ++i) {
     const char* at = raw.data() + i * width;
     switch (type) {
-      case DataType::kBool: values.push_back(*at != 0); break;
-      case DataType::kUint8: values.push_back(Load<uint8_t>(at)); break;
-      case DataType::kUint16: values.push_back(Load<uint16_t>(at)); break;
-      case DataType::kUint32: values.push_back(Load<uint32_t>(at)); break;
-      case DataType::kUint64: values.push_back(Load<uint64_t>(at)); break;
-      case DataType::kInt8: values.push_back(Load<int8_t>(at)); break;
-      case DataType::kInt16: values.push_back(Load<int16_t>(at)); break;
-      case DataType::kInt32: values.push_back(Load<int32_t>(at)); break;
-      case DataType::kInt64: values.push_back(Load<int64_t>(at)); break;
-      case DataType::kFp32: values.push_back(Load<float>(at)); break;
-      case DataType::kFp64: values.push_back(Load<double>(at)); break;
+      case DataType::kBool:
+        values.push_back(*at != 0);
+        break;
+      case DataType::kUint8:
+        values.push_back(Load<uint8_t>(at));
+        break;
+      case DataType::kUint16:
+        values.push_back(Load<uint16_t>(at));
+        break;
+      case DataType::kUint32:
+        values.push_back(Load<uint32_t>(at));
+        break;
+      case DataType::kUint64:
+        values.push_back(Load<uint64_t>(at));
+        break;
+      case DataType::kInt8:
+        values.push_back(Load<int8_t>(at));
+        break;
+      case DataType::kInt16:
+        values.push_back(Load<int16_t>(at));
+        break;
+      case DataType::kInt32:
+        values.push_back(Load<int32_t>(at));
+        break;
+      case DataType::kInt64:
+        values.push_back(Load<int64_t>(at));
+        break;
+      case DataType::kFp32:
+        values.push_back(Load<float>(at));
+        break;
+      case DataType::kFp64:
+        values.push_back(Load<double>(at));
+        break;
       default:
-        return absl::InternalError(absl::StrCat(
-            "output '", name, "': no JSON form for its datatype"));
+        return absl::InternalError(
+            absl::StrCat("output '", name, "': no JSON form for its datatype"));
     }
   }
   return values;
@@ -431,12 +452,18 @@ const inference::ModelInferRequest::InferRequestedOutputTensor* Requested(
 
 Json ParameterJson(const inference::InferParameter& p) {
   switch (p.parameter_choice_case()) {
-    case inference::InferParameter::kBoolParam: return p.bool_param();
-    case inference::InferParameter::kInt64Param: return p.int64_param();
-    case inference::InferParameter::kUint64Param: return p.uint64_param();
-    case inference::InferParameter::kDoubleParam: return p.double_param();
-    case inference::InferParameter::kStringParam: return p.string_param();
-    default: return nullptr;
+    case inference::InferParameter::kBoolParam:
+      return p.bool_param();
+    case inference::InferParameter::kInt64Param:
+      return p.int64_param();
+    case inference::InferParameter::kUint64Param:
+      return p.uint64_param();
+    case inference::InferParameter::kDoubleParam:
+      return p.double_param();
+    case inference::InferParameter::kStringParam:
+      return p.string_param();
+    default:
+      return nullptr;
   }
 }
 
@@ -466,10 +493,12 @@ absl::StatusOr<RestInferResponse> FormatRestInfer(
                                      ? response.raw_output_contents(i)
                                      : std::string_view();
     const DataType type = DataTypeFromName(output.datatype());
-    if (asked != nullptr && asked->parameters().contains("shared_memory_region")) {
+    if (asked != nullptr &&
+        asked->parameters().contains("shared_memory_region")) {
       Json params = Json::object();
       for (const auto& [key, value] : asked->parameters())
-        if (key.starts_with("shared_memory_")) params[key] = ParameterJson(value);
+        if (key.starts_with("shared_memory_"))
+          params[key] = ParameterJson(value);
       o["parameters"] = std::move(params);
     } else {
       auto it = request.binary_outputs.find(output.name());
