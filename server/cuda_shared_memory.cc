@@ -3,42 +3,156 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/instance_placement.h"
+#include "engine/device/plugin_loader.h"
 #include "spdlog/spdlog.h"
 
 namespace coalesce {
-CudaSharedMemoryRegistry::CudaSharedMemoryRegistry()
-    : CudaSharedMemoryRegistry(UsableGpu) {}
+namespace {
 
-CudaSharedMemoryRegistry::CudaSharedMemoryRegistry(GpuCheck gpu_check)
-    : gpu_check_(std::move(gpu_check)) {}
+absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> OpenWithPlugin(
+    int64_t device_id, const std::string& raw_handle, uint64_t byte_size) {
+  absl::StatusOr<DevicePlugin*> plugin =
+      LoadDevicePlugin(DefaultCudaPluginPath());
+  if (!plugin.ok())
+    return absl::FailedPreconditionError(plugin.status().message());
+  absl::StatusOr<std::vector<DeviceInfo>> devices = (*plugin)->Devices();
+  if (!devices.ok())
+    return absl::FailedPreconditionError(devices.status().message());
+  if (devices->empty()) return absl::FailedPreconditionError("no GPU");
+  if (device_id < 0 || device_id >= static_cast<int64_t>(devices->size())) {
+    return absl::InvalidArgumentError(absl::StrCat("device_id ", device_id,
+                                                   ": this server has ",
+                                                   devices->size(), " GPU(s)"));
+  }
+  return (*plugin)->OpenIpcMemory(static_cast<int>(device_id), raw_handle,
+                                  byte_size);
+}
+
+std::string Failed(const std::string& name) {
+  return absl::StrCat("failed to register CUDA shared memory region: '", name,
+                      "'");
+}
+
+}  // namespace
+
+CudaSharedMemoryRegistry::CudaSharedMemoryRegistry()
+    : CudaSharedMemoryRegistry(OpenWithPlugin) {}
+
+CudaSharedMemoryRegistry::CudaSharedMemoryRegistry(Opener opener)
+    : opener_(std::move(opener)) {}
 
 absl::Status CudaSharedMemoryRegistry::Register(const std::string& name,
                                                 const std::string& raw_handle,
                                                 int64_t device_id,
                                                 uint64_t byte_size) {
-  if (absl::Status gpu = gpu_check_(); !gpu.ok()) {
-    spdlog::info("CUDA shared memory region '{}' refused: {}", name,
-                 std::string(gpu.message()));
-    return absl::InvalidArgumentError(
-        absl::StrCat("failed to register CUDA shared memory region: '", name,
-                     "', GPUs not supported"));
+  {
+    absl::MutexLock lock(&mu_);
+    if (regions_.contains(name)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "shared memory region '", name, "' is already registered"));
+    }
   }
-  return absl::UnimplementedError(absl::StrCat(
-      "failed to register CUDA shared memory region: '", name,
-      "': opening CUDA IPC handles is not supported by this server yet; "
-      "system shared memory is"));
+  auto memory = opener_(device_id, raw_handle, byte_size);
+  if (!memory.ok()) {
+    if (memory.status().code() == absl::StatusCode::kFailedPrecondition) {
+      spdlog::info("CUDA shared memory region '{}' refused: {}", name,
+                   std::string(memory.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Failed(name), ", GPUs not supported"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(Failed(name), ": ", memory.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (regions_.contains(name)) {  // registered meanwhile
+    return absl::AlreadyExistsError(absl::StrCat("shared memory region '", name,
+                                                 "' is already registered"));
+  }
+  regions_[name] = Region{{name, device_id, byte_size}, *std::move(memory)};
+  return absl::OkStatus();
 }
 
-void CudaSharedMemoryRegistry::Unregister(const std::string&) {}
+void CudaSharedMemoryRegistry::Unregister(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  if (name.empty()) {
+    regions_.clear();
+  } else {
+    regions_.erase(name);
+  }
+}
 
 absl::StatusOr<std::vector<CudaSharedMemoryRegionInfo>>
 CudaSharedMemoryRegistry::Status(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<CudaSharedMemoryRegionInfo> infos;
   if (!name.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no CUDA shared memory region named '", name, "'"));
+    auto it = regions_.find(name);
+    if (it == regions_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no CUDA shared memory region named '", name, "'"));
+    }
+    infos.push_back(it->second.info);
+    return infos;
   }
-  return std::vector<CudaSharedMemoryRegionInfo>{};
+  for (const auto& [unused, region] : regions_) infos.push_back(region.info);
+  return infos;
+}
+
+absl::StatusOr<CudaSharedMemoryRegistry::Region> CudaSharedMemoryRegistry::Find(
+    const std::string& name, uint64_t offset, uint64_t byte_size) const {
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no shared memory region named '", name, "'"));
+  }
+  const uint64_t size = it->second.info.byte_size;
+  if (offset > size || byte_size > size - offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bytes [", offset, ", ", offset + byte_size,
+                     ") are outside CUDA shared memory region '", name, "' of ",
+                     size, " bytes"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<SharedMemorySpan> CudaSharedMemoryRegistry::ReadSpan(
+    const std::string& name, uint64_t offset, uint64_t byte_size) const {
+  auto region = Find(name, offset, byte_size);
+  if (!region.ok()) return region.status();
+  auto copy = std::make_shared<std::string>(byte_size, '\0');
+  if (byte_size > 0) {
+    absl::Status s = region->memory->Read(offset, byte_size, copy->data());
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("reading CUDA shared memory region '", name,
+                                 "': ", s.message()));
+    }
+  }
+  SharedMemorySpan span;
+  span.data = copy->data();
+  span.size = copy->size();
+  span.mapping = std::move(copy);
+  return span;
+}
+
+absl::StatusOr<SharedMemorySpan> CudaSharedMemoryRegistry::WriteSpan(
+    const std::string& name, uint64_t offset, uint64_t byte_size) const {
+  auto region = Find(name, offset, byte_size);
+  if (!region.ok()) return region.status();
+  auto buffer = std::make_shared<std::string>(byte_size, '\0');
+  SharedMemorySpan span;
+  span.data = buffer->data();
+  span.size = buffer->size();
+  span.write_back = [memory = region->memory, buffer, offset,
+                     name](size_t bytes) -> absl::Status {
+    absl::Status s = memory->Write(offset, buffer->data(), bytes);
+    if (s.ok()) return s;
+    return absl::InternalError(absl::StrCat(
+        "writing CUDA shared memory region '", name, "': ", s.message()));
+  };
+  span.mapping = std::move(buffer);
+  return span;
 }
 
 }  // namespace coalesce

@@ -1,28 +1,43 @@
 // CudaSharedMemoryRegistry: Triton's CUDA shared memory extension
-// (CudaSharedMemoryRegister / Status / Unregister), as far as this server
-// has it.
+// (CudaSharedMemoryRegister / Status / Unregister), and the registered
+// regions as inference requests use them.
 //
-// Registering a region means opening the client's cudaIpc handle on the
-// server's GPU. On a machine where the device plugin finds no usable GPU
-// (no plugin, no driver, no device), Register fails with InvalidArgument
-// and Triton's own words for a server without GPUs: "failed to register
-// CUDA shared memory region: 'NAME', GPUs not supported". Where a GPU is
-// usable, opening handles is not built yet: Unimplemented, saying so and
-// that system shared memory works. So no region is ever registered: Status
-// lists none (NotFound for a name, as for system shared memory), and
-// Unregister, of one name or of all (empty name), succeeds: Triton's
-// clients unregister everything as clean-up before they start, and that
-// must not fail. Thread-safe.
+// Registering opens the client's IPC handle (the 64 bytes of a
+// cudaIpcMemHandle_t) on device `device_id` through the device plugin
+// (DevicePlugin::OpenIpcMemory). On a machine where the plugin finds no
+// usable GPU (no plugin, no driver, no device), Register fails with
+// InvalidArgument and Triton's words for a server without GPUs: "failed to
+// register CUDA shared memory region: 'NAME', GPUs not supported". A handle
+// that cannot be opened fails with InvalidArgument giving the reason; a
+// registered name, with AlreadyExists. Unregister, of one name or of all
+// (empty name), never fails: Triton's clients unregister everything as
+// clean-up before they start.
+//
+// Requests (SharedMemoryManager::InputSpan / OutputSpan, which look here
+// for names that are not system regions): an input in a CUDA region is
+// copied to host memory when its request is decoded, one device-to-host
+// copy, and then takes the path of any input; an output is written to host
+// memory and copied into its region before the response leaves
+// (SharedMemorySpan::write_back). So CUDA shared memory works as Triton's
+// clients expect, but it is not zero copy: the batch's device buffers are
+// still filled from host staging. A span keeps its region open, so
+// unregistering while requests use it is safe. Thread-safe.
 #ifndef COALESCE_SERVER_CUDA_SHARED_MEMORY_H_
 #define COALESCE_SERVER_CUDA_SHARED_MEMORY_H_
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/device/device_plugin.h"
+#include "server/shared_memory.h"
 
 namespace coalesce {
 
@@ -34,12 +49,17 @@ struct CudaSharedMemoryRegionInfo {
 
 class CudaSharedMemoryRegistry {
  public:
-  // OK when a GPU is usable; else the reason. The default asks the device
-  // plugin (DefaultCudaPluginPath) for its devices.
-  using GpuCheck = std::function<absl::Status()>;
+  // Opens a client's handle: FailedPrecondition (with the reason) when this
+  // machine has no usable GPU, InvalidArgument when the handle cannot be
+  // opened on that device.
+  using Opener =
+      std::function<absl::StatusOr<std::unique_ptr<SharedDeviceMemory>>(
+          int64_t device_id, const std::string& raw_handle,
+          uint64_t byte_size)>;
 
+  // Opens handles through the device plugin (DefaultCudaPluginPath).
   CudaSharedMemoryRegistry();
-  explicit CudaSharedMemoryRegistry(GpuCheck gpu_check);
+  explicit CudaSharedMemoryRegistry(Opener opener);
 
   absl::Status Register(const std::string& name, const std::string& raw_handle,
                         int64_t device_id, uint64_t byte_size);
@@ -52,8 +72,31 @@ class CudaSharedMemoryRegistry {
   absl::StatusOr<std::vector<CudaSharedMemoryRegionInfo>> Status(
       const std::string& name) const;
 
+  // [offset, offset + byte_size) of region `name`, copied to host memory
+  // now. NotFound for an unknown region, InvalidArgument when the span
+  // does not lie inside it, the copy's error.
+  absl::StatusOr<SharedMemorySpan> ReadSpan(const std::string& name,
+                                            uint64_t offset,
+                                            uint64_t byte_size) const;
+
+  // Host memory for an output of at most byte_size bytes whose write_back
+  // copies what was written into [offset, ...) of region `name`. Errors as
+  // ReadSpan's.
+  absl::StatusOr<SharedMemorySpan> WriteSpan(const std::string& name,
+                                             uint64_t offset,
+                                             uint64_t byte_size) const;
+
  private:
-  GpuCheck gpu_check_;
+  struct Region {
+    CudaSharedMemoryRegionInfo info;
+    std::shared_ptr<SharedDeviceMemory> memory;
+  };
+  absl::StatusOr<Region> Find(const std::string& name, uint64_t offset,
+                              uint64_t byte_size) const;
+
+  Opener opener_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Region> regions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace coalesce

@@ -55,8 +55,8 @@ InferHandler::OutputRegions(const inference::ModelInferRequest& proto,
     if (top_k.contains(output.name())) {
       return error("classification results cannot go to shared memory");
     }
-    auto span =
-        shared_memory_->Span((*ref)->region, (*ref)->offset, (*ref)->byte_size);
+    auto span = shared_memory_->OutputSpan((*ref)->region, (*ref)->offset,
+                                           (*ref)->byte_size);
     if (!span.ok()) return error(span.status().message());
     regions[output.name()] = *std::move(span);
   }

@@ -311,8 +311,8 @@ absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
     if (shared_memory == nullptr) {
       return InputError(input.name(), "shared memory is not available here");
     }
-    auto span =
-        shared_memory->Span((*ref)->region, (*ref)->offset, (*ref)->byte_size);
+    auto span = shared_memory->InputSpan((*ref)->region, (*ref)->offset,
+                                         (*ref)->byte_size);
     if (!span.ok())
       return InputError(input.name(), std::string(span.status().message()));
     shm[i] = *span;

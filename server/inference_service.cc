@@ -99,6 +99,13 @@ absl::StatusOr<LoadOverrides> LoadOverridesOf(
   return overrides;
 }
 
+// System and CUDA regions share one name space: requests name either.
+absl::Status RegionNameTaken(const std::string& name) {
+  return absl::AlreadyExistsError(absl::StrCat(
+      "shared memory region '", name,
+      "' is already registered (system and CUDA regions share names)"));
+}
+
 }  // namespace
 
 InferenceService::InferenceService(ModelManager* manager, Clock* clock,
@@ -108,7 +115,9 @@ InferenceService::InferenceService(ModelManager* manager, Clock* clock,
       handler_(manager, clock, &shared_memory_, &budget_),
       mode_(options.model_control_mode),
       restrictions_(options.grpc_restricted_protocols),
-      stream_max_pending_(options.grpc_stream_max_pending) {}
+      stream_max_pending_(options.grpc_stream_max_pending) {
+  shared_memory_.set_cuda_regions(&cuda_shared_memory_);
+}
 
 Reactor* InferenceService::ServerLive(Context* c,
                                       const inference::ServerLiveRequest*,
@@ -294,6 +303,9 @@ Reactor* InferenceService::SystemSharedMemoryRegister(
   if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
     return Done(c, s);
   }
+  if (cuda_shared_memory_.Status(req->name()).ok()) {
+    return Done(c, RegionNameTaken(req->name()));
+  }
   return Done(c, shared_memory_.Register(req->name(), req->key(), req->offset(),
                                          req->byte_size()));
 }
@@ -330,6 +342,9 @@ Reactor* InferenceService::CudaSharedMemoryRegister(
     inference::CudaSharedMemoryRegisterResponse*) {
   if (absl::Status s = Allowed(c, ProtocolGroup::kSharedMemory); !s.ok()) {
     return Done(c, s);
+  }
+  if (shared_memory_.Status(req->name()).ok()) {
+    return Done(c, RegionNameTaken(req->name()));
   }
   return Done(c,
               cuda_shared_memory_.Register(req->name(), req->raw_handle(),

@@ -20,7 +20,10 @@ char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
     raw->resize(byte_size);
     return raw->data();
   }
-  if (byte_size <= region->second.size) return region->second.data;
+  if (byte_size <= region->second.size) {
+    if (region->second.write_back) written_back_[name] = byte_size;
+    return region->second.data;
+  }
   if (output_error_.ok()) {
     output_error_ = absl::InvalidArgumentError(absl::StrCat(
         "output '", name, "': ", byte_size,
@@ -36,6 +39,13 @@ absl::Status ProtoResponseSink::Finalize(const absl::Status& status) {
   lease_ = InflightBudget::Lease();
   if (!status.ok()) return status;
   if (!output_error_.ok()) return output_error_;
+  for (const auto& [name, bytes] : written_back_) {
+    absl::Status s = output_regions_[name].write_back(bytes);
+    if (!s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("output '", name, "': ", s.message()));
+    }
+  }
   if (classification_.top_k.empty()) return status;
   return ApplyClassification(classification_, response_);
 }

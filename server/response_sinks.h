@@ -48,7 +48,8 @@ class ProtoResponseSink : public ResponseSink {
   // Outputs to write into shared memory instead of the response: their
   // bytes go straight into the span (the response keeps an empty
   // raw_output_contents entry in their place, so positions still match);
-  // an output larger than its span fails the request, naming both.
+  // an output larger than its span fails the request, naming both. A span
+  // with a write_back (CUDA shared memory) is written back by Finalize.
   void set_output_regions(std::map<std::string, SharedMemorySpan> regions) {
     output_regions_ = std::move(regions);
   }
@@ -67,6 +68,8 @@ class ProtoResponseSink : public ResponseSink {
   std::deque<std::string> converted_;
   ClassificationRequest classification_;
   std::map<std::string, SharedMemorySpan> output_regions_;
+  // Bytes of each output written to a span with a write_back, by name.
+  std::map<std::string, size_t> written_back_;
   std::vector<SharedMemorySpan> input_spans_;
   std::string scratch_;        // where an output too large for its span goes
   absl::Status output_error_;  // the first such output

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "server/cuda_shared_memory.h"
 
 namespace coalesce {
 
@@ -101,7 +102,24 @@ absl::StatusOr<SharedMemorySpan> SharedMemoryManager::Span(
                      r.info.byte_size, " bytes)"));
   }
   return SharedMemorySpan{r.mapping, r.base + offset,
-                          static_cast<size_t>(byte_size)};
+                          static_cast<size_t>(byte_size), nullptr};
+}
+
+bool SharedMemoryManager::Holds(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  return regions_.contains(name);
+}
+
+absl::StatusOr<SharedMemorySpan> SharedMemoryManager::InputSpan(
+    const std::string& name, uint64_t offset, uint64_t byte_size) const {
+  if (cuda_ == nullptr || Holds(name)) return Span(name, offset, byte_size);
+  return cuda_->ReadSpan(name, offset, byte_size);
+}
+
+absl::StatusOr<SharedMemorySpan> SharedMemoryManager::OutputSpan(
+    const std::string& name, uint64_t offset, uint64_t byte_size) const {
+  if (cuda_ == nullptr || Holds(name)) return Span(name, offset, byte_size);
+  return cuda_->WriteSpan(name, offset, byte_size);
 }
 
 }  // namespace coalesce

@@ -13,12 +13,14 @@
 #define COALESCE_SERVER_SHARED_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
@@ -34,7 +36,13 @@ struct SharedMemorySpan {
   std::shared_ptr<void> mapping;  // the region's; null for an empty span
   char* data = nullptr;
   size_t size = 0;
+  // Set for an output span of device memory (CUDA shared memory): `data` is
+  // host memory, and this copies its first `bytes` into the region once the
+  // output is written there. Null for system shared memory.
+  std::function<absl::Status(size_t bytes)> write_back;
 };
+
+class CudaSharedMemoryRegistry;
 
 class SharedMemoryManager {
  public:
@@ -57,6 +65,22 @@ class SharedMemoryManager {
                                         uint64_t offset,
                                         uint64_t byte_size) const;
 
+  // Where requests look for regions this manager does not hold (Triton's
+  // system and CUDA regions share one name space for requests). Null: none.
+  // REQUIRES: `cuda` outlives this manager.
+  void set_cuda_regions(const CudaSharedMemoryRegistry* cuda) { cuda_ = cuda; }
+
+  // An input's span: Span, or else a CUDA region's bytes copied to host
+  // memory (CudaSharedMemoryRegistry::ReadSpan).
+  absl::StatusOr<SharedMemorySpan> InputSpan(const std::string& name,
+                                             uint64_t offset,
+                                             uint64_t byte_size) const;
+  // An output's span: Span, or else host memory written back to a CUDA
+  // region (CudaSharedMemoryRegistry::WriteSpan).
+  absl::StatusOr<SharedMemorySpan> OutputSpan(const std::string& name,
+                                              uint64_t offset,
+                                              uint64_t byte_size) const;
+
  private:
   struct Region {
     SharedMemoryRegionInfo info;
@@ -64,8 +88,12 @@ class SharedMemoryManager {
     char* base = nullptr;           // the byte at info.offset
   };
 
+  // Whether region `name` is a system region here.
+  bool Holds(const std::string& name) const;
+
   mutable absl::Mutex mu_;
   std::map<std::string, Region> regions_ ABSL_GUARDED_BY(mu_);
+  const CudaSharedMemoryRegistry* cuda_ = nullptr;
 };
 
 }  // namespace coalesce

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_device.h"
+#include "engine/cuda/cuda_ipc_memory.h"
 #include "engine/cuda/cuda_kernels.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/device/device_plugin.h"
@@ -51,6 +52,11 @@ class CudaPlugin : public DevicePlugin {
           {i, prop.name, prop.totalGlobalMem, prop.major * 10 + prop.minor});
     }
     return devices;
+  }
+
+  absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> OpenIpcMemory(
+      int ordinal, const std::string& handle, size_t byte_size) override {
+    return OpenCudaIpcMemory(ordinal, handle, byte_size);
   }
 
   absl::StatusOr<std::shared_ptr<Device>> OpenDevice(int ordinal) override {

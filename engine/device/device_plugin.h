@@ -26,7 +26,8 @@ namespace coalesce {
 
 // 4: DeviceKernels::Broadcast (Expand). 5: an Args struct for every
 // primitive of more than four arguments. 8: DeviceKernels::Attention.
-inline constexpr int kDevicePluginAbi = 9;
+// 10: DevicePlugin::OpenIpcMemory.
+inline constexpr int kDevicePluginAbi = 10;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {
@@ -34,6 +35,18 @@ struct DeviceInfo {
   std::string name;  // "NVIDIA H100 80GB HBM3"
   size_t memory_bytes = 0;
   int compute_capability = 0;  // 90 for sm_90
+};
+
+// Device memory another process exported (CUDA IPC), mapped into this one:
+// synchronous copies between it and host memory. Released (the mapping
+// closed) on destruction. Thread-safe.
+class SharedDeviceMemory {
+ public:
+  virtual ~SharedDeviceMemory() = default;
+  virtual size_t size() const = 0;
+  // REQUIRES: offset + bytes <= size().
+  virtual absl::Status Read(size_t offset, size_t bytes, void* host) = 0;
+  virtual absl::Status Write(size_t offset, const void* host, size_t bytes) = 0;
 };
 
 class DevicePlugin {
@@ -56,6 +69,16 @@ class DevicePlugin {
   // FailedPrecondition when a library they need (cuBLASLt) is missing.
   virtual absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
       std::shared_ptr<Device> device, const DeviceKernelOptions& options) = 0;
+
+  // The `byte_size` bytes of device memory another process exported on
+  // device `ordinal`: `handle` is its IPC handle as Triton's clients send
+  // it (CUDA: the 64 bytes of a cudaIpcMemHandle_t). InvalidArgument when
+  // the handle cannot be opened there.
+  virtual absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> OpenIpcMemory(
+      int ordinal, const std::string& handle, size_t byte_size) {
+    return absl::UnimplementedError(
+        "this device plugin cannot open IPC memory handles");
+  }
 };
 
 extern "C" {

@@ -103,7 +103,7 @@ def test_cuda_shared_memory_clean_up_then_a_refusal_in_tritons_words(served):
     system and CUDA region; both must succeed with nothing registered. On a
     machine without a usable GPU, registering a CUDA region is refused as
     Triton refuses it there; with one, the server says it cannot open CUDA
-    IPC handles yet (docs/server.md)."""
+    handle that is not one fails to open (docs/server.md)."""
     client, _ = served
     client.unregister_system_shared_memory()
     client.unregister_cuda_shared_memory()
@@ -116,4 +116,57 @@ def test_cuda_shared_memory_clean_up_then_a_refusal_in_tritons_words(served):
         client.register_cuda_shared_memory("input_data", b"\0" * 64, 0, 64)
     message = str(refused.value)
     assert ("failed to register CUDA shared memory region: 'input_data', GPUs not supported"
-            in message or "opening CUDA IPC handles is not supported" in message), message
+            in message or "failed to register CUDA shared memory region: 'input_data':"
+            in message), message
+
+
+def test_cuda_shared_memory_through_the_device_plugin(start_server, tmp_path):
+    """Triton's CUDA shared memory protocol end to end, with tritonclient,
+    on the simulated device plugin: its "IPC handle" names a POSIX shared
+    memory object (tests/simulated_plugin), which this test fills and reads
+    with tritonclient's system shared memory utilities. Register, status,
+    an input read from a CUDA region and an output written to one, bounds,
+    unregister; a system region may not take a CUDA region's name."""
+    import base64
+    import os
+    plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
+    assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
+    repo = tmp_path / "repo_cudashm"
+    gm.write_model(repo, "m", gm.make_tiny_model(width=16), tiny_config("m", width=16))
+    srv = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin})
+    client = srv.client()
+    x = np.arange(32, dtype=np.float32).reshape(2, 16)
+    key_in, key_out = f"/coalesce_cudashm_in_{os.getpid()}", f"/coalesce_cudashm_out_{os.getpid()}"
+    h_in = shm.create_shared_memory_region("in", key_in, x.nbytes)
+    h_out = shm.create_shared_memory_region("out", key_out, x.nbytes)
+    try:
+        shm.set_shared_memory_region(h_in, [x])
+        for name, key in (("cuda_in", key_in), ("cuda_out", key_out)):
+            handle = base64.b64encode(b"coalesce-simulated-ipc:" + key.encode())
+            client.register_cuda_shared_memory(name, handle, 0, x.nbytes)
+        status = client.get_cuda_shared_memory_status(as_json=True)["regions"]
+        assert status["cuda_in"]["byte_size"] == str(x.nbytes), status
+        with pytest.raises(InferenceServerException, match="already registered"):
+            client.register_system_shared_memory("cuda_in", key_in, x.nbytes)
+
+        inputs = [grpcclient.InferInput("x", list(x.shape), "FP32")]
+        inputs[0].set_shared_memory("cuda_in", x.nbytes)
+        outputs = [grpcclient.InferRequestedOutput("y")]
+        outputs[0].set_shared_memory("cuda_out", x.nbytes)
+        result = client.infer("m", inputs, outputs=outputs, client_timeout=30)
+        # The bytes travelled through the region, not the response.
+        assert list(result.get_response().raw_output_contents) == [b""]
+        y = shm.get_contents_as_numpy(h_out, np.float32, list(x.shape))
+        np.testing.assert_array_equal(y, x * 2 + 1)
+
+        inputs[0].set_shared_memory("cuda_in", x.nbytes, offset=8)
+        with pytest.raises(InferenceServerException, match="input 'x'.*outside CUDA shared"):
+            client.infer("m", inputs, outputs=outputs, client_timeout=30)
+        with pytest.raises(InferenceServerException, match="'bad'.*not a simulated IPC handle"):
+            client.register_cuda_shared_memory("bad", base64.b64encode(b"x" * 64), 0, 64)
+        client.unregister_cuda_shared_memory("cuda_in")
+        assert set(client.get_cuda_shared_memory_status(as_json=True)["regions"]) == {"cuda_out"}
+    finally:
+        client.unregister_cuda_shared_memory()
+        shm.destroy_shared_memory_region(h_in)
+        shm.destroy_shared_memory_region(h_out)

@@ -14,7 +14,20 @@
 //   COALESCE_SIMULATED_FAULT=KIND:N          op N of that kind faults while
 //                                            it runs, sticky: every later
 //                                            call on that device fails.
+//
+// CUDA shared memory (OpenIpcMemory): the simulated device's memory is the
+// host's, so an "IPC handle" is "coalesce-simulated-ipc:" followed by the
+// name of a POSIX shared memory object of the client (what tritonclient's
+// system shared memory utilities create), mapped here. A test client
+// registers it as a CUDA region and reads and writes it as system shared
+// memory.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -30,6 +43,55 @@
 
 namespace coalesce {
 namespace {
+
+constexpr char kIpcPrefix[] = "coalesce-simulated-ipc:";
+
+class MappedSharedMemory : public SharedDeviceMemory {
+ public:
+  MappedSharedMemory(char* base, size_t size) : base_(base), size_(size) {}
+  ~MappedSharedMemory() override { munmap(base_, size_); }
+  size_t size() const override { return size_; }
+  absl::Status Read(size_t offset, size_t bytes, void* host) override {
+    std::memcpy(host, base_ + offset, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Write(size_t offset, const void* host, size_t bytes) override {
+    std::memcpy(base_ + offset, host, bytes);
+    return absl::OkStatus();
+  }
+
+ private:
+  char* const base_;
+  const size_t size_;
+};
+
+absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> MapIpcHandle(
+    const std::string& handle, size_t byte_size) {
+  const std::string prefix = kIpcPrefix;
+  if (handle.rfind(prefix, 0) != 0) {
+    return absl::InvalidArgumentError(
+        "not a simulated IPC handle (\"coalesce-simulated-ipc:<shm name>\")");
+  }
+  const std::string name = handle.substr(prefix.size());
+  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) {
+    return absl::InvalidArgumentError("cannot open shared memory object '" +
+                                      name + "'");
+  }
+  struct stat st {};
+  void* base = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= byte_size &&
+      byte_size > 0) {
+    base = mmap(nullptr, byte_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (base == MAP_FAILED) {
+    return absl::InvalidArgumentError(
+        "cannot map " + std::to_string(byte_size) + " bytes of '" + name + "'");
+  }
+  return std::make_unique<MappedSharedMemory>(static_cast<char*>(base),
+                                              byte_size);
+}
 
 // "KIND:INDEX" from environment variable `name` (KIND copy_to_host,
 // copy_to_device or kernel), or false.
@@ -106,6 +168,13 @@ class SimulatedPlugin : public DevicePlugin {
     ApplyHold(device);
     ApplyFault(device);
     return std::shared_ptr<Device>(device);
+  }
+
+  absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> OpenIpcMemory(
+      int ordinal, const std::string& handle, size_t byte_size) override {
+    if (ordinal < 0 || ordinal >= DeviceCount())
+      return absl::InvalidArgumentError("no simulated device of that ordinal");
+    return MapIpcHandle(handle, byte_size);
   }
 
   absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
