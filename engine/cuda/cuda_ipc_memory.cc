@@ -53,9 +53,8 @@ absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> OpenCudaIpcMemory(
     int ordinal, const std::string& handle, size_t byte_size) {
   cudaIpcMemHandle_t ipc{};
   if (handle.size() != sizeof(ipc)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a CUDA IPC handle is ", sizeof(ipc), " bytes, not ",
-                     handle.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a CUDA IPC handle is ", sizeof(ipc), " bytes, not ", handle.size()));
   }
   std::memcpy(&ipc, handle.data(), sizeof(ipc));
   absl::Status s = CudaStatus(cudaSetDevice(ordinal), "cudaSetDevice");
