@@ -47,7 +47,7 @@ struct CudaSharedMemoryRegionInfo {
   uint64_t byte_size = 0;
 };
 
-class CudaSharedMemoryRegistry {
+class CudaSharedMemoryRegistry : public DeviceMemoryRegions {
  public:
   // Opens a client's handle: FailedPrecondition (with the reason) when this
   // machine has no usable GPU, InvalidArgument when the handle cannot be
@@ -77,14 +77,14 @@ class CudaSharedMemoryRegistry {
   // does not lie inside it, the copy's error.
   absl::StatusOr<SharedMemorySpan> ReadSpan(const std::string& name,
                                             uint64_t offset,
-                                            uint64_t byte_size) const;
+                                            uint64_t byte_size) const override;
 
   // Host memory for an output of at most byte_size bytes whose write_back
   // copies what was written into [offset, ...) of region `name`. Errors as
   // ReadSpan's.
   absl::StatusOr<SharedMemorySpan> WriteSpan(const std::string& name,
                                              uint64_t offset,
-                                             uint64_t byte_size) const;
+                                             uint64_t byte_size) const override;
 
  private:
   struct Region {

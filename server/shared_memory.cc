@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "server/cuda_shared_memory.h"
 
 namespace coalesce {
 

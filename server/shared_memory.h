@@ -42,7 +42,17 @@ struct SharedMemorySpan {
   std::function<absl::Status(size_t bytes)> write_back;
 };
 
-class CudaSharedMemoryRegistry;
+// Regions of device memory that requests may name beside the system ones
+// (CUDA shared memory: cuda_shared_memory.h): spans of host memory, read
+// from the device for an input, written back to it for an output.
+class DeviceMemoryRegions {
+ public:
+  virtual ~DeviceMemoryRegions() = default;
+  virtual absl::StatusOr<SharedMemorySpan> ReadSpan(
+      const std::string& name, uint64_t offset, uint64_t byte_size) const = 0;
+  virtual absl::StatusOr<SharedMemorySpan> WriteSpan(
+      const std::string& name, uint64_t offset, uint64_t byte_size) const = 0;
+};
 
 class SharedMemoryManager {
  public:
@@ -68,15 +78,15 @@ class SharedMemoryManager {
   // Where requests look for regions this manager does not hold (Triton's
   // system and CUDA regions share one name space for requests). Null: none.
   // REQUIRES: `cuda` outlives this manager.
-  void set_cuda_regions(const CudaSharedMemoryRegistry* cuda) { cuda_ = cuda; }
+  void set_cuda_regions(const DeviceMemoryRegions* cuda) { cuda_ = cuda; }
 
   // An input's span: Span, or else a CUDA region's bytes copied to host
-  // memory (CudaSharedMemoryRegistry::ReadSpan).
+  // memory (DeviceMemoryRegions::ReadSpan).
   absl::StatusOr<SharedMemorySpan> InputSpan(const std::string& name,
                                              uint64_t offset,
                                              uint64_t byte_size) const;
   // An output's span: Span, or else host memory written back to a CUDA
-  // region (CudaSharedMemoryRegistry::WriteSpan).
+  // region (DeviceMemoryRegions::WriteSpan).
   absl::StatusOr<SharedMemorySpan> OutputSpan(const std::string& name,
                                               uint64_t offset,
                                               uint64_t byte_size) const;
@@ -93,7 +103,7 @@ class SharedMemoryManager {
 
   mutable absl::Mutex mu_;
   std::map<std::string, Region> regions_ ABSL_GUARDED_BY(mu_);
-  const CudaSharedMemoryRegistry* cuda_ = nullptr;
+  const DeviceMemoryRegions* cuda_ = nullptr;
 };
 
 }  // namespace coalesce
