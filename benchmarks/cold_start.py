@@ -28,7 +28,6 @@ import json
 import re
 import statistics
 import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,24 +92,6 @@ def load_seconds(log: str, model: str) -> str:
     return "?"
 
 
-def start(bundle: Path, repo: Path, log_path: Path) -> subprocess.Popen | None:
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [str(bundle / "bin" / "coalesce-server"), "--model-repository", str(repo),
-             "--grpc-address", "127.0.0.1", "--grpc-port", str(GRPC_PORT),
-             "--metrics-address", "127.0.0.1", "--metrics-port", str(METRICS_PORT)],
-            stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(1500):
-        if " ready" in log_path.read_text() or server.poll() is not None:
-            break
-        time.sleep(0.2)
-    if server.poll() is not None or " ready" not in log_path.read_text():
-        server.kill()
-        server.wait()
-        return None
-    return server
-
-
 def engine_items_per_s(bundle: Path, case, batch: int, precision: str, work: Path) -> float:
     import gpu_bench
     work.mkdir(parents=True, exist_ok=True)
@@ -155,7 +136,8 @@ def cold_start_section(bundle: Path, cases: list, work: Path, report, deadline,
                 (repo / name / "config.pbtxt").write_text(
                     gpu_bench.served_config(name, proto, precision, 64))
                 log_path = work / f"cold_{name}_c{conc}.log"
-                server = start(bundle, repo, log_path)
+                server = gpu_bench.start_server(bundle, repo, log_path, None, None,
+                                                GRPC_PORT, METRICS_PORT)
                 if server is None:
                     report.add(table, f"{label} the server did not start: "
                                f"{gpu_bench.cell(log_path.read_text()[-800:])} |" + " |" * 8)

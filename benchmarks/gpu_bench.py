@@ -1029,16 +1029,17 @@ def server_section(bundle: Path, mlp_dir: Path, work: Path, quick: bool, report:
 SERVE_CONCURRENCY = [16, 64, 128]
 
 
-def start_server(bundle: Path, repo: Path, log_path: Path, report: Report,
-                 table: list) -> subprocess.Popen | None:
-    """coalesce-server on `repo` at 127.0.0.1:18001, its output in
-    `log_path`, once ready; None when it did not start, the log's end then
-    added to `table`."""
+def start_server(bundle: Path, repo: Path, log_path: Path, report: Report | None,
+                 table: list | None, grpc_port: int = 18001,
+                 metrics_port: int = 0) -> subprocess.Popen | None:
+    """coalesce-server on `repo` at 127.0.0.1:`grpc_port` (metrics on
+    `metrics_port`, 0: off), its output in `log_path`, once ready; None when
+    it did not start, the log's end then added to `table` (when given)."""
     with open(log_path, "w") as log:
         server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository",
                                    str(repo), "--grpc-address", "127.0.0.1", "--grpc-port",
-                                   "18001", "--metrics-address", "127.0.0.1",
-                                   "--metrics-port", "0"],
+                                   str(grpc_port), "--metrics-address", "127.0.0.1",
+                                   "--metrics-port", str(metrics_port)],
                                   stdout=log, stderr=subprocess.STDOUT)
     for _ in range(900):
         if " ready" in log_path.read_text() or server.poll() is not None:
@@ -1047,7 +1048,8 @@ def start_server(bundle: Path, repo: Path, log_path: Path, report: Report,
     text = log_path.read_text()
     if server.poll() is not None or " ready" not in text:
         stop_server(server)
-        report.add(table, f"The server did not start:\n\n```\n{text[-3000:]}\n```")
+        if report is not None:
+            report.add(table, f"The server did not start:\n\n```\n{text[-3000:]}\n```")
         return None
     return server
 
