@@ -3,9 +3,10 @@
 #   docker build --target cpu  -t coalesce:cpu  .    (also the default: the last stage)
 #   docker build --target cuda -t coalesce:cuda .
 #
-#   docker run -p 8001:8001 -p 8002:8002 -v "$PWD/examples/models:/models" coalesce:cpu
+#   docker run -p 8000:8000 -p 8001:8001 -p 8002:8002 -v "$PWD/examples/models:/models" coalesce:cpu
 #
-# Both serve gRPC on 8001 and Prometheus metrics on 8002, run as UID 10001,
+# Both serve KServe v2 over HTTP on 8000 and gRPC on 8001 and Prometheus
+# metrics on 8002, run as UID 10001,
 # and read the model repository from the /models volume. The images are
 # linted (hadolint) and checked against the repository by
 # tests/e2e/test_dockerfile.py; no Docker engine runs on the development
@@ -58,6 +59,7 @@ RUN apt-get update \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libspdlog-dev prometheus-cpp-dev libonnx-dev libabsl-dev libdnnl-dev \
       nlohmann-json3-dev libcurl4-openssl-dev libcli11-dev \
+      libboost1.81-dev zlib1g-dev \
       ocl-icd-opencl-dev opencl-headers \
  && rm -rf /var/lib/apt/lists/*
 
@@ -149,7 +151,7 @@ COPY --from=cuda-build /opt/coalesce /opt/coalesce
 ENV COALESCE_CUDA_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu
 WORKDIR /opt/coalesce
 USER 10001:10001
-EXPOSE 8001 8002
+EXPOSE 8000 8001 8002
 VOLUME ["/models"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/opt/coalesce/bin/coalesce-server"]
@@ -185,7 +187,7 @@ RUN apt-get update \
 COPY --from=cpu-build /opt/coalesce /opt/coalesce
 WORKDIR /opt/coalesce
 USER 10001:10001
-EXPOSE 8001 8002
+EXPOSE 8000 8001 8002
 VOLUME ["/models"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/opt/coalesce/bin/coalesce-server"]

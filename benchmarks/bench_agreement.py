@@ -314,6 +314,7 @@ def main():
             server = servers.Server("coalesce-server", [
                 args.server, "--model-repository", repo,
                 "--grpc-address", "127.0.0.1", "--grpc-port", "0",
+                "--http-address", "127.0.0.1", "--http-port", "0",
                 "--metrics-address", "127.0.0.1", "--metrics-port", "0"],
                 Path(tmp) / "server.log").start()
             try:

@@ -1038,7 +1038,8 @@ def start_server(bundle: Path, repo: Path, log_path: Path, report: Report | None
     with open(log_path, "w") as log:
         server = subprocess.Popen([str(bundle / "bin" / "coalesce-server"), "--model-repository",
                                    str(repo), "--grpc-address", "127.0.0.1", "--grpc-port",
-                                   str(grpc_port), "--metrics-address", "127.0.0.1",
+                                   str(grpc_port), "--http-address", "127.0.0.1", "--http-port", "0",
+                                   "--metrics-address", "127.0.0.1",
                                    "--metrics-port", str(metrics_port)],
                                   stdout=log, stderr=subprocess.STDOUT)
     for _ in range(900):

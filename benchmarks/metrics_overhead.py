@@ -36,7 +36,8 @@ from conftest import tiny_config  # noqa: E402
 
 def start(server: Path, repo: Path, log: Path, metrics: bool) -> tuple[subprocess.Popen, int, str | None]:
     args = [str(server), "--model-repository", str(repo), "--grpc-address", "127.0.0.1",
-            "--grpc-port", "0", "--metrics-address", "127.0.0.1", "--metrics-port", "0"]
+            "--grpc-port", "0", "--http-address", "127.0.0.1", "--http-port", "0",
+            "--metrics-address", "127.0.0.1", "--metrics-port", "0"]
     if not metrics:
         args += ["--allow-metrics", "false"]
     out = open(log, "w")

@@ -62,6 +62,7 @@ def main():
         server = servers.Server("coalesce-server", [
             SERVER, "--model-repository", ROOT / "examples" / "models",
             "--grpc-address", "127.0.0.1", "--grpc-port", "0",
+            "--http-address", "127.0.0.1", "--http-port", "0",
             "--metrics-address", "127.0.0.1", "--metrics-port", "0",
             "--model-control-mode", "explicit",
             "--load-model", MODELS["on"], "--load-model", MODELS["off"]],

@@ -86,7 +86,8 @@ def main() -> int:
                 metrics_port = servers.free_port()
                 server = servers.Server(f"server{b}", [
                     binary, "--model-repository", repo, "--grpc-address", "127.0.0.1",
-                    "--grpc-port", "0", "--metrics-address", "127.0.0.1",
+                    "--grpc-port", "0", "--http-address", "127.0.0.1", "--http-port", "0",
+                    "--metrics-address", "127.0.0.1",
                     "--metrics-port", metrics_port], TMP / f"server{b}.log").start()
                 try:
                     server.wait_serving(model_names, 120)

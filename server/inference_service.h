@@ -1,19 +1,13 @@
 // InferenceService: the KServe v2 GRPCInferenceService as Triton speaks it.
-// Each handler converts the message, calls the ModelManager / InferHandler,
-// and converts the status back; nothing else. RPCs not overridden here
-// (shared memory, trace and log settings) answer UNIMPLEMENTED through the
-// generated base class.
+// Each handler checks --grpc-restricted-protocol, calls the wire-neutral
+// KServeService (kserve_service.h, shared with the HTTP frontend) and
+// converts the status back; nothing else. RPCs not overridden here (trace
+// and log settings) answer UNIMPLEMENTED through the generated base class.
 #ifndef COALESCE_SERVER_INFERENCE_SERVICE_H_
 #define COALESCE_SERVER_INFERENCE_SERVICE_H_
 
-#include <atomic>
-
-#include "batching/clock.h"
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/cuda_shared_memory.h"
-#include "server/infer_handler.h"
-#include "server/inflight_budget.h"
-#include "server/model_manager.h"
+#include "server/kserve_service.h"
 #include "server/server_options.h"
 #include "server/stream_infer_reactor.h"
 
@@ -22,14 +16,9 @@ namespace coalesce {
 class InferenceService final
     : public inference::GRPCInferenceService::CallbackService {
  public:
-  // Reads the model control mode, --max-inflight-bytes and
-  // --grpc-restricted-protocol from `options`.
-  // REQUIRES: manager and clock outlive the service.
-  InferenceService(ModelManager* manager, Clock* clock,
-                   const ServerOptions& options);
-
-  // Readiness as ServerReady reports it; false once shutdown has begun.
-  void set_ready(bool ready) { ready_.store(ready); }
+  // Reads --grpc-restricted-protocol and --grpc-stream-max-pending from
+  // `options`. REQUIRES: `service` outlives this one.
+  InferenceService(KServeService* service, const ServerOptions& options);
 
   // Shutdown, once queued requests are answered: open streams finish as
   // soon as theirs are (StreamRegistry::CloseAll).
@@ -92,16 +81,10 @@ class InferenceService final
   // header (protocol_restrictions.h).
   absl::Status Allowed(Context* c, ProtocolGroup group) const;
 
-  ModelManager* const manager_;
-  SharedMemoryManager shared_memory_;  // before handler_, which uses it
-  CudaSharedMemoryRegistry cuda_shared_memory_;
-  InflightBudget budget_;  // before handler_, which uses it
-  InferHandler handler_;
+  KServeService* const service_;
   StreamRegistry streams_;
-  const ModelControlMode mode_;
   const ProtocolRestrictions restrictions_;
   const int64_t stream_max_pending_;  // --grpc-stream-max-pending
-  std::atomic<bool> ready_{false};
 };
 
 }  // namespace coalesce

@@ -211,12 +211,18 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelManager::Find(
     const std::string& name, const std::string& version) const {
   absl::MutexLock lock(&mu_);
   auto it = models_.find(name);
-  if (it == models_.end() || it->second.served.empty()) {
-    std::string why = it == models_.end() || it->second.reason.empty()
-                          ? ""
-                          : absl::StrCat(": ", it->second.reason);
+  // Worded as Triton words it: its clients and examples look for
+  // "Request for unknown model".
+  if (it == models_.end()) {
     return absl::NotFoundError(
-        absl::StrCat("model '", name, "' is not ready", why));
+        absl::StrCat("Request for unknown model: '", name, "' is not found"));
+  }
+  if (it->second.served.empty()) {
+    std::string why =
+        it->second.reason.empty() ? "" : absl::StrCat(": ", it->second.reason);
+    return absl::NotFoundError(absl::StrCat("Request for unknown model: '",
+                                            name, "' has no available versions",
+                                            why));
   }
   const auto& served = it->second.served;
   if (version.empty()) return served.rbegin()->second;
@@ -228,8 +234,9 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelManager::Find(
     found = served.find(v);
   }
   if (found == served.end()) {
-    return absl::NotFoundError(absl::StrCat("model '", name, "' version '",
-                                            version, "' is not ready"));
+    return absl::NotFoundError(absl::StrCat("Request for unknown model: '",
+                                            name, "' version ", version,
+                                            " is not found"));
   }
   return found->second;
 }
@@ -243,7 +250,8 @@ absl::StatusOr<std::vector<std::shared_ptr<ServedModel>>> ModelManager::Served(
     for (const auto& [v, m] : record.served) out.push_back(m);
   }
   if (!name.empty() && out.empty()) {
-    return absl::NotFoundError(absl::StrCat("model '", name, "' is not ready"));
+    return absl::NotFoundError(
+        absl::StrCat("Request for unknown model: '", name, "' is not found"));
   }
   return out;
 }

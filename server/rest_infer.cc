@@ -11,6 +11,7 @@
 #include "engine/data_type.h"
 #include "engine/serialized_bytes.h"
 #include "nlohmann/json.hpp"
+#include "server/rest_messages.h"
 
 namespace coalesce {
 namespace {
@@ -24,29 +25,6 @@ absl::Status Invalid(absl::string_view what) {
 absl::Status TensorError(absl::string_view kind, absl::string_view name,
                          absl::string_view what) {
   return Invalid(absl::StrCat(kind, " '", name, "': ", what));
-}
-
-// A JSON parameter as an InferParameter.
-absl::StatusOr<inference::InferParameter> ParameterOf(absl::string_view key,
-                                                      const Json& value) {
-  inference::InferParameter p;
-  if (value.is_boolean()) {
-    p.set_bool_param(value.get<bool>());
-  } else if (value.is_number_unsigned() &&
-             value.get<uint64_t>() >
-                 static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    p.set_uint64_param(value.get<uint64_t>());
-  } else if (value.is_number_integer()) {
-    p.set_int64_param(value.get<int64_t>());
-  } else if (value.is_number_float()) {
-    p.set_double_param(value.get<double>());
-  } else if (value.is_string()) {
-    p.set_string_param(value.get<std::string>());
-  } else {
-    return Invalid(absl::StrCat("parameter '", key,
-                                "' must be a bool, a number or a string"));
-  }
-  return p;
 }
 
 // Copies `params` (a JSON object, or absent) into `out`, leaving out the
@@ -63,7 +41,7 @@ absl::Status CopyParameters(
     if (key == "binary_data_size" || key == "binary_data" ||
         key == "binary_data_output")
       continue;
-    auto p = ParameterOf(key, value);
+    auto p = InferParameterFromJson(key, value);
     if (!p.ok()) return Invalid(absl::StrCat(where, p.status().message()));
     (*out)[key] = *std::move(p);
   }

@@ -89,8 +89,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   diagnosis.interval = options.metrics_interval;
   server->diagnostics_ = std::make_unique<IdleDiagnostics>(
       server->manager_.get(), RealClock(), diagnosis);
-  server->service_ = std::make_unique<InferenceService>(server->manager_.get(),
-                                                        RealClock(), options);
+  server->kserve_ = std::make_unique<KServeService>(server->manager_.get(),
+                                                    RealClock(), options);
+  server->service_ =
+      std::make_unique<InferenceService>(server->kserve_.get(), options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -121,6 +123,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
                options.grpc_use_ssl_mutual ? " (mutual TLS)"
                : options.grpc_use_ssl      ? " (TLS)"
                                            : "");
+  if (options.allow_http) {
+    if (absl::Status s = server->StartHttp(options); !s.ok()) {
+      server->Shutdown(std::chrono::seconds(0)).IgnoreError();
+      return s;
+    }
+  }
   if (options.allow_metrics) {
     auto metrics = MetricsEndpoint::Start(
         options.metrics_address, options.metrics_port, server->manager_.get(),
@@ -145,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         options.repository_poll);
     server->poller_->Start();
   }
-  server->service_->set_ready(true);
+  server->kserve_->set_ready(true);
   SetServing(server->grpc_server_.get(), true);
   spdlog::info("ready");
   server->health_watch_ =
@@ -165,6 +173,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   return server;
 }
 
+absl::Status Server::StartHttp(const ServerOptions& options) {
+  http_frontend_ = std::make_unique<HttpFrontend>(kserve_.get(),
+                                                  options.http_restricted_apis);
+  HttpServer::Options http;
+  http.address = options.http_address;
+  http.port = options.http_port;
+  http.threads = options.http_thread_count;
+  http.max_body_bytes = static_cast<size_t>(options.http_max_input_size);
+  http.max_connections = options.http_max_connections;
+  http.read_timeout = options.http_read_timeout;
+  http.idle_timeout = options.http_read_timeout;
+  auto started = HttpServer::Start(http, http_frontend_.get());
+  if (!started.ok()) return started.status();
+  http_ = *std::move(started);
+  spdlog::info("HTTP on http://{}:{}/v2", options.http_address, http_->port());
+  return absl::OkStatus();
+}
+
 Server::~Server() {
   Shutdown(std::chrono::seconds(0)).IgnoreError();
   if (shutdown_thread_.joinable()) shutdown_thread_.join();
@@ -174,7 +200,7 @@ absl::Status Server::Shutdown(std::chrono::seconds grace) {
   if (shut_down_ || grpc_server_ == nullptr) return absl::OkStatus();
   shut_down_ = true;
   if (health_watch_ != nullptr) health_watch_->Stop();
-  service_->set_ready(false);
+  kserve_->set_ready(false);
   SetServing(grpc_server_.get(), false);
   spdlog::info(
       "shutting down: finishing queued and in-flight requests (up to {} s)",
@@ -201,6 +227,9 @@ void Server::DrainAndStop(std::chrono::seconds grace) {
   // once instead of after its batching delay, and refuses new ones; gRPC
   // meanwhile stops accepting calls and waits for the running ones until the
   // grace period ends, then cancels what is left.
+  std::thread http_stop([this, grace] {
+    if (http_ != nullptr) http_->Shutdown(grace);
+  });
   std::thread drain([this] {
     manager_->ShutdownAll();
     // Streams a client keeps open would otherwise hold gRPC's shutdown
@@ -210,6 +239,7 @@ void Server::DrainAndStop(std::chrono::seconds grace) {
   grpc_server_->Shutdown(std::chrono::system_clock::now() + grace);
   drain.join();
   grpc_server_->Wait();
+  http_stop.join();
   shutdown_done_.Notify();
 }
 

@@ -1,6 +1,7 @@
 // Server: coalesce-server's process-level object. Binds the gRPC port, serves
-// GRPCInferenceService, grpc.health.v1.Health and server reflection, loads
-// the repository's models, and shuts down gracefully.
+// GRPCInferenceService, grpc.health.v1.Health and server reflection, binds
+// the HTTP port and serves KServe v2 REST there (both frontends on one
+// KServeService), loads the repository's models, and shuts down gracefully.
 //
 // Start() returns a listening, serving server; Shutdown() is called once, from
 // one thread (main, after SIGTERM/SIGINT).
@@ -15,8 +16,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
+#include "server/http_frontend.h"
+#include "server/http_server.h"
 #include "server/idle_diagnostics.h"
 #include "server/inference_service.h"
+#include "server/kserve_service.h"
 #include "server/metrics_endpoint.h"
 #include "server/model_manager.h"
 #include "server/periodic_thread.h"
@@ -36,12 +40,15 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  // The HTTP port; 0 when HTTP is off.
+  int http_port() const { return http_ ? http_->port() : 0; }
   // The metrics endpoint's port; 0 when metrics are off.
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
   // Turns not ready (health NOT_SERVING), flushes every model's queue to
-  // execution at once and refuses new requests, stops accepting RPCs, lets
-  // running ones finish for up to `grace`, then cancels what is left.
+  // execution at once and refuses new requests, stops accepting RPCs and
+  // HTTP connections, lets running requests finish for up to `grace`, then
+  // cancels what is left.
   //
   // Bounded: returns by `grace` + kShutdownSlack even when a batch never
   // completes (a hung device). OK when everything finished; otherwise
@@ -58,6 +65,8 @@ class Server {
  private:
   Server() = default;
 
+  // Binds the HTTP port and serves KServe v2 REST on it.
+  absl::Status StartHttp(const ServerOptions& options);
   // The shutdown steps after readiness is withdrawn; runs on
   // shutdown_thread_ and notifies shutdown_done_.
   void DrainAndStop(std::chrono::seconds grace);
@@ -68,7 +77,10 @@ class Server {
   std::unique_ptr<PeriodicThread> health_watch_;
   std::unique_ptr<RepositoryPoller> poller_;  // poll mode only
   std::unique_ptr<MetricsEndpoint> metrics_;  // null with --allow-metrics false
-  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<KServeService> kserve_;
+  std::unique_ptr<InferenceService> service_;    // gRPC, on kserve_
+  std::unique_ptr<HttpFrontend> http_frontend_;  // on kserve_
+  std::unique_ptr<HttpServer> http_;             // null with --allow-http false
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -38,8 +38,8 @@ std::unique_ptr<CLI::App> ServerCommandLine(ServerOptions& o) {
       "Usage: coalesce-server --model-repository DIR [flags]\n\n"
       "Serves the ONNX models of a Triton-style model repository over the\n"
       "KServe v2 gRPC protocol (package inference, service\n"
-      "GRPCInferenceService), with dynamic batching, grpc.health.v1.Health\n"
-      "and gRPC server reflection.");
+      "GRPCInferenceService) and its REST protocol over HTTP, with dynamic\n"
+      "batching, grpc.health.v1.Health and gRPC server reflection.");
   CLI::App& a = *app;
   a.add_option("--model-repository", o.model_repository,
                "Model repository: DIR/<model>/config.pbtxt and "
@@ -74,6 +74,32 @@ std::unique_ptr<CLI::App> ServerCommandLine(ServerOptions& o) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"})
                   .description(""))
       ->type_name("trace|debug|info|warn|error|off");
+  AddBoolFlag(a, "--allow-http", o.allow_http,
+              "Serve the KServe v2 REST protocol over HTTP/1.1.");
+  a.add_option("--http-address", o.http_address,
+               "Address of the HTTP endpoint.")
+      ->type_name("ADDR");
+  AddIntFlag(a, "--http-port", o.http_port, 0, 65535,
+             "Port of the HTTP endpoint; 0 picks a free port, logged as "
+             "\"HTTP on http://ADDR:PORT\".");
+  AddIntFlag(a, "--http-thread-count", o.http_thread_count, 1, 1024,
+             "Threads serving HTTP connections.");
+  AddIntFlag(a, "--http-max-input-size", o.http_max_input_size, 1024, INT64_MAX,
+             "Largest HTTP request body in bytes, also once decompressed; a "
+             "larger one gets 400.");
+  AddIntFlag(a, "--http-max-connections", o.http_max_connections, 1, 1 << 20,
+             "Open HTTP connections at most; one more gets 503 and is "
+             "closed.");
+  AddIntFlag(a, "--http-read-timeout-secs", o.http_read_timeout, 1, 3600,
+             "How long a request body may take to arrive (slower: 400) and "
+             "how long a keep-alive connection may stay idle.");
+  AddOptionWith(
+      a, "--http-restricted-api",
+      [&o](const std::string& v) { return o.http_restricted_apis.Add(v); },
+      "As --grpc-restricted-protocol, for the HTTP endpoints of those groups "
+      "(a request without the header gets 403).",
+      /*repeatable=*/true)
+      ->type_name("<apis>:<header>=<value>");
   AddBoolFlag(a, "--allow-metrics", o.allow_metrics,
               "Serve Prometheus metrics.");
   a.add_option("--metrics-address", o.metrics_address,

@@ -54,6 +54,20 @@ struct ServerOptions {
   std::string grpc_server_cert;
   std::string grpc_server_key;
   std::string grpc_root_cert;  // CA that signs client certificates (mutual)
+  // The KServe v2 REST frontend (http_frontend.h), Triton's flags.
+  bool allow_http = true;
+  std::string http_address = "0.0.0.0";
+  int http_port = 8000;  // 0 = any free port; the bound port is logged
+  int http_thread_count = 8;
+  // Largest HTTP request body, also once decompressed; larger gets 400.
+  int64_t http_max_input_size = 64LL << 20;
+  // Open HTTP connections; one more is answered 503 and closed.
+  int http_max_connections = 1024;
+  // How long a request's body may take to arrive once its header has (a
+  // slower one gets 400), and how long a keep-alive connection may idle.
+  std::chrono::seconds http_read_timeout{60};
+  // --http-restricted-api: endpoint groups that need a header.
+  ProtocolRestrictions http_restricted_apis;
   // Prometheus metrics at http://metrics_address:metrics_port/metrics.
   bool allow_metrics = true;
   std::string metrics_address = "0.0.0.0";

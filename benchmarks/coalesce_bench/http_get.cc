@@ -7,6 +7,7 @@
 #include "absl/base/call_once.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace coalesce::bench {
 namespace {
@@ -97,6 +98,66 @@ absl::StatusOr<std::string> HttpGet(const std::string& text,
         absl::StrCat("GET ", *url, " answered HTTP ", status));
   }
   return body;
+}
+
+absl::StatusOr<HttpAnswer> HttpCall(const std::string& server,
+                                    const std::string& method,
+                                    const std::string& path,
+                                    const std::string& body,
+                                    std::chrono::milliseconds timeout) {
+  GlobalInit();
+  const std::string url = absl::StrCat(
+      absl::StrContains(server, "://") ? "" : "http://", server, path);
+  std::unique_ptr<CURL, EasyDeleter> curl(curl_easy_init());
+  if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
+  HttpAnswer answer;
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http");
+  curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (!body.empty()) {
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(body.size()));
+  }
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(timeout.count()));
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &answer.body);
+  const CURLcode code = curl_easy_perform(curl.get());
+  if (code != CURLE_OK) {
+    return absl::UnavailableError(
+        absl::StrCat(method, " ", url, ": ", curl_easy_strerror(code)));
+  }
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &answer.status);
+  return answer;
+}
+
+absl::Status StatusOfHttpAnswer(const HttpAnswer& answer) {
+  if (answer.status == 200) return absl::OkStatus();
+  nlohmann::json json =
+      nlohmann::json::parse(answer.body, nullptr, /*allow_exceptions=*/false);
+  std::string message =
+      json.is_object() && json.contains("error") && json["error"].is_string()
+          ? json["error"].get<std::string>()
+          : answer.body;
+  message = absl::StrCat("HTTP ", answer.status, ": ", message);
+  switch (answer.status) {
+    case 400:
+      return absl::InvalidArgumentError(message);
+    case 403:
+      return absl::PermissionDeniedError(message);
+    case 404:
+      return absl::NotFoundError(message);
+    case 500:
+      return absl::InternalError(message);
+    case 501:
+      return absl::UnimplementedError(message);
+    case 503:
+      return absl::UnavailableError(message);
+    default:
+      return absl::UnknownError(message);
+  }
 }
 
 }  // namespace coalesce::bench

@@ -1,7 +1,9 @@
 // HttpGet: the body of one HTTP GET, through libcurl. coalesce-bench reads
-// coalesce-server's Prometheus endpoint with it (--metrics-url). Plain http
-// only (the endpoint has no TLS), no redirects, bounded by a timeout.
-// Thread-safe (each call has its own curl handle).
+// coalesce-server's Prometheus endpoint with it (--metrics-url). HttpCall:
+// one request of any method with its status, for the KServe v2 REST
+// control calls (-i http). Plain http only (the endpoints have no TLS), no
+// redirects, bounded by a timeout. Thread-safe (each call has its own curl
+// handle).
 #ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_HTTP_GET_H_
 #define COALESCE_BENCHMARKS_COALESCE_BENCH_HTTP_GET_H_
 
@@ -18,6 +20,24 @@ namespace coalesce::bench {
 // cannot be reached within `timeout` or answers another status.
 absl::StatusOr<std::string> HttpGet(const std::string& url,
                                     std::chrono::milliseconds timeout);
+
+struct HttpAnswer {
+  long status = 0;
+  std::string body;
+};
+
+// `method` `path` on the server at `server` ("host:port" or
+// "http://host:port"), with `body` when not empty. Unavailable when the
+// server cannot be reached within `timeout`; any HTTP status is an answer.
+absl::StatusOr<HttpAnswer> HttpCall(const std::string& server,
+                                    const std::string& method,
+                                    const std::string& path,
+                                    const std::string& body,
+                                    std::chrono::milliseconds timeout);
+
+// The absl code of a KServe REST error status (400 InvalidArgument, 404
+// NotFound, 503 Unavailable, ...), with the message of its {"error"} body.
+absl::Status StatusOfHttpAnswer(const HttpAnswer& answer);
 
 }  // namespace coalesce::bench
 

@@ -22,6 +22,8 @@
 #include "benchmarks/coalesce_bench/grpc_infer_sender.h"
 #include "benchmarks/coalesce_bench/grpc_stream_infer_sender.h"
 #include "benchmarks/coalesce_bench/http_get.h"
+#include "benchmarks/coalesce_bench/http_infer_sender.h"
+#include "benchmarks/coalesce_bench/http_model_client.h"
 #include "benchmarks/coalesce_bench/infer_request.h"
 #include "benchmarks/coalesce_bench/metrics_scrape.h"
 #include "benchmarks/coalesce_bench/model_client.h"
@@ -102,7 +104,7 @@ absl::Status WriteOutputs(const BenchOptions& o, const RunInfo& run,
 // The requests the benchmark sends round-robin, from the model's
 // metadata/config; what they hold goes into *run for the report.
 absl::StatusOr<std::shared_ptr<const RequestPool>> PrepareRequests(
-    const BenchOptions& o, ModelClient& control, RunInfo* run) {
+    const BenchOptions& o, ModelControl& control, RunInfo* run) {
   absl::StatusOr<ModelInfo> info =
       control.GetModelInfo(o.model, o.model_version);
   if (!info.ok()) return info.status();
@@ -138,7 +140,7 @@ absl::StatusOr<std::shared_ptr<const RequestPool>> PrepareRequests(
 // The statistics source of the sweep, or null (with a note) when the server
 // does not answer ModelStatistics for the model.
 std::function<absl::StatusOr<ServerStatsSnapshot>()> ServerStatsSource(
-    const BenchOptions& o, ModelClient* control) {
+    const BenchOptions& o, ModelControl* control) {
   absl::StatusOr<ServerStatsSnapshot> probe =
       control->GetStatistics(o.model, o.model_version);
   if (!probe.ok()) {
@@ -151,8 +153,14 @@ std::function<absl::StatusOr<ServerStatsSnapshot>()> ServerStatsSource(
   };
 }
 
-std::unique_ptr<InferSender> CreateSender(
+absl::StatusOr<std::unique_ptr<InferSender>> CreateSender(
     const BenchOptions& o, std::shared_ptr<const RequestPool> pool) {
+  if (o.protocol == "http") {
+    auto sender = HttpInferSender::Create(
+        {o.url, o.model, o.model_version, o.request_timeout}, *pool);
+    if (!sender.ok()) return sender.status();
+    return std::unique_ptr<InferSender>(*std::move(sender));
+  }
   if (o.streaming) {
     return std::make_unique<GrpcStreamInferSender>(
         GrpcStreamInferSender::Options{o.url, o.channels, o.request_timeout},
@@ -168,10 +176,14 @@ void PrintHeader(const BenchOptions& o, const RunInfo& run) {
       o.mode == LoadMode::kClosedLoop
           ? "closed loop"
           : absl::StrCat("open loop (", ArrivalName(o.arrival), ")");
-  std::printf(
-      "# coalesce-bench: model %s at %s, %s, inputs %s, %d channel(s)%s\n",
-      o.model.c_str(), o.url.c_str(), mode.c_str(), run.shapes.c_str(),
-      o.channels, o.streaming ? ", ModelStreamInfer" : "");
+  const std::string transport =
+      o.protocol == "http"
+          ? std::string("HTTP")
+          : absl::StrCat(o.channels, " channel(s)",
+                         o.streaming ? ", ModelStreamInfer" : "");
+  std::printf("# coalesce-bench: model %s at %s, %s, inputs %s, %s\n",
+              o.model.c_str(), o.url.c_str(), mode.c_str(), run.shapes.c_str(),
+              transport.c_str());
   std::printf("%s%s", RequestsHeader(run).c_str(), TableHeader(run).c_str());
   std::fflush(stdout);
 }
@@ -233,7 +245,15 @@ class MetricsReport {
 };
 
 int Run(const BenchOptions& o) {
-  ModelClient control(CreateBenchChannel(o.url, -1), o.request_timeout);
+  std::unique_ptr<ModelControl> control_client;
+  if (o.protocol == "http") {
+    control_client =
+        std::make_unique<HttpModelClient>(o.url, o.request_timeout);
+  } else {
+    control_client = std::make_unique<ModelClient>(
+        CreateBenchChannel(o.url, -1), o.request_timeout);
+  }
+  ModelControl& control = *control_client;
   RunInfo run;
   run.model = o.model;
   run.model_version = o.model_version;
@@ -242,6 +262,7 @@ int Run(const BenchOptions& o) {
   run.arrival = o.arrival;
   run.channels = o.channels;
   run.streaming = o.streaming;
+  run.protocol = o.protocol;
   run.cores = AvailableCores();
   absl::StatusOr<std::shared_ptr<const RequestPool>> requests =
       PrepareRequests(o, control, &run);
@@ -265,7 +286,10 @@ int Run(const BenchOptions& o) {
     for (const std::string& w : LevelWarnings(run, level)) Warn(w);
   };
 
-  std::unique_ptr<InferSender> sender = CreateSender(o, *std::move(requests));
+  absl::StatusOr<std::unique_ptr<InferSender>> created =
+      CreateSender(o, *std::move(requests));
+  if (!created.ok()) return Fail(created.status());
+  std::unique_ptr<InferSender> sender = *std::move(created);
   absl::StatusOr<std::vector<LevelReport>> levels =
       RunSweep(o, sender.get(), RealClock(), hooks);
   sender.reset();  // closes the streams before the report is written

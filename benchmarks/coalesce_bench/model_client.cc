@@ -26,6 +26,21 @@ absl::Status RpcError(absl::string_view rpc, const std::string& what,
 
 }  // namespace
 
+ModelInfo ModelInfoFromMetadata(
+    const inference::ModelMetadataResponse& metadata) {
+  ModelInfo info;
+  info.platform = metadata.platform();
+  for (const auto& input : metadata.inputs()) {
+    info.inputs.push_back({input.name(),
+                           input.datatype(),
+                           {input.shape().begin(), input.shape().end()}});
+  }
+  for (const auto& output : metadata.outputs()) {
+    info.outputs.push_back(output.name());
+  }
+  return info;
+}
+
 ModelClient::ModelClient(std::shared_ptr<grpc::Channel> channel,
                          std::chrono::milliseconds timeout)
     : stub_(inference::GRPCInferenceService::NewStub(std::move(channel))),
@@ -47,16 +62,7 @@ absl::StatusOr<ModelInfo> ModelClient::GetModelInfo(
   if (!status.ok()) {
     return RpcError("ModelMetadata", ModelLabel(model, version), status);
   }
-  ModelInfo info;
-  info.platform = response.platform();
-  for (const auto& input : response.inputs()) {
-    info.inputs.push_back({input.name(),
-                           input.datatype(),
-                           {input.shape().begin(), input.shape().end()}});
-  }
-  for (const auto& output : response.outputs()) {
-    info.outputs.push_back(output.name());
-  }
+  ModelInfo info = ModelInfoFromMetadata(response);
   if (absl::Status s = FillConfig(model, version, &info); !s.ok()) return s;
   return info;
 }

@@ -1,7 +1,9 @@
-// ModelClient: the benchmark's control RPCs to the server (blocking):
-// ModelMetadata + ModelConfig before a run, ModelStatistics around windows.
+// ModelControl: the benchmark's control calls to the server (blocking):
+// model metadata + config before a run, statistics around windows.
+// ModelClient makes them as gRPC RPCs; HttpModelClient
+// (http_model_client.h) as KServe v2 REST calls.
 //
-// Thread-safe (a gRPC stub); every call has the client's deadline.
+// Thread-safe; every call has the client's deadline.
 #ifndef COALESCE_BENCHMARKS_COALESCE_BENCH_MODEL_CLIENT_H_
 #define COALESCE_BENCHMARKS_COALESCE_BENCH_MODEL_CLIENT_H_
 
@@ -26,21 +28,35 @@ struct ModelInfo {
   std::string config_note;     // why max_batch_size is a guess, if it is
 };
 
-class ModelClient {
+class ModelControl {
  public:
-  ModelClient(std::shared_ptr<grpc::Channel> channel,
-              std::chrono::milliseconds timeout);
+  virtual ~ModelControl() = default;
 
   // Metadata and config of the model. NotFound for an unknown model or
   // version, Unavailable when the server cannot be reached; the message
   // says which, with the server's own message. A server without the
-  // ModelConfig RPC gives max_batch_size 0 and a config_note.
-  absl::StatusOr<ModelInfo> GetModelInfo(const std::string& model,
-                                         const std::string& version);
+  // ModelConfig call gives max_batch_size 0 and a config_note.
+  virtual absl::StatusOr<ModelInfo> GetModelInfo(
+      const std::string& model, const std::string& version) = 0;
 
   // Cumulative statistics of the model (all versions when version is empty).
-  absl::StatusOr<ServerStatsSnapshot> GetStatistics(const std::string& model,
-                                                    const std::string& version);
+  virtual absl::StatusOr<ServerStatsSnapshot> GetStatistics(
+      const std::string& model, const std::string& version) = 0;
+};
+
+// The metadata as a ModelInfo (max_batch_size left to the config).
+ModelInfo ModelInfoFromMetadata(
+    const inference::ModelMetadataResponse& metadata);
+
+class ModelClient : public ModelControl {
+ public:
+  ModelClient(std::shared_ptr<grpc::Channel> channel,
+              std::chrono::milliseconds timeout);
+
+  absl::StatusOr<ModelInfo> GetModelInfo(const std::string& model,
+                                         const std::string& version) override;
+  absl::StatusOr<ServerStatsSnapshot> GetStatistics(
+      const std::string& model, const std::string& version) override;
 
  private:
   void SetDeadline(grpc::ClientContext* context) const;

@@ -130,7 +130,16 @@ void AddTargetFlags(CLI::App& app, BenchOptions& o) {
                  "Version (default: the server's latest).")
       ->group("TARGET")
       ->type_name("N");
-  app.add_option("-u,--url", o.url, "Server address.")
+  app.add_option("-i,--protocol", o.protocol,
+                 "grpc (ModelInfer) or http (KServe v2 REST, binary tensor "
+                 "data, as perf_analyzer sends it).")
+      ->check(CLI::IsMember({"grpc", "http"}).description(""))
+      ->group("TARGET")
+      ->type_name("grpc|http")
+      ->default_str("grpc");
+  app.add_option("-u,--url", o.url,
+                 "Server address (default 127.0.0.1:8001, with -i http "
+                 "127.0.0.1:8000).")
       ->group("TARGET")
       ->type_name("HOST:PORT");
   Add(app, "TARGET", "--timeout",
@@ -298,6 +307,10 @@ absl::Status Validate(BenchOptions& o, bool has_concurrency, bool has_rate,
     return FlagError("model-version", "needs a version number",
                      o.model_version);
   }
+  if (o.protocol == "http" && o.streaming) {
+    return absl::InvalidArgumentError(
+        "--streaming is gRPC's ModelStreamInfer: not with -i http");
+  }
   return absl::OkStatus();
 }
 
@@ -396,6 +409,9 @@ absl::StatusOr<BenchOptions> ParseBenchFlags(int argc,
   absl::Status s = ParseCommandLine(*app, argc, argv, &options.show_help);
   if (!s.ok()) return s;
   if (options.show_help) return options;
+  if (options.protocol == "http" && app->count("--url") == 0) {
+    options.url = "127.0.0.1:8000";
+  }
   if (absl::Status v = Validate(options, app->count("--concurrency-range") > 0,
                                 app->count("--request-rate-range") > 0,
                                 app->count("--request-variants") > 0);

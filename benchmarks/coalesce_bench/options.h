@@ -32,7 +32,10 @@ struct BenchOptions {
   // Target.
   std::string model;
   std::string model_version;  // empty: the server's latest ready version
-  std::string url = "127.0.0.1:8001";
+  // -i: "grpc" (ModelInfer, the default) or "http" (KServe v2 REST with
+  // binary tensor data, as perf_analyzer's default).
+  std::string protocol = "grpc";
+  std::string url = "127.0.0.1:8001";  // default 127.0.0.1:8000 with http
   std::chrono::milliseconds request_timeout{30000};  // per-request deadline
 
   // Load.

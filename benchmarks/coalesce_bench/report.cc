@@ -270,7 +270,10 @@ std::string JsonText(const RunInfo& run,
       {"arrival", closed ? Json() : Json(ArrivalName(run.arrival))},
       {"batch_size", run.batch_size},
       {"channels", run.channels},
-      {"rpc", run.streaming ? "ModelStreamInfer" : "ModelInfer"},
+      {"protocol", run.protocol},
+      {"rpc", run.protocol == "http" ? "POST .../infer"
+              : run.streaming        ? "ModelStreamInfer"
+                                     : "ModelInfer"},
       {"inputs", run.shapes},
       {"request_variants", run.request_variants},
       {"padding_mask", run.padding_mask.empty()

@@ -25,8 +25,9 @@ struct RunInfo {
   ArrivalKind arrival = ArrivalKind::kPoisson;
   int64_t batch_size = 1;
   int channels = 1;
-  bool streaming = false;  // ModelStreamInfer instead of ModelInfer
-  std::string shapes;      // e.g. "input=[1,1024]"
+  bool streaming = false;         // ModelStreamInfer instead of ModelInfer
+  std::string protocol = "grpc";  // or "http"
+  std::string shapes;             // e.g. "input=[1,1024]"
   bool server_stats = false;
   int cores = 1;
   int request_variants = 1;  // requests sent round-robin (request_pool.h)

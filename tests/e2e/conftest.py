@@ -4,8 +4,9 @@ The server binary comes from $COALESCE_SERVER, default
 <repo>/build/server/coalesce-server. When it is missing the tests are skipped,
 unless COALESCE_E2E_REQUIRE_SERVER=1, which turns the skip into a failure (CI).
 
-Every server is started on 127.0.0.1 with --grpc-port 0; the port is parsed
-from the log line "listening on ADDRESS:PORT". Each server writes its log to a
+Every server is started on 127.0.0.1 with --grpc-port 0 and --http-port 0;
+the ports are parsed from the log lines "listening on ADDRESS:PORT" (gRPC) and
+"HTTP on http://ADDRESS:PORT/v2". Each server writes its log to a
 file in the test's temporary directory (shown on failure) and is always
 terminated at teardown (SIGTERM, then SIGKILL after a bounded wait).
 """
@@ -34,6 +35,7 @@ from e2e_util import stop_process  # noqa: E402
 
 LISTEN_RE = re.compile(r"listening on (\S+):(\d+)")
 METRICS_RE = re.compile(r"metrics on http://(\S+):(\d+)/metrics")
+HTTP_RE = re.compile(r"HTTP on http://(\S+):(\d+)/v2")
 START_TIMEOUT_S = float(os.environ.get("COALESCE_E2E_START_TIMEOUT", "90"))
 STOP_TIMEOUT_S = 45.0
 
@@ -75,6 +77,8 @@ class ServerProcess:
             "--model-repository", str(self.repo),
             "--grpc-address", "127.0.0.1",
             "--grpc-port", "0",
+            "--http-address", "127.0.0.1",
+            "--http-port", "0",
             "--metrics-address", "127.0.0.1",
             "--metrics-port", "0",
             "--log-level", "info",
@@ -123,6 +127,20 @@ class ServerProcess:
         """http://127.0.0.1:PORT/metrics from the log, or None when metrics are off."""
         m = METRICS_RE.search(self.log())
         return f"http://127.0.0.1:{m.group(2)}/metrics" if m else None
+
+    @property
+    def http_url(self) -> str | None:
+        """127.0.0.1:PORT of the HTTP frontend from the log, or None when it is off."""
+        m = HTTP_RE.search(self.log())
+        return f"127.0.0.1:{m.group(2)}" if m else None
+
+    def http_client(self, **kwargs):
+        """A tritonclient.http client of the HTTP frontend."""
+        import tritonclient.http as httpclient
+
+        c = httpclient.InferenceServerClient(url=self.http_url, **kwargs)
+        self._clients.append(c)
+        return c
 
     def client(self) -> grpcclient.InferenceServerClient:
         c = grpcclient.InferenceServerClient(url=self.url)

@@ -144,6 +144,36 @@ def test_streaming(server, bench, tmp_path, load):
     check_sane_rows(rows, doc, report)
 
 
+@pytest.mark.parametrize("load", [["--concurrency-range", "1:4:3"],
+                                  ["--request-rate-range", "40:80:40"]],
+                         ids=["closed", "open"])
+def test_http_protocol(server, bench, tmp_path, load):
+    """-i http: the REST endpoints with binary tensor data, control calls
+    (metadata, config, statistics) over HTTP too."""
+    prefix = tmp_path / "http"
+    before = server.http_client().get_inference_statistics("two_io")["model_stats"][0]
+    proc = run_bench(bench, "-i", "http", "-m", "two_io", "-u", server.http_url, *load,
+                     *QUICK, "--output", str(prefix))
+    report = describe(proc)
+    assert proc.returncode == 0, report
+    assert ", HTTP" in proc.stdout, report
+    rows, doc = read_outputs(prefix)
+    assert doc["protocol"] == "http" and doc["rpc"] == "POST .../infer"
+    assert len(rows) == 2, report
+    check_sane_rows(rows, doc, report)
+    after = server.http_client().get_inference_statistics("two_io")["model_stats"][0]
+    completed = sum(level["summary"]["successes"] for level in doc["levels"])
+    assert after["inference_count"] - before["inference_count"] >= completed, report
+
+
+def test_http_errors_carry_their_code(server, bench):
+    proc = run_bench(bench, "-i", "http", "-m", "no_such_model", "-u", server.http_url, *QUICK)
+    assert proc.returncode == 1, describe(proc)
+    assert "NOT_FOUND" in proc.stderr and "no_such_model" in proc.stderr, describe(proc)
+    proc = run_bench(bench, "-i", "http", "--streaming", "-m", "two_io", "-u", server.http_url)
+    assert proc.returncode == 2 and "not with -i http" in proc.stderr, describe(proc)
+
+
 def test_batch_size_counts_inferences(server, bench, tmp_path):
     prefix = tmp_path / "batch"
     proc = run_bench(bench, "-m", "two_io", "-u", server.url, "--batch-size", "4",

@@ -26,7 +26,7 @@ What is checked, and how far each check goes:
     libraries, for one);
   - the final stages (cpu, cuda) install no compiler, build tool or -dev
     package and are not based on a devel image, run as a numeric non-root
-    user, expose 8001 and 8002, stop with SIGTERM, declare the /models volume
+    user, expose 8000, 8001 and 8002, stop with SIGTERM, declare the /models volume
     and point --model-repository at it, start a binary that a COPY of theirs
     brings, and pass only flags that `coalesce-server --help` lists (the
     binary from $COALESCE_SERVER or build/server/coalesce-server).
@@ -58,7 +58,7 @@ DOCKERFILE = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
 FINAL_STAGES = ("cpu", "cuda")
 MODELS_VOLUME = "/models"
-PORTS = {"8001", "8002"}
+PORTS = {"8000", "8001", "8002"}
 
 # Ubuntu 24.04 package names the Ubuntu stages may install although Debian 12
 # has no package of that name (each with why). Empty today: the cuda image

@@ -61,8 +61,10 @@ def usable_perf_analyzer():
     return path
 
 
-def run_perf_analyzer(path, server, *args, timeout=180):
-    cmd = [str(path), "-i", "grpc", "-u", server.url, *args]
+def run_perf_analyzer(path, server, *args, timeout=180, http=False):
+    """perf_analyzer over gRPC, or with `http` its default protocol (HTTP, no -i)."""
+    target = ["-u", server.http_url] if http else ["-i", "grpc", "-u", server.url]
+    cmd = [str(path), *target, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     return proc, f"$ {' '.join(cmd)}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n" + \
         "\n".join(l for l in proc.stderr.splitlines() if "weak version" not in l)
@@ -95,6 +97,26 @@ def test_perf_analyzer_mlp_classifier(server, client):
     # 8 concurrent clients on one instance, dynamic batching with no delay: requests
     # that arrive while a batch computes are merged into the next one
     assert executions < inferences, (inferences, executions)
+
+
+def test_perf_analyzer_over_http_its_default_protocol(server, client):
+    """No -i: perf_analyzer speaks HTTP with binary tensor data, as against Triton."""
+    path = usable_perf_analyzer()
+    before = get_stats(client, "mlp_classifier")
+    proc, report = run_perf_analyzer(
+        path, server,
+        "-m", "mlp_classifier",
+        "--concurrency-range", "4",
+        "--measurement-interval", "1000",
+        "--max-trials", "5",
+        "--stability-percentage", "100",
+        http=True,
+    )
+    assert proc.returncode == 0, report
+    assert re.search(r"Throughput: [\d.]+ infer/sec", proc.stdout), report
+    assert re.search(r"Server:\s*\n\s*Inference count: \d+", proc.stdout), report
+    after = get_stats(client, "mlp_classifier")
+    assert after.inference_count > before.inference_count
 
 
 def test_perf_analyzer_streaming_two_io(server):

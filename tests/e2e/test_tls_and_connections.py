@@ -132,7 +132,7 @@ def test_mutual_tls_requires_a_client_certificate(start_server, repo, pki):
 def test_tls_misconfiguration_stops_the_server_with_the_reason(repo, flags, message):
     proc = subprocess.run([str(server_binary()), "--model-repository", str(repo),
                            "--grpc-address", "127.0.0.1", "--grpc-port", "0",
-                           "--allow-metrics", "false", *flags],
+                           "--allow-http", "false", "--allow-metrics", "false", *flags],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert message in proc.stdout + proc.stderr, proc.stdout + proc.stderr

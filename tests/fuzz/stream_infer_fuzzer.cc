@@ -30,15 +30,12 @@
 // - after a cancelled call, a new stream is still served.
 // A reactor that is never deleted shows as a leak to LeakSanitizer.
 // Seeds: corpus/stream_infer_fuzzer, written by make_stream_seeds.py.
-#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -46,85 +43,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "batching/clock.h"
-#include "engine/testing/onnx_model_builder.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/inference_service.h"
+#include "server/kserve_service.h"
 #include "server/model_manager.h"
 #include "server/server_options.h"
 #include "spdlog/spdlog.h"
+#include "tests/fuzz/identity_repository.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using inference::GRPCInferenceService;
 using inference::ModelInferRequest;
 using inference::ModelStreamInferResponse;
 
-constexpr char kFp32Model[] = "identity_fp32";
-constexpr char kBytesModel[] = "identity_bytes";
+using coalesce::fuzz::kBytesModel;
+using coalesce::fuzz::kFp32Model;
 constexpr int kMaxSends = 16;
 constexpr auto kCallDeadline = std::chrono::seconds(5);
 
-constexpr char kFp32Config[] = R"(
-name: "identity_fp32"
-max_batch_size: 8
-input [ { name: "x", data_type: TYPE_FP32, dims: [ 4 ] } ]
-output [ { name: "y", data_type: TYPE_FP32, dims: [ 4 ] } ]
-instance_group [ { count: 1, kind: KIND_CPU } ]
-dynamic_batching { max_queue_delay_microseconds: 500 }
-)";
-
-constexpr char kBytesConfig[] = R"(
-name: "identity_bytes"
-max_batch_size: 4
-input [ { name: "text", data_type: TYPE_STRING, dims: [ 2 ] } ]
-output [ { name: "text_out", data_type: TYPE_STRING, dims: [ 2 ] } ]
-instance_group [ { count: 1, kind: KIND_CPU } ]
-)";
-
 // Ends the input as a crash that libFuzzer records.
 [[noreturn]] void Fail(const std::string& why) {
-  std::fprintf(stderr, "stream_infer_fuzzer: %s\n", why.c_str());
-  std::abort();
-}
-
-void WriteFile(const fs::path& path, const std::string& contents) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path, std::ios::binary);
-  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-  if (ec || !out) Fail(absl::StrCat("cannot write ", path.string()));
-}
-
-// [N, width] -> Identity -> [N, width].
-std::string IdentityOnnx(const std::string& input, const std::string& output,
-                         int64_t width, int32_t elem_type) {
-  coalesce::testing::OnnxModelBuilder builder;
-  builder.Input(input, {-1, width}, elem_type)
-      .Output(output, {-1, width}, elem_type);
-  builder.Node("Identity", {input}, {output});
-  return builder.Serialize();
-}
-
-// Writes both models into a new temporary directory, removed at exit.
-std::string WriteRepository() {
-  static std::string* root = nullptr;
-  char pattern[] = "/tmp/coalesce-stream-fuzz-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) Fail("cannot create a model repository");
-  root = new std::string(pattern);
-  std::atexit([] {
-    std::error_code ec;
-    fs::remove_all(*root, ec);
-  });
-  const fs::path dir(*root);
-  WriteFile(dir / kFp32Model / "config.pbtxt", kFp32Config);
-  WriteFile(dir / kFp32Model / "1" / "model.onnx",
-            IdentityOnnx("x", "y", 4, onnx::TensorProto::FLOAT));
-  WriteFile(dir / kBytesModel / "config.pbtxt", kBytesConfig);
-  WriteFile(dir / kBytesModel / "1" / "model.onnx",
-            IdentityOnnx("text", "text_out", 2, onnx::TensorProto::STRING));
-  return *root;
+  coalesce::fuzz::Fail("stream_infer_fuzzer", why);
 }
 
 // The server under test, behind an in-process channel (no port). Created on
@@ -133,17 +74,12 @@ class Harness {
  public:
   Harness() {
     spdlog::set_level(spdlog::level::warn);
-    manager_ = std::make_unique<coalesce::ModelManager>(WriteRepository(),
-                                                        coalesce::RealClock());
-    if (absl::Status s = manager_->LoadAll(); !s.ok()) Fail(s.ToString());
-    for (const char* model : {kFp32Model, kBytesModel}) {
-      if (!manager_->Find(model, "").ok()) {
-        Fail(absl::StrCat("model '", model, "' did not load (see the log)"));
-      }
-    }
-    service_ = std::make_unique<coalesce::InferenceService>(
+    manager_ = coalesce::fuzz::LoadIdentityModels("stream_infer_fuzzer");
+    kserve_ = std::make_unique<coalesce::KServeService>(
         manager_.get(), coalesce::RealClock(), coalesce::ServerOptions());
-    service_->set_ready(true);
+    kserve_->set_ready(true);
+    service_ = std::make_unique<coalesce::InferenceService>(
+        kserve_.get(), coalesce::ServerOptions());
     grpc::ServerBuilder builder;
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
@@ -156,6 +92,7 @@ class Harness {
 
  private:
   std::unique_ptr<coalesce::ModelManager> manager_;
+  std::unique_ptr<coalesce::KServeService> kserve_;
   std::unique_ptr<coalesce::InferenceService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GRPCInferenceService::Stub> stub_;
