@@ -13,8 +13,9 @@ repository: the same eight model names, inputs, outputs and configs
                         OUTPUT1 = difference
   simple_int8           the same in int8 (wrapping)
   simple_string         the same on decimal strings (Cast STRING <-> INT32)
-  simple_sequence       accumulator: OUTPUT = running sum of the sequence's
-                        INPUTs, state ACC_IN <- ACC_OUT, controls START, READY
+  simple_sequence       OUTPUT = INPUT + START (0 in a padding slot: x READY),
+                        what Triton's example model answers and its sequence
+                        client examples expect (simple_*_sequence_*_client.py)
   simple_dyna_sequence  the same; on END it adds the correlation ID (CORRID)
   simple_identity       a Python-backend model (model.py): refused by name
 
@@ -120,31 +121,23 @@ def add_sub(name: str, elem: int) -> onnx.ModelProto:
     return _model(graph)
 
 
-def accumulator(name: str, with_end: bool) -> onnx.ModelProto:
-    """acc = ACC_IN * (1 - START) + INPUT; ACC_OUT = READY ? acc : ACC_IN;
-    OUTPUT = acc (+ END * CORRID with `with_end`). All int32 [batch, 1]."""
+def sequence_model(name: str, with_end: bool) -> onnx.ModelProto:
+    """OUTPUT = READY * (INPUT + START) (+ END * CORRID with `with_end`), all
+    int32 [batch, 1] (CORRID uint64): the answers Triton's sequence client
+    examples check, request by request (its example model keeps no state)."""
     i32 = lambda n: helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", 1])  # noqa: E731
-    inputs = [i32("INPUT"), i32("START"), i32("READY"), i32("ACC_IN")]
-    nodes = [
-        helper.make_node("Sub", ["one", "START"], ["not_start"]),
-        helper.make_node("Mul", ["ACC_IN", "not_start"], ["kept"]),
-        helper.make_node("Add", ["kept", "INPUT"], ["acc"]),
-        helper.make_node("Sub", ["one", "READY"], ["not_ready"]),
-        helper.make_node("Mul", ["acc", "READY"], ["new_part"]),
-        helper.make_node("Mul", ["ACC_IN", "not_ready"], ["old_part"]),
-        helper.make_node("Add", ["new_part", "old_part"], ["ACC_OUT"]),
-    ]
+    inputs = [i32("INPUT"), i32("START"), i32("READY")]
+    nodes = [helper.make_node("Add", ["INPUT", "START"], ["started"])]
     if with_end:
         inputs += [i32("END"),
                    helper.make_tensor_value_info("CORRID", TensorProto.UINT64, ["batch", 1])]
         nodes += [helper.make_node("Cast", ["CORRID"], ["corrid32"], to=TensorProto.INT32),
                   helper.make_node("Mul", ["corrid32", "END"], ["bonus"]),
-                  helper.make_node("Add", ["acc", "bonus"], ["OUTPUT"])]
+                  helper.make_node("Add", ["started", "bonus"], ["value"])]
     else:
-        nodes.append(helper.make_node("Identity", ["acc"], ["OUTPUT"]))
-    graph = helper.make_graph(
-        nodes, name, inputs, [i32("OUTPUT"), i32("ACC_OUT")],
-        [numpy_helper.from_array(np.array([[1]], dtype=np.int32), "one")])
+        nodes.append(helper.make_node("Identity", ["started"], ["value"]))
+    nodes.append(helper.make_node("Mul", ["value", "READY"], ["OUTPUT"]))
+    graph = helper.make_graph(nodes, name, inputs, [i32("OUTPUT")])
     return _model(graph)
 
 
@@ -157,7 +150,7 @@ def build(name: str, rng) -> onnx.ModelProto:
         elem = {"simple": TensorProto.INT32, "simple_int8": TensorProto.INT8,
                 "simple_string": TensorProto.STRING}[name]
         return add_sub(name, elem)
-    return accumulator(name, with_end=name == "simple_dyna_sequence")
+    return sequence_model(name, with_end=name == "simple_dyna_sequence")
 
 
 def write_labels(path: Path, count: int) -> None:

@@ -1,7 +1,14 @@
 // End-to-end: the real coalesce-server binary driven by a C++ client built
-// from our own proto stubs, on the generated example repository.
+// from our own proto stubs, on the generated example repository; and its
+// HTTP frontend beside it, concurrently (the test scripts/tsan runs against
+// the ThreadSanitizer build of the server).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -97,6 +104,90 @@ class GrpcEndToEndTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<GRPCInferenceService::Stub> stub_;
 };
+
+// One HTTP/1.1 exchange on a fresh connection ("Connection: close"): the
+// status and the body; status 0 when the connection failed.
+std::pair<int, std::string> HttpExchange(int port, const std::string& method,
+                                         const std::string& path,
+                                         const std::string& body) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return {0, ""};
+  }
+  const std::string request = method + " " + path +
+                              " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                              "Content-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  char chunk[8192];
+  ssize_t n;
+  while ((n = recv(fd, chunk, sizeof chunk, 0)) > 0) answer.append(chunk, n);
+  close(fd);
+  const size_t end = answer.find("\r\n\r\n");
+  if (answer.size() < 12 || end == std::string::npos) return {0, answer};
+  return {std::stoi(answer.substr(9, 3)), answer.substr(end + 4)};
+}
+
+TEST_F(GrpcEndToEndTest, HttpAndGrpcServeTogether) {
+  ASSERT_GT(server_->http_port(), 0) << server_->log();
+  EXPECT_EQ(
+      HttpExchange(server_->http_port(), "GET", "/v2/health/ready", "").first,
+      200);
+  // Both frontends at once, on the same model: two_io's sum over JSON on
+  // HTTP, the same request's raw bytes on gRPC.
+  std::string a_json, b_json;
+  std::vector<float> a, b;
+  const ModelInferRequest request = TwoIoRequest(1, false, &a, &b);
+  for (int i = 0; i < kWidth; ++i) {
+    a_json += (i ? "," : "") + std::to_string(a[i]);
+    b_json += (i ? "," : "") + std::to_string(b[i]);
+  }
+  const std::string body =
+      R"({"inputs": [{"name": "a", "shape": [1, 16], "datatype": "FP32", "data": [)" +
+      a_json +
+      R"(]}, {"name": "b", "shape": [1, 16], "datatype": "FP32", "data": [)" +
+      b_json + R"(]}], "outputs": [{"name": "sum"}]})";
+  std::vector<std::thread> clients;
+  std::atomic<int> http_ok{0}, grpc_ok{0};
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        if (t % 2 == 0) {
+          auto [status, answer] = HttpExchange(server_->http_port(), "POST",
+                                               "/v2/models/two_io/infer", body);
+          if (status == 200 && answer.find("\"sum\"") != std::string::npos) {
+            ++http_ok;
+          }
+        } else {
+          ModelInferResponse response;
+          if (Infer(request, &response).ok() &&
+              RawFloats(response, 0).size() == kWidth) {
+            ++grpc_ok;
+          }
+        }
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(http_ok.load(), 20) << server_->log();
+  EXPECT_EQ(grpc_ok.load(), 20) << server_->log();
+  // A failed HTTP request leaves the server serving both.
+  EXPECT_EQ(HttpExchange(server_->http_port(), "POST",
+                         "/v2/models/two_io/infer", "{not json")
+                .first,
+            400);
+  EXPECT_EQ(
+      HttpExchange(server_->http_port(), "GET", "/v2/models/two_io", "").first,
+      200);
+}
 
 TEST_F(GrpcEndToEndTest, ServerMetadataListsExtensions) {
   grpc::ClientContext context;

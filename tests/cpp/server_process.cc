@@ -10,10 +10,19 @@
 namespace coalesce::testing {
 namespace {
 
-int PortIn(const std::string& log) {
-  static const std::regex kListening("listening on [^ \\n]+:([0-9]+)");
+int PortIn(const std::string& log, const std::regex& line) {
   std::smatch match;
-  return std::regex_search(log, match, kListening) ? std::stoi(match[1]) : 0;
+  return std::regex_search(log, match, line) ? std::stoi(match[1]) : 0;
+}
+
+const std::regex& GrpcLine() {
+  static const std::regex kListening("listening on [^ \\n]+:([0-9]+)");
+  return kListening;
+}
+
+const std::regex& HttpLine() {
+  static const std::regex kHttp("HTTP on http://[^ \\n]+:([0-9]+)/v2");
+  return kHttp;
 }
 
 }  // namespace
@@ -57,8 +66,18 @@ ServerProcess::ServerProcess(const std::string& repository,
   close(fds[1]);
   reader_ = std::thread([this, fd = fds[0]] { ReadOutput(fd); });
   std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, timeout, [this] { return eof_ || PortIn(log_) > 0; });
-  port_ = PortIn(log_);
+  // The HTTP line follows the gRPC one, unless HTTP is off.
+  bool http_off = false;
+  for (size_t i = 0; i < extra_args.size(); ++i) {
+    http_off |= extra_args[i] == "--allow-http=false" ||
+                (extra_args[i] == "--allow-http" && i + 1 < extra_args.size() &&
+                 extra_args[i + 1] == "false");
+  }
+  const std::regex& last = http_off ? GrpcLine() : HttpLine();
+  changed_.wait_for(lock, timeout,
+                    [this, &last] { return eof_ || PortIn(log_, last) > 0; });
+  port_ = PortIn(log_, GrpcLine());
+  http_port_ = PortIn(log_, HttpLine());
 }
 
 ServerProcess::~ServerProcess() {

@@ -1,8 +1,8 @@
 // ServerProcess: runs the real coalesce-server binary for an end-to-end test,
 // on 127.0.0.1 with a port the OS picks, and stops it at destruction.
 // A reader thread drains the server's output into log() (so the server never
-// blocks on a full pipe); the bound port comes from its "listening on
-// ADDR:PORT" line. Thread-safe.
+// blocks on a full pipe); the bound ports come from its "listening on
+// ADDR:PORT" (gRPC) and "HTTP on http://ADDR:PORT/v2" lines. Thread-safe.
 #ifndef COALESCE_TESTS_CPP_SERVER_PROCESS_H_
 #define COALESCE_TESTS_CPP_SERVER_PROCESS_H_
 
@@ -28,6 +28,7 @@ class ServerProcess {
 
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
+  int http_port() const { return http_port_; }
   std::string address() const;
   std::string log() const;
 
@@ -40,6 +41,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   int port_ = 0;
+  int http_port_ = 0;
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable changed_;

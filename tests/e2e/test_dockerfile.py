@@ -68,6 +68,8 @@ UBUNTU_ONLY: dict[str, str] = {}
 # scripts/bootstrap's -dev packages that no image build needs.
 NOT_IN_IMAGES = {
     "libbenchmark-dev": "Google Benchmark: only the micro-benchmarks in benchmarks/ use it",
+    "libcpp-httplib-dev": "cpp-httplib: only benchmarks/http_transport_ab.cc, the HTTP library "
+                          "measured against Beast, uses it; CMake skips that target without it",
     "libgtest-dev": "GoogleTest: the images build no test (COALESCE_BUILD_TESTS=OFF)",
     "libgmock-dev": "GoogleMock: the images build no test (COALESCE_BUILD_TESTS=OFF)",
     "libomp-dev": "clang's OpenMP runtime: only the clang build of the fuzz targets "

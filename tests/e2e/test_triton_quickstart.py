@@ -3,8 +3,9 @@ same eight model names and configs, our own ONNX files) served unchanged and
 driven with tritonclient as Triton's client examples drive it: seven models
 load, the Python one is refused by name; image classification with
 class_count; int32, int8 and string add/sub; both sequence models in both
-strategies over unary calls and a stream; a load with a config override;
-inputs and outputs in system shared memory."""
+strategies over unary calls and a stream, answering what Triton's example
+models answer; a load with a config override; inputs and outputs in system
+shared memory."""
 
 from __future__ import annotations
 
@@ -126,21 +127,30 @@ def _seq_infer(client, model, value, seq_id, start=False, end=False):
     return int(result.as_numpy("OUTPUT")[0, 0])
 
 
+def _expected(model, seq_id, values):
+    """What Triton's example sequence models answer (and its sequence client
+    examples check): INPUT + START; on END the dyna model adds the
+    correlation ID. Implicit state is tested in test_sequence_state.py."""
+    out = [v + (1 if i == 0 else 0) for i, v in enumerate(values)]
+    if model == "simple_dyna_sequence":
+        out[-1] += seq_id
+    return out
+
+
 @pytest.mark.parametrize("model", ["simple_sequence", "simple_dyna_sequence"])
 def test_sequences_over_unary_calls_interleaved(client, model):
-    end_bonus = model == "simple_dyna_sequence"
-    ids = (1001, 1002)
-    values = {1001: [0, 1, 2, 3], 1002: [10, 20, 30, 40]}
+    """As Triton's simple_grpc_sequence_sync_infer_client: two sequences,
+    interleaved, with the values it sends."""
+    ids = (1000, 1001)
+    values = {1000: [0, 11, 7, 5, 3, 2, 0, 1], 1001: [100, -11, -7, -5, -3, -2, 0, -1]}
     got = {i: [] for i in ids}
-    for step in range(4):
+    n = len(values[1000])
+    for step in range(n):
         for seq_id in ids:
             got[seq_id].append(_seq_infer(client, model, values[seq_id][step], seq_id,
-                                          start=step == 0, end=step == 3))
+                                          start=step == 0, end=step == n - 1))
     for seq_id in ids:
-        sums = list(np.cumsum(values[seq_id]))
-        if end_bonus:
-            sums[-1] += seq_id
-        assert got[seq_id] == sums, model
+        assert got[seq_id] == _expected(model, seq_id, values[seq_id]), model
 
 
 def test_sequence_errors_name_the_problem(client):
@@ -151,9 +161,10 @@ def test_sequence_errors_name_the_problem(client):
     # simple_dyna_sequence's CORRID is UINT64: a string ID cannot fill it.
     with pytest.raises(InferenceServerException, match="integer correlation ID"):
         _seq_infer(client, "simple_dyna_sequence", 1, "text-id", start=True)
-    # String IDs work where no CORRID needs a number.
-    assert _seq_infer(client, "simple_sequence", 5, "abc", start=True) == 5
-    assert _seq_infer(client, "simple_sequence", 6, "abc", end=True) == 11
+    # String IDs work where no CORRID needs a number (Triton's examples send
+    # a UUID to simple_sequence).
+    assert _seq_infer(client, "simple_sequence", 20, "abc", start=True) == 21
+    assert _seq_infer(client, "simple_sequence", -11, "abc", end=True) == -11
     with pytest.raises(InferenceServerException, match="START flag"):
         _seq_infer(client, "simple_sequence", 1, "abc")
 
@@ -180,10 +191,7 @@ def test_sequences_over_one_stream(client, model):
     finally:
         client.stop_stream()
     for seq_id, values in sequences.items():
-        sums = list(np.cumsum(values))
-        if model == "simple_dyna_sequence":
-            sums[-1] += seq_id
-        assert [got[f"{seq_id}_{s}"] for s in range(5)] == sums
+        assert [got[f"{seq_id}_{s}"] for s in range(5)] == _expected(model, seq_id, values)
 
 
 def test_load_with_config_override(start_server, repo):

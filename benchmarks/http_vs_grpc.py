@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The HTTP frontend against the gRPC one, with Triton's perf_analyzer, on one
+coalesce-server, side by side in one run (issue 29): for each model and
+concurrency, perf_analyzer over HTTP (its default: binary tensor data) and
+over gRPC, the two alternating per round. Reports each protocol's median
+throughput over the rounds, its p50 and p99 latency in that round, and the
+HTTP/gRPC throughput ratio.
+
+Models: `identity` (FP32 [16] -> the same, the transport alone) and
+`mlp_classifier` (examples/models: 1024 -> 1000 probabilities).
+
+With --transports it compares HTTP libraries instead: coalesce-server's HTTP
+port (Boost.Beast) against the same REST frontend behind cpp-httplib
+(build/benchmarks/http-transport-ab) with 8 and with 64 pool threads, all
+over perf_analyzer's HTTP, alternating per round.
+
+Usage: python3 benchmarks/http_vs_grpc.py [--build-dir build]
+           [--concurrency 1,4,16,64] [--rounds 3] [--interval-ms 2000]
+           [--models identity,mlp_classifier] [--transports]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import generate_models as gm  # noqa: E402
+from conftest import ServerProcess  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+IDENTITY_CONFIG = """name: "identity"
+max_batch_size: 64
+input [ { name: "x", data_type: TYPE_FP32, dims: [ 16 ] } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ 16 ] } ]
+dynamic_batching { }
+"""
+
+
+def identity_model():
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "identity",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])])
+    return gm.make_model(graph)
+
+
+def perf_analyzer() -> Path:
+    for candidate in (os.environ.get("PERF_ANALYZER"),
+                      ROOT / "build" / "perf_analyzer" / "perf_analyzer"):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    sys.exit("perf_analyzer not found: run bash tests/e2e/perf_analyzer/setup.sh")
+
+
+def measure(pa: Path, url: str, protocol: str, model: str, concurrency: int,
+            interval_ms: int) -> dict:
+    cmd = [str(pa), "-m", model, "-u", url, "-i", protocol,
+           "--concurrency-range", str(concurrency),
+           "--measurement-interval", str(interval_ms),
+           # perf_analyzer's own stability rule (p99 and throughput within a
+           # percentage over 3 windows) fails often on a shared 2-core machine
+           # at low concurrency; the rounds, alternated and reduced to their
+           # median, stand in for it.
+           "--max-trials", "3", "--stability-percentage", "1000"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired as exc:
+        sys.exit(f"perf_analyzer did not finish in 180 s: {' '.join(cmd)}\n{exc.stdout}")
+    out = proc.stdout
+    thr = re.search(r"Throughput: ([\d.]+) infer/sec", out)
+    p50 = re.search(r"p50 latency: (\d+) usec", out)
+    p99 = re.search(r"p99 latency: (\d+) usec", out)
+    if proc.returncode != 0 or not thr:
+        sys.exit(f"perf_analyzer failed: {' '.join(cmd)}\n{out}\n{proc.stderr}")
+    return {"throughput": float(thr.group(1)),
+            "p50_ms": int(p50.group(1)) / 1000 if p50 else float("nan"),
+            "p99_ms": int(p99.group(1)) / 1000 if p99 else float("nan")}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_httplib(binary: Path, repo: Path, threads: int, log: Path):
+    """http-transport-ab on a free port, once it answers /v2/health/ready."""
+    import http.client
+    import time
+    port = free_port()
+    proc = subprocess.Popen([str(binary), "--model-repository", str(repo), "--port", str(port),
+                             "--threads", str(threads)], stdout=open(log, "w"),
+                            stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/v2/health/ready")
+            if conn.getresponse().status == 200:
+                return proc, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    sys.exit(f"http-transport-ab did not start; log: {log.read_text()}")
+
+
+def median_run(results: list) -> dict:
+    median = statistics.median(r["throughput"] for r in results)
+    # The latencies of the round whose throughput is the median.
+    best = dict(min(results, key=lambda r: abs(r["throughput"] - median)))
+    best["median"] = median
+    return best
+
+
+def transports(args, pa: Path, srv, repo: Path, tmp: Path, levels, models) -> None:
+    binary = Path(args.build_dir) / "benchmarks" / "http-transport-ab"
+    targets = {"Beast (coalesce-server)": srv.http_url}
+    procs = []
+    for threads in (8, 64):
+        proc, url = start_httplib(binary, repo, threads, tmp / f"httplib{threads}.log")
+        procs.append(proc)
+        targets[f"cpp-httplib, {threads} threads"] = url
+    try:
+        names = list(targets)
+        print("| model | concurrency | " + " | ".join(f"{n} infer/s (p99 ms)" for n in names)
+              + " | " + " | ".join(f"{n} / Beast" for n in names[1:]) + " |")
+        print("|---|---:|" + "---:|" * (2 * len(names) - 1))
+        for model in models:
+            for c in levels:
+                runs = {n: [] for n in names}
+                for _ in range(args.rounds):
+                    for n, url in targets.items():
+                        runs[n].append(measure(pa, url, "http", model, c, args.interval_ms))
+                best = {n: median_run(r) for n, r in runs.items()}
+                base = best[names[0]]["median"]
+                cells = [f"{best[n]['median']:.0f} ({best[n]['p99_ms']:.2f})" for n in names]
+                ratios = [f"{best[n]['median'] / base:.2f}" for n in names[1:]]
+                print(f"| {model} | {c} | " + " | ".join(cells) + " | " + " | ".join(ratios)
+                      + " |", flush=True)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default=str(ROOT / "build"))
+    ap.add_argument("--concurrency", default="1,4,16,64")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--interval-ms", type=int, default=2000)
+    ap.add_argument("--models", default="identity,mlp_classifier")
+    ap.add_argument("--transports", action="store_true",
+                    help="compare HTTP libraries (Beast, cpp-httplib) instead of HTTP and gRPC")
+    args = ap.parse_args()
+    os.environ.setdefault("COALESCE_SERVER", str(Path(args.build_dir) / "server" / "coalesce-server"))
+    pa = perf_analyzer()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    models = args.models.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        gm.write_model(repo, "identity", identity_model(), IDENTITY_CONFIG)
+        gm.generate(repo, only=["mlp_classifier"])
+        srv = ServerProcess(repo, Path(tmp) / "server.log", ["--allow-metrics", "false"]).start()
+        if args.transports:
+            try:
+                transports(args, pa, srv, repo, Path(tmp), levels, models)
+            finally:
+                srv.stop()
+            return 0
+        try:
+            print("| model | concurrency | gRPC infer/s | HTTP infer/s | HTTP/gRPC | "
+                  "gRPC p50 / p99 ms | HTTP p50 / p99 ms |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            for model in models:
+                for c in levels:
+                    runs = {"grpc": [], "http": []}
+                    for _ in range(args.rounds):
+                        runs["grpc"].append(measure(pa, srv.url, "grpc", model, c, args.interval_ms))
+                        runs["http"].append(measure(pa, srv.http_url, "http", model, c,
+                                                    args.interval_ms))
+                    g, h = median_run(runs["grpc"]), median_run(runs["http"])
+                    print(f"| {model} | {c} | {g['median']:.0f} | {h['median']:.0f} | "
+                          f"{h['median'] / g['median']:.2f} | {g['p50_ms']:.2f} / {g['p99_ms']:.2f} | "
+                          f"{h['p50_ms']:.2f} / {h['p99_ms']:.2f} |", flush=True)
+        finally:
+            srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
