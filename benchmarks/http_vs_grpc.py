@@ -104,7 +104,8 @@ def measure(pa: Path, url: str, protocol: str, model: str, concurrency: int,
             subprocess.run(["gdb", "-p", str(proc.pid), "-batch", "-ex", "thread apply all bt 16"],
                            stdout=f, stderr=subprocess.STDOUT, timeout=120)
         proc.kill()
-        sys.exit(f"perf_analyzer did not finish in 180 s: {' '.join(cmd)}\n"
+        sys.exit(f"perf_analyzer did not finish in 180 s against {url} ({protocol}): "
+                 f"{' '.join(cmd)}\n"
                  f"server stacks: {stacks}, perf_analyzer's in http_vs_grpc_client_stacks.txt")
     thr = re.search(r"Throughput: ([\d.]+) infer/sec", out)
     p50 = re.search(r"p50 latency: (\d+) usec", out)
@@ -159,6 +160,8 @@ def transports(args, pa: Path, srv, repo: Path, tmp: Path, levels, models) -> No
         proc, url = start_httplib(binary, repo, threads, tmp / f"httplib{threads}.log")
         procs.append(proc)
         targets[f"cpp-httplib, {threads} threads"] = url
+    for name, url in targets.items():
+        print(f"# {name}: {url}", file=sys.stderr)
     try:
         names = list(targets)
         print("| model | concurrency | " + " | ".join(f"{n} infer/s (p99 ms)" for n in names)
