@@ -25,14 +25,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "batching/clock.h"
 #include "server/http_frontend.h"
 #include "server/http_server.h"
@@ -85,21 +88,55 @@ class Harness {
   std::unique_ptr<coalesce::HttpServer> server_;
 };
 
+// Closes the client's socket with a reset, so that its side leaves no
+// TIME_WAIT behind.
+void CloseWithReset(int fd) {
+  const linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  close(fd);
+}
+
+// Binds `fd` to the next of the loopback source addresses 127.0.0.1 to
+// 127.255.255.254, in turn: the server closes first after many answers (an
+// error, Connection: close), leaving its side of the connection in
+// TIME_WAIT for a minute; at a thousand connections a second, one source
+// address would run out of ports.
+void BindNextSource(int fd) {
+  static uint32_t next = 0;
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
+  source.sin_addr.s_addr = htonl(0x7f000001u + next++ % 0xfffffeu);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+    Fail(absl::StrCat("cannot bind a loopback source: ", std::strerror(errno)));
+  }
+}
+
 // Sends `bytes` on a new connection, half-closes, and returns everything
 // the server sent until it closed; fails when it has not closed in 5 s.
 std::string Exchange(int port, const std::string& bytes) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  BindNextSource(fd);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // libFuzzer's -timeout alarm (SIGALRM, every second) interrupts system
+  // calls: each one below goes on after EINTR.
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Fail("cannot connect to the server");
+    if (errno != EINTR) {
+      Fail(
+          absl::StrCat("cannot connect to the server: ", std::strerror(errno)));
+    }
+    // The connection goes on in the background: wait until it is writable.
+    pollfd p{fd, POLLOUT, 0};
+    while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
+    }
   }
   size_t sent = 0;
   while (sent < bytes.size()) {
     const ssize_t n =
         send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed early (e.g. a 400 then close)
     sent += static_cast<size_t>(n);
   }
@@ -110,17 +147,21 @@ std::string Exchange(int port, const std::string& bytes) {
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-      close(fd);
+    if (left.count() <= 0) {
+      CloseWithReset(fd);
       Fail("the server did not end the connection within 5 s");
     }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the deadline check above decides
     char chunk[16384];
     const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     received.append(chunk, static_cast<size_t>(n));
   }
-  close(fd);
+  CloseWithReset(fd);
   return received;
 }
 
