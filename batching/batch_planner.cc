@@ -97,8 +97,12 @@ BatchPlan PlanBatch(RequestQueue& queue, const BatchingPolicy& policy,
   if (plan.members.empty()) return plan;
   const Clock::TimePoint delay_end =
       AddSaturating(collector.oldest(), policy.max_queue_delay);
-  if (collector.full() || drain || now >= delay_end) {
+  const bool big_enough =
+      policy.ready_batch_size > 0 && plan.batch_size >= policy.ready_batch_size;
+  if (collector.full() || drain || now >= delay_end || big_enough) {
     plan.ready = true;  // Everything collected.
+    plan.waited_out = !collector.full() && !drain && !big_enough &&
+                      policy.max_queue_delay > Clock::Duration::zero();
   } else if (collector.preferred_count() > 0) {
     // Cut at the largest preferred size reached, also when blocked.
     plan.members.resize(collector.preferred_count());

@@ -10,6 +10,8 @@
 // The batch is ready at once, with every member collected, when
 //   - its size == max_batch_size,
 //   - or the oldest member has waited max_queue_delay (0 = always),
+//   - or its size reached ready_batch_size (when > 0: the latency-target
+//     policy's choice, latency_target_policy.h),
 //   - or `drain` is set (shutdown: nothing more will arrive).
 // Otherwise, if its size prefix reached a preferred batch size, it is ready
 // at once cut at the largest preferred size reached (the rest stays queued,
@@ -39,6 +41,7 @@ struct BatchingPolicy {
   bool dynamic_batching = false;
   std::vector<int> preferred_batch_sizes;
   Clock::Duration max_queue_delay{0};
+  int ready_batch_size = 0;  // 0 = none
 
   static BatchingPolicy FromOptions(const SchedulerOptions& options);
   bool merges() const { return max_batch_size > 0 && dynamic_batching; }
@@ -49,6 +52,9 @@ struct BatchPlan {
   std::vector<RequestQueue::Ref> cancelled;  // Seen while planning.
   int64_t batch_size = 0;                    // Sum of members' rows.
   bool ready = false;
+  // Ready only because the oldest member waited max_queue_delay (> 0):
+  // neither full, nor at ready_batch_size or a preferred size.
+  bool waited_out = false;
   // When not ready (and members non-empty): when the delay expires.
   Clock::TimePoint ready_at = Clock::TimePoint::max();
 };

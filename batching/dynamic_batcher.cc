@@ -5,6 +5,7 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace coalesce {
 namespace {
@@ -64,6 +65,8 @@ struct DynamicBatcher::Batch {
   SlotRef slot{};
   uint64_t ticket = 0;  // Its slot's instance timeline's.
   Clock::TimePoint formed_at;
+  bool ok = false;                         // answered successfully
+  std::vector<Clock::Duration> latencies;  // of the answered requests
   Clock::Duration gather{0};
   TimeInterval gather_span, scatter_span;
 };
@@ -134,6 +137,12 @@ DynamicBatcher::DynamicBatcher(
     }
   }
   timelines_.assign(instances_.size(), InstanceTimeline(clock_->Now()));
+  if (options.latency_target > Clock::Duration::zero()) {
+    target_.emplace(options.latency_target, options.max_batch_size,
+                    static_cast<int>(instances_.size()));
+    adaptive_ = policy_;
+    adaptive_.preferred_batch_sizes.clear();
+  }
   health_.assign(instances_.size(), absl::OkStatus());
   healthy_ = static_cast<int>(instances_.size());
 }
@@ -180,6 +189,7 @@ absl::Status DynamicBatcher::Admit(std::unique_ptr<InferenceRequest>* request,
   queued.layout = std::move(layout);
   queued.enqueue_time = clock_->Now();
   const Clock::TimePoint now = queued.enqueue_time;
+  if (target_) target_->RecordArrival(now, queued.layout.batch_size);
   queue_.Push(std::move(queued));
   NoteQueue(now);
   *batch = TakeInlineBatch(now);
@@ -199,8 +209,16 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeInlineBatch(
       queue_.empty() || free_slots_.empty() || queue_.NextExpiry() <= now) {
     return nullptr;  // the scheduler thread's work
   }
-  const BatchPlan plan = PlanBatch(queue_, policy_, now, /*drain=*/false);
+  const BatchPlan plan = PlanBatch(queue_, PolicyNow(now), now, false);
   if (!plan.ready || !plan.cancelled.empty()) return nullptr;
+  if (target_) {
+    for (const RequestQueue::Ref& ref : plan.members) {
+      if (target_->ShouldShed(ref.it->enqueue_time, ref.it->request->deadline,
+                              now, ref.it->layout.batch_size)) {
+        return nullptr;  // the scheduler thread sheds it
+      }
+    }
+  }
   size_t bytes = 0;
   for (const RequestQueue::Ref& ref : plan.members) bytes += InputBytes(ref);
   if (bytes > kInlineBatchBytes) return nullptr;
@@ -275,6 +293,7 @@ std::vector<RequestQueue::Rejection> DynamicBatcher::RetireInstance(
   if (!health_[i].ok()) return failed;
   health_[i] = std::move(fault);
   --healthy_;
+  if (target_) target_->RetireInstance(i);
   std::erase_if(free_slots_,
                 [i](const SlotRef& s) { return s.instance_index == i; });
   if (healthy_ > 0) return failed;
@@ -330,11 +349,14 @@ DynamicBatcher::Work DynamicBatcher::AwaitWork() {
     }
     Clock::TimePoint wake = queue_.NextExpiry();
     if (!queue_.empty() && !free_slots_.empty()) {
-      const BatchPlan plan = PlanBatch(queue_, policy_, now, shutting_down_);
+      const BatchPlan plan =
+          PlanBatch(queue_, PolicyNow(now), now, shutting_down_);
       for (const RequestQueue::Ref& ref : plan.cancelled) {
         work.rejected.push_back(
             RequestQueue::Rejection{queue_.Take(ref), CancelledWhileQueued()});
       }
+      if (work.rejected.empty() && plan.ready)
+        work.rejected = TakeLate(plan, now);
       if (!work.rejected.empty()) {
         NoteQueue(now);
         return work;  // The plan is stale now.
@@ -364,6 +386,60 @@ std::vector<RequestQueue::Rejection> DynamicBatcher::TakeRejections(
   return rejected;
 }
 
+const BatchingPolicy& DynamicBatcher::PolicyNow(Clock::TimePoint now) {
+  if (!target_) return policy_;
+  const LatencyDecision& decision = target_->Decide(now);
+  adaptive_.ready_batch_size = decision.batch_size;
+  adaptive_.max_queue_delay = decision.wait;
+  return adaptive_;
+}
+
+std::vector<RequestQueue::Rejection> DynamicBatcher::TakeLate(
+    const BatchPlan& plan, Clock::TimePoint now) {
+  std::vector<RequestQueue::Rejection> late;
+  if (!target_) return late;
+  for (const RequestQueue::Ref& ref : plan.members) {
+    const QueuedRequest& q = *ref.it;
+    if (!target_->ShouldShed(q.enqueue_time, q.request->deadline, now,
+                             q.layout.batch_size)) {
+      continue;
+    }
+    const Clock::Duration service = target_->PredictService(q.layout.batch_size)
+                                        .value_or(Clock::Duration(0));
+    const bool deadline = now + service > q.request->deadline;
+    auto ms = [](Clock::Duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    absl::Status status = absl::DeadlineExceededError(absl::StrFormat(
+        "model '%s': the request would miss its %s (queued %.3g ms; its %d "
+        "rows alone are predicted to take %.3g ms; latency_target_p99_ms "
+        "%.3g): answered at once instead of run late",
+        options_.model_name, deadline ? "deadline" : "latency target",
+        ms(now - q.enqueue_time), q.layout.batch_size, ms(service),
+        ms(target_->target())));
+    late.push_back({queue_.Take(ref), std::move(status)});
+  }
+  if (!late.empty()) {
+    target_->CountShed(late.size());
+    NoteQueue(now);
+  }
+  return late;
+}
+
+std::optional<LatencyTargetSnapshot> DynamicBatcher::LatencyTarget() const {
+  absl::MutexLock lock(&mu_);
+  if (!target_) return std::nullopt;
+  return target_->Snapshot(clock_->Now());
+}
+
+void DynamicBatcher::LearnFrom(const Batch& batch, Clock::TimePoint done) {
+  if (!target_ || !batch.ok) return;
+  target_->RecordBatch(batch.slot.instance_index, batch.batch_size,
+                       done - batch.formed_at);
+  for (Clock::Duration latency : batch.latencies)
+    target_->RecordAnswer(latency);
+}
+
 std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
     const BatchPlan& plan, Clock::TimePoint now) {
   auto batch = std::make_shared<Batch>();
@@ -372,6 +448,11 @@ std::shared_ptr<DynamicBatcher::Batch> DynamicBatcher::TakeBatch(
   }
   batch->batch_size = plan.batch_size;
   batch->formed_at = now;
+  if (target_) {
+    // Requests left queued stand for at least a row each.
+    target_->RecordFormed(plan.batch_size, static_cast<int64_t>(queue_.size()),
+                          plan.waited_out);
+  }
   batch->slot = free_slots_.front();
   free_slots_.pop_front();
   ++in_flight_;
@@ -449,6 +530,7 @@ void DynamicBatcher::CompleteBatch(Batch& batch, absl::Status status) {
     }
   }
   if (status.ok()) {
+    batch.ok = true;
     AnswerBatch(batch);
   } else {
     for (QueuedRequest& q : batch.requests) {
@@ -490,6 +572,7 @@ void DynamicBatcher::AnswerBatch(Batch& batch) {
     }
     stats_.RecordSuccess(batch.formed_at - q.enqueue_time, end - q.enqueue_time,
                          durations);
+    batch.latencies.push_back(end - q.enqueue_time);
     q.request->sink->Finish(absl::OkStatus());
   }
 }
@@ -509,6 +592,7 @@ void DynamicBatcher::ReleaseSlot(const Batch& batch,
     const Clock::TimePoint now = clock_->Now();
     const int index = batch.slot.instance_index;
     timelines_[index].BatchReleased(batch.ticket, now, steps);
+    LearnFrom(batch, steps.copy_out.end);
     // A retired instance's slots stay out (CompleteBatch retires it: a
     // sticky fault fails the batches in flight).
     if (health_[index].ok()) free_slots_.push_back(batch.slot);

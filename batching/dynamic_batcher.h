@@ -28,6 +28,13 @@
 // with UNAVAILABLE naming the faults, and Health() says so (the server's
 // readiness follows it).
 //
+// Latency target (options.latency_target > 0): the batch size to wait for
+// and the wait come from a LatencyTargetPolicy fed with this batcher's
+// arrivals, service times and answers, instead of preferred_batch_sizes
+// and max_queue_delay; a request that would end after its enqueue time +
+// target, or after its deadline, when its batch is formed is answered
+// DEADLINE_EXCEEDED at once instead of run late.
+//
 // Ownership: the batcher owns its executor instances; it owns each request
 // from a successful Enqueue until the request's Finish returns.
 #ifndef COALESCE_BATCHING_DYNAMIC_BATCHER_H_
@@ -49,6 +56,7 @@
 #include "batching/clock.h"
 #include "batching/inference_request.h"
 #include "batching/instance_timeline.h"
+#include "batching/latency_target_policy.h"
 #include "batching/model_stats.h"
 #include "batching/request_queue.h"
 #include "batching/request_validator.h"
@@ -123,6 +131,9 @@ class DynamicBatcher {
   // OK while some instance is healthy; else UNAVAILABLE naming each fault.
   absl::Status Health() const;
 
+  // The latency-target policy's state; nullopt without a latency target.
+  std::optional<LatencyTargetSnapshot> LatencyTarget() const;
+
  private:
   struct SlotRef {
     ExecutorInstance* instance;
@@ -161,6 +172,15 @@ class DynamicBatcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<Batch> TakeBatch(const BatchPlan& plan, Clock::TimePoint now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rules to plan with now: policy_, or with a latency target, the
+  // policy's current decision.
+  const BatchingPolicy& PolicyNow(Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With a latency target: takes the members of a ready `plan` that would
+  // miss the target or their deadline (see above) out of the queue.
+  std::vector<RequestQueue::Rejection> TakeLate(const BatchPlan& plan,
+                                                Clock::TimePoint now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gathers and submits `batch` on this thread when its slot is ReadyFor
   // its shapes, else hands it to its instance's setup thread.
   void Execute(std::shared_ptr<Batch> batch);
@@ -173,6 +193,9 @@ class DynamicBatcher {
   void FailRequest(QueuedRequest& request, const absl::Status& status,
                    FailureReason reason);
   void ReleaseSlot(const Batch& batch, const BatchIntervals& steps);
+  // Tells the latency-target policy (if any) how `batch` went.
+  void LearnFrom(const Batch& batch, Clock::TimePoint done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every instance's timeline whether the queue is empty now.
   void NoteQueue(Clock::TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Retires instance i (its free slots go) after `fault`; when no instance
@@ -205,6 +228,9 @@ class DynamicBatcher {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // Set by NotifyCancelled: the scheduler scans the queue for cancellations.
   bool cancel_scan_pending_ ABSL_GUARDED_BY(mu_) = false;
+  // With a latency target only.
+  std::optional<LatencyTargetPolicy> target_ ABSL_GUARDED_BY(mu_);
+  BatchingPolicy adaptive_ ABSL_GUARDED_BY(mu_);  // what PolicyNow returns
 
   std::once_flag shutdown_once_;
   std::thread scheduler_;

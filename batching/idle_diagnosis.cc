@@ -59,15 +59,26 @@ IdleDiagnosis DiagnoseInstance(const InstanceWindow& w) {
                          " of the time: answering is slow; give the server "
                          "more CPU")};
   }
+  auto ms = [](Clock::Duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
+  if (assembling >= 0.25 && w.latency_target > Clock::Duration::zero()) {
+    return {"latency_target",
+            absl::StrFormat(
+                "requests waited for a batch to fill %s of the time, as the "
+                "latency target allows (p99 %.3g ms: the batcher waits up to "
+                "%.3g ms for batches of %d); raise the load or lower "
+                "latency_target_p99_ms to wait less",
+                Percent(assembling), ms(w.latency_target), ms(w.target_wait),
+                w.target_batch_size)};
+  }
   if (assembling >= 0.25) {
     return {"assembling",
             absl::StrFormat(
                 "requests waited for a batch to fill %s of the time "
                 "(max_queue_delay %.3g ms): lower max_queue_delay_microseconds "
                 "or preferred_batch_size",
-                Percent(assembling),
-                std::chrono::duration<double, std::milli>(w.max_queue_delay)
-                    .count())};
+                Percent(assembling), ms(w.max_queue_delay))};
   }
   if (empty >= 0.5) {
     if (w.max_batch_size > 1 && w.executions > 0 && rows < 2) {

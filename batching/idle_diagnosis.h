@@ -8,7 +8,9 @@
 //   saturated        busy >= 85%: the instance is the bottleneck;
 //   copy_bound       copies >= 40% of busy time and >= 10% of the window;
 //   pipeline_blocked batches held the slots off the device >= 25%;
-//   assembling       requests waited for a batch to fill >= 25%;
+//   assembling       requests waited for a batch to fill >= 25%
+//                    (latency_target instead, when the model has a latency
+//                    target: the policy chose that wait);
 //   small_batches    queue empty >= 50% and batches average < 2 rows
 //                    where the model batches: load too low to batch;
 //   low_load         queue empty >= 50%;
@@ -33,6 +35,11 @@ struct InstanceWindow {
   uint64_t inferences = 0;     // rows of those batches
   int max_batch_size = 0;      // the model's; 0 = does not batch
   Clock::Duration max_queue_delay{0};
+  // With a latency target (latency_target_policy.h): the target and the
+  // policy's last decision; zero without one.
+  Clock::Duration latency_target{0};
+  Clock::Duration target_wait{0};
+  int target_batch_size = 0;
 };
 
 struct IdleDiagnosis {

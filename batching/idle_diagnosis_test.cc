@@ -75,6 +75,18 @@ TEST(IdleDiagnosisTest, Assembling) {
   EXPECT_THAT(d.detail, HasSubstr("40% of the time (max_queue_delay 5 ms)"));
 }
 
+TEST(IdleDiagnosisTest, WaitingForTheLatencyTarget) {
+  InstanceWindow w = Window(400, 10, 10, 0, 400, 180);
+  w.latency_target = milliseconds(50);
+  w.target_wait = std::chrono::microseconds(12500);
+  w.target_batch_size = 16;
+  const IdleDiagnosis d = DiagnoseInstance(w);
+  EXPECT_EQ(d.reason, "latency_target");
+  EXPECT_THAT(d.detail, HasSubstr("40% of the time, as the latency target "
+                                  "allows (p99 50 ms: the batcher waits up to "
+                                  "12.5 ms for batches of 16)"));
+}
+
 TEST(IdleDiagnosisTest, SmallBatches) {
   InstanceWindow w = Window(200, 10, 10, 0, 80, 700);
   w.executions = 10;

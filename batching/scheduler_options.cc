@@ -46,6 +46,14 @@ absl::Status ValidateBatching(const SchedulerOptions& o) {
   if (o.max_queue_delay < Clock::Duration::zero()) {
     return absl::InvalidArgumentError("max_queue_delay must be >= 0");
   }
+  if (o.latency_target < Clock::Duration::zero()) {
+    return absl::InvalidArgumentError("latency_target must be >= 0");
+  }
+  if (o.latency_target > Clock::Duration::zero() &&
+      (o.max_batch_size < 1 || !o.dynamic_batching)) {
+    return absl::InvalidArgumentError(
+        "a latency target needs max_batch_size >= 1 and dynamic batching");
+  }
   return absl::OkStatus();
 }
 

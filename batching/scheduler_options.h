@@ -36,6 +36,11 @@ struct SchedulerOptions {
   std::vector<int> preferred_batch_sizes;
   // How long the oldest request of a forming batch may wait for company.
   Clock::Duration max_queue_delay{0};
+  // > 0: the p99 latency the batcher aims for (latency_target_policy.h); it
+  // then chooses the batch and the wait itself, and preferred_batch_sizes
+  // and max_queue_delay are not used. REQUIRES max_batch_size > 0 and
+  // dynamic_batching when set.
+  Clock::Duration latency_target{0};
   // 0 = one level; else levels 1..priority_levels, 1 highest.
   uint32_t priority_levels = 0;
   // REQUIRES: in [1, priority_levels] when priority_levels > 0.

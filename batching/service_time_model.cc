@@ -42,41 +42,74 @@ std::optional<Clock::Duration> ServiceTimeModel::Median(int batch_size) const {
   return Clock::Duration(static_cast<int64_t>(MedianOf(std::move(ns))));
 }
 
+ServiceTimeModel::Points ServiceTimeModel::SeenMedians() const {
+  Points points;
+  for (int b = 1; b <= max_batch_size(); ++b) {
+    if (auto m = Median(b)) {
+      points.emplace_back(b, static_cast<double>(m->count()));
+    }
+  }
+  return points;
+}
+
+std::pair<double, double> ServiceTimeModel::TheilSen(const Points& points) {
+  if (points.size() < 2) return {0.0, 0.0};
+  std::vector<double> slopes;
+  for (size_t i = 0; i < points.size(); ++i) {
+    for (size_t j = i + 1; j < points.size(); ++j) {
+      slopes.push_back((points[j].second - points[i].second) /
+                       (points[j].first - points[i].first));
+    }
+  }
+  const double per_row = std::max(0.0, MedianOf(std::move(slopes)));
+  std::vector<double> intercepts;
+  for (const auto& [b, t] : points) intercepts.push_back(t - per_row * b);
+  return {MedianOf(std::move(intercepts)), per_row};
+}
+
+Clock::Duration ServiceTimeModel::Estimate(const Points& points,
+                                           std::pair<double, double> line,
+                                           int batch_size) {
+  // Between two seen sizes: the straight line between them.
+  const auto above = std::lower_bound(
+      points.begin(), points.end(), batch_size,
+      [](const std::pair<int, double>& p, int b) { return p.first < b; });
+  if (above != points.begin() && above != points.end()) {
+    const auto [b0, t0] = *(above - 1);
+    const auto [b1, t1] = *above;
+    return Clock::Duration(
+        static_cast<int64_t>(t0 + (t1 - t0) * (batch_size - b0) / (b1 - b0)));
+  }
+  const double estimate = points.size() == 1
+                              ? points[0].second * batch_size / points[0].first
+                              : line.first + line.second * batch_size;
+  return Clock::Duration(static_cast<int64_t>(std::max(0.0, estimate)));
+}
+
 std::optional<Clock::Duration> ServiceTimeModel::Predict(int batch_size) const {
   if (batch_size < 1 || batch_size > max_batch_size()) return std::nullopt;
   if (auto seen = Median(batch_size)) return seen;
-  std::vector<std::pair<int, double>> points;  // (size, median ns)
-  for (int b = 1; b <= max_batch_size(); ++b) {
-    if (auto m = Median(b))
-      points.emplace_back(b, static_cast<double>(m->count()));
-  }
+  const Points points = SeenMedians();
   if (points.empty()) return std::nullopt;
-  // Between two seen sizes: the straight line between them.
-  for (size_t i = 0; i + 1 < points.size(); ++i) {
-    const auto [b0, t0] = points[i];
-    const auto [b1, t1] = points[i + 1];
-    if (b0 < batch_size && batch_size < b1) {
-      return Clock::Duration(
-          static_cast<int64_t>(t0 + (t1 - t0) * (batch_size - b0) / (b1 - b0)));
+  return Estimate(points, TheilSen(points), batch_size);
+}
+
+std::vector<std::optional<Clock::Duration>> ServiceTimeModel::PredictAll()
+    const {
+  std::vector<std::optional<Clock::Duration>> all(recent_.size());
+  const Points points = SeenMedians();
+  if (points.empty()) return all;
+  const std::pair<double, double> line = TheilSen(points);
+  size_t next_seen = 0;
+  for (int b = 1; b <= max_batch_size(); ++b) {
+    if (next_seen < points.size() && points[next_seen].first == b) {
+      all[b - 1] =
+          Clock::Duration(static_cast<int64_t>(points[next_seen++].second));
+    } else {
+      all[b - 1] = Estimate(points, line, b);
     }
   }
-  double estimate;
-  if (points.size() == 1) {
-    estimate = points[0].second * batch_size / points[0].first;
-  } else {
-    std::vector<double> slopes;
-    for (size_t i = 0; i < points.size(); ++i) {
-      for (size_t j = i + 1; j < points.size(); ++j) {
-        slopes.push_back((points[j].second - points[i].second) /
-                         (points[j].first - points[i].first));
-      }
-    }
-    const double per_row = std::max(0.0, MedianOf(std::move(slopes)));
-    std::vector<double> intercepts;
-    for (const auto& [b, t] : points) intercepts.push_back(t - per_row * b);
-    estimate = MedianOf(std::move(intercepts)) + per_row * batch_size;
-  }
-  return Clock::Duration(static_cast<int64_t>(std::max(0.0, estimate)));
+  return all;
 }
 
 }  // namespace coalesce

@@ -21,6 +21,7 @@
 
 #include <deque>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "batching/clock.h"
@@ -41,12 +42,25 @@ class ServiceTimeModel {
   // sample, or for a size outside 1..max_batch_size.
   std::optional<Clock::Duration> Predict(int batch_size) const;
 
+  // Predict(b) for b = 1..max_batch_size, at index b - 1, computing each
+  // size's median once (Predict alone recomputes them on every call).
+  std::vector<std::optional<Clock::Duration>> PredictAll() const;
+
   // Samples held for that size (at most `window`).
   int samples(int batch_size) const;
   int max_batch_size() const { return static_cast<int>(recent_.size()); }
 
  private:
+  // (size, median ns) of every size seen, in increasing size.
+  using Points = std::vector<std::pair<int, double>>;
   std::optional<Clock::Duration> Median(int batch_size) const;
+  Points SeenMedians() const;
+  // The prediction for an unseen `batch_size` from `points` (non-empty);
+  // `line` is the Theil-Sen fit (fixed, per_row) through them.
+  static Clock::Duration Estimate(const Points& points,
+                                  std::pair<double, double> line,
+                                  int batch_size);
+  static std::pair<double, double> TheilSen(const Points& points);
 
   const size_t window_;
   std::vector<std::deque<Clock::Duration>> recent_;  // [size - 1]

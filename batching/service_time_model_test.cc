@@ -1,6 +1,8 @@
 #include "batching/service_time_model.h"
 
 #include <chrono>
+#include <optional>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -67,6 +69,22 @@ TEST(ServiceTimeModelTest, BetweenTwoSeenSizesTheStraightLine) {
   model.Record(8, milliseconds(5));
   EXPECT_EQ(*model.Predict(3), microseconds(5500));
   EXPECT_EQ(*model.Predict(6), milliseconds(7));
+}
+
+TEST(ServiceTimeModelTest, PredictAllAgreesWithPredictForEverySize) {
+  ServiceTimeModel model(12);
+  EXPECT_EQ(model.PredictAll(),
+            std::vector<std::optional<Clock::Duration>>(12));
+  model.Record(3, milliseconds(3));
+  model.Record(5, milliseconds(8));
+  model.Record(9, milliseconds(9));
+  model.Record(10, milliseconds(12));
+  const auto all = model.PredictAll();
+  ASSERT_EQ(all.size(), 12u);
+  for (int b = 1; b <= 12; ++b) {
+    EXPECT_EQ(all[b - 1], model.Predict(b)) << "size " << b;
+  }
+  EXPECT_EQ(all[3], microseconds(5500));  // between 3 and 5
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,
   const Sample& last = tracked.samples.back();
   tracked.published.resize(last.states.size());
   const std::vector<absl::Status> health = model.batcher->InstanceHealth();
+  const std::optional<LatencyTargetSnapshot> target =
+      model.batcher->LatencyTarget();
   for (size_t i = 0; i < last.states.size() && i < first.states.size(); ++i) {
     InstanceWindow window;
     for (int s = 0; s < kInstanceStates; ++s) {
@@ -62,6 +64,11 @@ void IdleDiagnostics::Diagnose(const Key& key, const ServedModel& model,
     window.max_batch_size = model.config.max_batch_size();
     window.max_queue_delay = std::chrono::microseconds(
         model.config.dynamic_batching().max_queue_delay_microseconds());
+    if (target) {
+      window.latency_target = target->target;
+      window.target_wait = target->decision.wait;
+      window.target_batch_size = target->decision.batch_size;
+    }
     IdleDiagnosis diagnosis =
         i < health.size() && !health[i].ok()
             ? IdleDiagnosis{"failed",

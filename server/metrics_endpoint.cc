@@ -177,6 +177,13 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     kInstanceState,
     kInstanceHealthy,
     kSetupBatches,
+    kTargetSeconds,
+    kTargetWait,
+    kTargetBatch,
+    kTargetPredicted,
+    kTargetObserved,
+    kTargetArrivals,
+    kTargetShed,
     kDiagnosis,
     kOwnFamilies,
   };
@@ -221,6 +228,35 @@ class TritonCompatibleCollector : public prometheus::Collectable {
            "Batches the model instance's setup thread ran because they "
            "needed device setup (a plan to bind, a graph to capture); 0 "
            "after warm-up for models of fixed shapes",
+           MetricType::Counter);
+    // Models with latency_target_p99_ms only (docs/batching.md).
+    define(kTargetSeconds, "coalesce_latency_target_seconds",
+           "The model's p99 latency target (latency_target_p99_ms)",
+           MetricType::Gauge);
+    define(kTargetWait, "coalesce_latency_target_wait_seconds",
+           "How long the latency-target policy lets the oldest request wait "
+           "for its batch to fill, as last decided",
+           MetricType::Gauge);
+    define(kTargetBatch, "coalesce_latency_target_batch_size",
+           "The batch size the latency-target policy waits for, as last "
+           "decided",
+           MetricType::Gauge);
+    define(kTargetPredicted, "coalesce_latency_target_predicted_p99_seconds",
+           "The p99 latency the policy predicts for its decision (fill time "
+           "+ two batches' service time)",
+           MetricType::Gauge);
+    define(kTargetObserved, "coalesce_latency_target_observed_p99_seconds",
+           "The p99 latency of the model's last 200 answered requests, as "
+           "the policy measured it",
+           MetricType::Gauge);
+    define(kTargetArrivals, "coalesce_latency_target_arrival_rows_per_second",
+           "Rows arriving per second, as the policy estimates them (about "
+           "the last second)",
+           MetricType::Gauge);
+    define(kTargetShed, "coalesce_latency_target_shed_total",
+           "Requests answered DEADLINE_EXCEEDED at once because they could "
+           "no longer meet the target or their deadline (also counted as "
+           "outcome=\"timed_out\")",
            MetricType::Counter);
     define(kDiagnosis, "coalesce_instance_diagnosis_info",
            "Why the model instance is not busier, over the last minute: a "
@@ -348,6 +384,27 @@ class TritonCompatibleCollector : public prometheus::Collectable {
     for (size_t i = 0; i < setup.size(); ++i) {
       push(kSetupBatches, count(static_cast<double>(setup[i])),
            {{"model_instance", absl::StrCat(i)}});
+    }
+    if (auto target = model.batcher->LatencyTarget()) {
+      auto gauge = [](double v) {
+        ClientMetric m;
+        m.gauge.value = v;
+        return m;
+      };
+      auto secs = [&gauge](Clock::Duration d) {
+        return gauge(std::chrono::duration<double>(d).count());
+      };
+      push(kTargetSeconds, secs(target->target));
+      push(kTargetWait, secs(target->decision.wait));
+      push(kTargetBatch, gauge(target->decision.batch_size));
+      if (target->decision.predicted_p99) {
+        push(kTargetPredicted, secs(*target->decision.predicted_p99));
+      }
+      if (target->observed_p99) {
+        push(kTargetObserved, secs(*target->observed_p99));
+      }
+      push(kTargetArrivals, gauge(target->arrival_rows_per_second));
+      push(kTargetShed, count(static_cast<double>(target->shed)));
     }
   }
 

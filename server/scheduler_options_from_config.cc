@@ -1,6 +1,11 @@
 #include "server/scheduler_options_from_config.h"
 
 #include <chrono>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 
 namespace coalesce {
 namespace {
@@ -33,7 +38,36 @@ std::vector<TensorSpec> InSignatureOrder(
   return specs;
 }
 
+constexpr char kLatencyTarget[] = "latency_target_p99_ms";
+
 }  // namespace
+
+absl::StatusOr<Clock::Duration> LatencyTargetFromConfig(
+    const inference::ModelConfig& config) {
+  auto it = config.parameters().find(kLatencyTarget);
+  if (it == config.parameters().end()) return Clock::Duration(0);
+  const std::string& text = it->second.string_value();
+  auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", config.name(), "': parameter '", kLatencyTarget,
+                     "' (\"", text, "\"): ", why));
+  };
+  double ms = 0;
+  if (!absl::SimpleAtod(text, &ms) || !std::isfinite(ms) || ms <= 0) {
+    return fail("must be a positive number of milliseconds");
+  }
+  if (config.max_batch_size() < 1) {
+    return fail("needs max_batch_size >= 1: the target chooses batch sizes");
+  }
+  if (config.has_sequence_batching()) {
+    return fail("is not supported with sequence_batching");
+  }
+  if (!config.has_dynamic_batching()) {
+    return fail("needs dynamic_batching { } in the config");
+  }
+  return std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::duration<double, std::milli>(ms));
+}
 
 SchedulerOptions SchedulerOptionsFromConfig(
     const inference::ModelConfig& config, const ModelSignature& signature,
@@ -47,6 +81,8 @@ SchedulerOptions SchedulerOptionsFromConfig(
   if (!config.has_dynamic_batching()) return options;
   const auto& db = config.dynamic_batching();
   options.dynamic_batching = true;
+  options.latency_target =
+      LatencyTargetFromConfig(config).value_or(Clock::Duration(0));
   options.preferred_batch_sizes.assign(db.preferred_batch_size().begin(),
                                        db.preferred_batch_size().end());
   options.max_queue_delay =

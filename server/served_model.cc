@@ -120,6 +120,17 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
   if (!labels.ok()) return labels.status();
   auto tuning = ModelTuningCache::Open(model_dir / std::to_string(version),
                                        config.name());
+  absl::StatusOr<Clock::Duration> target = LatencyTargetFromConfig(config);
+  if (!target.ok()) return target.status();
+  if (*target > Clock::Duration::zero() &&
+      (config.dynamic_batching().max_queue_delay_microseconds() > 0 ||
+       config.dynamic_batching().preferred_batch_size_size() > 0)) {
+    spdlog::warn(
+        "model '{}': latency_target_p99_ms is set, so the batcher chooses "
+        "its own wait and batch sizes; max_queue_delay_microseconds and "
+        "preferred_batch_size are not used",
+        config.name());
+  }
   auto warmup =
       WarmupBatchesFromConfig(config, (*model)->signature(), model_dir);
   if (!warmup.ok()) return warmup.status();

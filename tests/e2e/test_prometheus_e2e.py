@@ -279,8 +279,10 @@ def last_sample(prom: Prometheus, selector: str, at: float) -> tuple[float, floa
 
 def test_dashboard_and_rules_on_a_real_prometheus(start_server, prom_factory, tmp_path):
     repo = tmp_path / "repo"
+    # With a latency target, so the dashboard's "Latency target" row has data.
     gm.write_model(repo, MODEL, gm.make_tiny_model(),
-                   tiny_config(MODEL, 8, "max_queue_delay_microseconds: 2000"))
+                   tiny_config(MODEL, 8, "max_queue_delay_microseconds: 2000")
+                   + 'parameters { key: "latency_target_p99_ms" value { string_value: "50" } }\n')
     nvml = fake_nvml_library()
     env = {"COALESCE_NVML_LIBRARY": str(nvml)} if nvml.is_file() else None
     srv = start_server(repo, env=env)
