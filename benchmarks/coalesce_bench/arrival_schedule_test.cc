@@ -111,3 +111,71 @@ TEST(ArrivalScheduleTest, InvalidOptions) {
 
 }  // namespace
 }  // namespace coalesce::bench
+
+namespace coalesce::bench {
+namespace {
+
+ArrivalSchedule MakeCycle(ArrivalKind kind, double rate, double low_fraction,
+                          std::chrono::milliseconds cycle) {
+  ArrivalSchedule::Options o;
+  o.kind = kind;
+  o.rate_per_s = rate;
+  o.low_fraction = low_fraction;
+  o.cycle = cycle;
+  o.seed = 7;
+  auto s = ArrivalSchedule::Create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+// Arrivals in each quarter of the cycle, over `cycles` cycles of 1 s.
+std::vector<double> PerQuarter(ArrivalSchedule& s, int cycles) {
+  std::vector<double> counts(4);
+  while (true) {
+    const int64_t t = s.Next().count();
+    if (t >= cycles * 1'000'000'000LL) break;
+    counts[(t % 1'000'000'000LL) / 250'000'000LL] += 1;
+  }
+  return counts;
+}
+
+// 1,000/s high, 100/s low: per 1 s cycle, 50 arrivals in each low quarter
+// and 250 in each high one (a Poisson count: 1 % relative error at 200
+// cycles of 250).
+TEST(ArrivalScheduleTest, StepIsLowForHalfACycleThenHigh) {
+  ArrivalSchedule s =
+      MakeCycle(ArrivalKind::kStep, 1000, 0.1, std::chrono::milliseconds(1000));
+  const std::vector<double> q = PerQuarter(s, 200);
+  EXPECT_NEAR(q[0] / 200, 25, 1.0);
+  EXPECT_NEAR(q[1] / 200, 25, 1.0);
+  EXPECT_NEAR(q[2] / 200, 250, 5.0);
+  EXPECT_NEAR(q[3] / 200, 250, 5.0);
+}
+
+// A ramp from 100/s to 1,000/s and back, 1 s cycle: the first quarter
+// expects 0.25 s * 100 + 900 * 0.25^2 = 81.25, the second 0.25 * 100 +
+// 900 * (0.5^2 - 0.25^2) = 193.75; then the mirror image.
+TEST(ArrivalScheduleTest, RampClimbsAndFallsLinearly) {
+  ArrivalSchedule s =
+      MakeCycle(ArrivalKind::kRamp, 1000, 0.1, std::chrono::milliseconds(1000));
+  const std::vector<double> q = PerQuarter(s, 200);
+  EXPECT_NEAR(q[0] / 200, 81.25, 2.0);
+  EXPECT_NEAR(q[1] / 200, 193.75, 4.0);
+  EXPECT_NEAR(q[2] / 200, 193.75, 4.0);
+  EXPECT_NEAR(q[3] / 200, 81.25, 2.0);
+}
+
+TEST(ArrivalScheduleTest, StepAndRampNeedAFractionAndACycle) {
+  ArrivalSchedule::Options o;
+  o.kind = ArrivalKind::kRamp;
+  o.low_fraction = 0;
+  EXPECT_FALSE(ArrivalSchedule::Create(o).ok());
+  o.low_fraction = 1.5;
+  EXPECT_FALSE(ArrivalSchedule::Create(o).ok());
+  o.low_fraction = 1;
+  o.cycle = std::chrono::nanoseconds(0);
+  EXPECT_FALSE(ArrivalSchedule::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace coalesce::bench

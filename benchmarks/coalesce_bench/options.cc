@@ -78,8 +78,13 @@ absl::Status SetArrival(BenchOptions& o, absl::string_view v) {
     o.arrival = ArrivalKind::kConstant;
   } else if (v == "bursty") {
     o.arrival = ArrivalKind::kBursty;
+  } else if (v == "step") {
+    o.arrival = ArrivalKind::kStep;
+  } else if (v == "ramp") {
+    o.arrival = ArrivalKind::kRamp;
   } else {
-    return FlagError("arrival", "must be poisson, constant or bursty", v);
+    return FlagError("arrival",
+                     "must be poisson, constant, bursty, step or ramp", v);
   }
   return absl::OkStatus();
 }
@@ -168,8 +173,10 @@ void AddLoadFlags(CLI::App& app, BenchOptions& o) {
   Add(
       app, kLoad, "--arrival",
       [&o](const std::string& v) { return SetArrival(o, v); },
-      "poisson|constant|bursty",
-      "Open loop arrival process (default poisson).");
+      "poisson|constant|bursty|step|ramp",
+      "Open loop arrival process (default poisson). step and ramp: Poisson "
+      "at a rate that changes over each --cycle-ms, between "
+      "--low-fraction of the level's rate and the level's rate.");
   Add(app, kLoad, "--burst-on-ms",
       Into(MsAtLeast("burst-on-ms", 1), o.burst_on), "MS",
       "Bursty: length of a burst (default 100).");
@@ -177,6 +184,23 @@ void AddLoadFlags(CLI::App& app, BenchOptions& o) {
       Into(MsAtLeast("burst-off-ms", 1), o.burst_off), "MS",
       "Bursty: silence between bursts (default 100); the rate inside a burst "
       "is raised so that the mean rate over on+off is the target rate.");
+  Add(
+      app, kLoad, "--low-fraction",
+      [&o](const std::string& v) -> absl::Status {
+        double f = 0;
+        if (!absl::SimpleAtod(v, &f) || !(f > 0) || f > 1) {
+          return FlagError("low-fraction", "must be in (0, 1]", v);
+        }
+        o.low_fraction = f;
+        return absl::OkStatus();
+      },
+      "F",
+      "Step and ramp: the low rate as a fraction of the level's (default "
+      "0.1).");
+  Add(app, kLoad, "--cycle-ms", Into(MsAtLeast("cycle-ms", 2), o.cycle), "MS",
+      "Step: half a cycle at the low rate, then half at the level's; ramp: "
+      "up from the low rate to the level's over half a cycle and back down "
+      "(default 4000).");
   Add(app, kLoad, "--max-inflight",
       Into(IntIn("max-inflight", 1, 1000000), o.max_inflight), "N",
       "Open loop: at most N requests outstanding; a send that has to wait "
@@ -393,6 +417,10 @@ absl::string_view ArrivalName(ArrivalKind kind) {
       return "constant";
     case ArrivalKind::kBursty:
       return "bursty";
+    case ArrivalKind::kStep:
+      return "step";
+    case ArrivalKind::kRamp:
+      return "ramp";
   }
   return "?";
 }

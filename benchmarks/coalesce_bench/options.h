@@ -26,6 +26,8 @@ enum class ArrivalKind {
   kPoisson,   // exponential gaps: independent arrivals at a mean rate
   kConstant,  // exactly 1/rate apart
   kBursty,    // Poisson while "on", nothing while "off"; same mean rate
+  kStep,      // Poisson, low rate for half a cycle, then the level's rate
+  kRamp,      // Poisson, from the low rate up to the level's and back
 };
 
 struct BenchOptions {
@@ -45,6 +47,8 @@ struct BenchOptions {
   ArrivalKind arrival = ArrivalKind::kPoisson;
   std::chrono::milliseconds burst_on{100};   // bursty: length of an on period
   std::chrono::milliseconds burst_off{100};  // bursty: length of an off period
+  double low_fraction = 0.1;                 // step/ramp: low rate / level's
+  std::chrono::milliseconds cycle{4000};     // step/ramp: one low-high cycle
   int max_inflight = 1000;  // open loop: sends wait (and the wait counts)
   int channels = 4;         // gRPC channels, requests spread round-robin
   bool streaming = false;   // ModelStreamInfer, one stream per lane

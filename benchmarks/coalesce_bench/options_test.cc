@@ -38,6 +38,21 @@ TEST(OptionsTest, DefaultsAreAClosedLoopAtConcurrencyOne) {
   EXPECT_EQ(o->request_variants, 1);
 }
 
+TEST(OptionsTest, StepAndRampArrivals) {
+  auto o = Parse({"-m", "m", "--request-rate-range", "100", "--arrival", "ramp",
+                  "--low-fraction", "0.25", "--cycle-ms", "6000"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->arrival, ArrivalKind::kRamp);
+  EXPECT_EQ(o->low_fraction, 0.25);
+  EXPECT_EQ(o->cycle, std::chrono::milliseconds(6000));
+  auto step =
+      Parse({"-m", "m", "--request-rate-range", "100", "--arrival", "step"});
+  ASSERT_TRUE(step.ok());
+  EXPECT_EQ(step->arrival, ArrivalKind::kStep);
+  EXPECT_EQ(step->low_fraction, 0.1);
+  EXPECT_EQ(step->cycle, std::chrono::milliseconds(4000));
+}
+
 TEST(OptionsTest, PaddingMaskDefaultsTo64Variants) {
   auto o = Parse({"-m", "bert", "--padding-mask", "attention_mask=uniform:8"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -166,7 +181,10 @@ TEST(OptionsTest, Errors) {
       {"-m", "m", "--concurrency-range", "2", "--request-rate-range", "10"},
       "exclude each other");
   ExpectError({"-m", "m", "--arrival", "uniform"},
-              "poisson, constant or bursty");
+              "poisson, constant, bursty, step or ramp");
+  ExpectError({"-m", "m", "--low-fraction", "0"}, "--low-fraction");
+  ExpectError({"-m", "m", "--low-fraction", "1.5"}, "--low-fraction");
+  ExpectError({"-m", "m", "--cycle-ms", "1"}, "--cycle-ms");
   ExpectError({"-m", "m", "--burst-on-ms", "0"}, "--burst-on-ms");
   ExpectError({"-m", "m", "--shape", "x"}, "NAME:d1,d2");
   ExpectError({"-m", "m", "--shape", "x:3,-1"}, "--shape");

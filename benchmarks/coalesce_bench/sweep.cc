@@ -33,6 +33,8 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> MakeGenerator(
   a.rate_per_s = level.request_rate;
   a.burst_on = o.burst_on;
   a.burst_off = o.burst_off;
+  a.low_fraction = o.low_fraction;
+  a.cycle = o.cycle;
   a.seed = o.seed + static_cast<uint64_t>(level_index);
   absl::StatusOr<ArrivalSchedule> schedule = ArrivalSchedule::Create(a);
   if (!schedule.ok()) return schedule.status();

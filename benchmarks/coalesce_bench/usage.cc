@@ -17,7 +17,9 @@ MODES
   target rate, whether or not earlier ones have answered. Latency is measured
   from each request's SCHEDULED send time, so if the client falls behind
   (late wake-up, --max-inflight reached) the delay counts (no coordinated
-  omission). Arrivals: poisson (default), constant, or bursty (on/off).
+  omission). Arrivals: poisson (default), constant, bursty (on/off), or
+  step and ramp (Poisson whose rate moves between a low fraction of the
+  level's and the level's, in steps or linearly, each cycle).
 
 MEASUREMENT
   Per load level: warm-up (results dropped), then windows of --window-ms
