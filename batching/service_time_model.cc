@@ -52,8 +52,14 @@ ServiceTimeModel::Points ServiceTimeModel::SeenMedians() const {
   return points;
 }
 
-std::pair<double, double> ServiceTimeModel::TheilSen(const Points& points) {
-  if (points.size() < 2) return {0.0, 0.0};
+std::pair<double, double> ServiceTimeModel::TheilSen(const Points& all) {
+  if (all.size() < 2) return {0.0, 0.0};
+  // At most kFitPoints sizes, evenly spread: the pairs grow as the square,
+  // and the batcher refits up to every 10 ms under its lock.
+  constexpr size_t kFitPoints = 48;
+  Points points;
+  const size_t step = (all.size() + kFitPoints - 1) / kFitPoints;
+  for (size_t i = 0; i < all.size(); i += step) points.push_back(all[i]);
   std::vector<double> slopes;
   for (size_t i = 0; i < points.size(); ++i) {
     for (size_t j = i + 1; j < points.size(); ++j) {

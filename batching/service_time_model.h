@@ -12,7 +12,8 @@
 // seen sizes, on the straight line between their medians; beyond them, on
 // the line t(b) = fixed + per_row * b through every seen size's median
 // (Theil-Sen: the median of the pairwise slopes and intercepts, so one badly
-// measured size does not tilt it; the slope is at least 0). With one size
+// measured size does not tilt it; the slope is at least 0; fitted on at
+// most 48 of the seen sizes, evenly spread). With one size
 // seen, others scale by rows from it; with none, there is no prediction.
 //
 // Not thread-safe: its owner calls it under its own lock.

@@ -87,5 +87,13 @@ TEST(ServiceTimeModelTest, PredictAllAgreesWithPredictForEverySize) {
   EXPECT_EQ(all[3], microseconds(5500));  // between 3 and 5
 }
 
+// Every size of 1..1024 seen: the line is fitted on a spread subset of
+// them, and still finds t = 1 ms + 10 us per row beyond them.
+TEST(ServiceTimeModelTest, ManySeenSizesStillGiveTheLine) {
+  ServiceTimeModel model(2048);
+  for (int b = 1; b <= 1024; ++b) model.Record(b, microseconds(1000 + 10 * b));
+  EXPECT_EQ(*model.Predict(2048), microseconds(1000 + 10 * 2048));
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -82,6 +83,14 @@ def variants(args) -> dict[str, tuple[str, str]]:
     return out
 
 
+def link_or_copy(src: str, dst: str) -> None:
+    """A hard link (ResNet-50 is 100 MB a copy), else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
 def make_repo(args, repo: Path) -> tuple[str, list[str]]:
     """Copies of the model, one per variant; returns (base name, copies)."""
     if args.model == "mlp":
@@ -97,7 +106,7 @@ def make_repo(args, repo: Path) -> tuple[str, list[str]]:
         dst = repo / name
         if dst.exists():
             shutil.rmtree(dst)
-        shutil.copytree(repo / base / "1", dst / "1")
+        shutil.copytree(repo / base / "1", dst / "1", copy_function=link_or_copy)
         (dst / "config.pbtxt").write_text(config_text(name, source, batching, extra))
         names.append(name)
     return base, names
@@ -170,7 +179,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["mlp", "light_resnet50"], default="mlp")
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build")
-    parser.add_argument("--light-dir", default=str(ROOT / "build" / "light"))
+    parser.add_argument("--light-dir", default=str(ROOT.parent / "shared" / "onnx-conformance" / "light"))
     parser.add_argument("--target-ms", type=float, default=20)
     parser.add_argument("--delays-us", type=lambda s: [int(x) for x in s.split(",")],
                         default=[0, 1000, 2000, 5000, 10000])
