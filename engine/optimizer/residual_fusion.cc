@@ -51,8 +51,11 @@ void FuseConvResidual(GraphEditor& editor) {
       onnx::NodeProto* product = editor.Producer(add.input(side));
       const std::string& z = add.input(1 - side);
       const std::string fused = ResidualFusedName(product);
-      if (fused.empty() || !editor.HasSingleNodeUse(add.input(side)) ||
-          z.empty() || editor.Initializer(z) != nullptr)
+      // (A product with fewer than two inputs is malformed: left for the
+      // loader's checks to refuse, never read past its inputs here.)
+      if (fused.empty() || product->input_size() < 2 ||
+          !editor.HasSingleNodeUse(add.input(side)) || z.empty() ||
+          editor.Initializer(z) != nullptr)
         continue;
       // A MatMul only as a dense layer (B a weight): the product of two
       // activations is attention's Q Kᵀ, whose Add is the mask, which the
