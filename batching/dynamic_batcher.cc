@@ -572,7 +572,9 @@ void DynamicBatcher::AnswerBatch(Batch& batch) {
     }
     stats_.RecordSuccess(batch.formed_at - q.enqueue_time, end - q.enqueue_time,
                          durations);
-    batch.latencies.push_back(end - q.enqueue_time);
+    if (options_.latency_target > Clock::Duration::zero()) {
+      batch.latencies.push_back(end - q.enqueue_time);  // for the policy
+    }
     q.request->sink->Finish(absl::OkStatus());
   }
 }
