@@ -98,16 +98,23 @@ class ServerProcess:
             env={**os.environ, **self.env} if self.env else None,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
+        # Each frontend announces itself on its own line, gRPC first: wait for
+        # all that are on, so a test that does not wait for readiness still
+        # finds its HTTP and metrics ports.
+        announced = [LISTEN_RE] + [pattern for flag, pattern in
+                                   (("--allow-http", HTTP_RE), ("--allow-metrics", METRICS_RE))
+                                   if self._flag_on(flag)]
         while self.port is None:
-            m = LISTEN_RE.search(self.log())
-            if m:
-                self.port = int(m.group(2))
+            log = self.log()
+            if all(pattern.search(log) for pattern in announced):
+                self.port = int(LISTEN_RE.search(log).group(2))
                 break
             if self.proc.poll() is not None:
                 raise RuntimeError(f"coalesce-server exited with {self.proc.returncode} "
                                    f"before listening; log:\n{self.log()}")
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"no 'listening on' line within {START_TIMEOUT_S}s; log:\n{self.log()}")
+                raise TimeoutError(f"not every endpoint announced within {START_TIMEOUT_S}s; "
+                                   f"log:\n{self.log()}")
             time.sleep(0.02)
         if wait_ready:
             client = self.client()
@@ -117,6 +124,12 @@ class ServerProcess:
             except TimeoutError as exc:
                 raise TimeoutError(f"{exc}; log:\n{self.log()}") from None
         return self
+
+    def _flag_on(self, flag: str) -> bool:
+        """A boolean flag's last value on the command line (default on)."""
+        values = [self.args[i + 1] for i, arg in enumerate(self.args[:-1]) if arg == flag]
+        values += [arg.split("=", 1)[1] for arg in self.args if arg.startswith(flag + "=")]
+        return not values or values[-1].lower() not in ("false", "0", "no", "off")
 
     @property
     def url(self) -> str:
