@@ -112,18 +112,18 @@ TEST_F(LatencyTargetBatchingTest, BeforeAnyMeasurementRequestsGoAtOnce) {
   EXPECT_EQ(s.shed, 0u);
 }
 
-// Service times learned from two sizes (1.1 ms for 1 row, 1.4 ms for 4):
-// batching pays, so with rows arriving every few ms the batcher waits for
-// company, as long as the decision it reports and not the configured
-// 100 ms.
+// Service times learned from two sizes (5 ms for 1 row, 5.6 ms for 4):
+// batching pays, and one row at a time serves less than twice the load
+// (6 rows in 21.6 ms), so the batcher waits for company, as long as the
+// decision it reports and not the configured 100 ms.
 TEST_F(LatencyTargetBatchingTest, WaitsAsTheDecisionSaysOnceBatchingPays) {
   Start();
   auto a = Send(1);
   fake_->AwaitBatches(1);
-  RunFor(microseconds(1100));
+  RunFor(Ms(5));
   auto b = Send(4);
   fake_->AwaitBatches(2);
-  RunFor(microseconds(1400));
+  RunFor(microseconds(5600));
   clock_.Advance(Ms(11));  // past the 10 ms a decision is kept
   const Clock::TimePoint sent = clock_.Now();
   auto c = Send(1);
@@ -137,7 +137,7 @@ TEST_F(LatencyTargetBatchingTest, WaitsAsTheDecisionSaysOnceBatchingPays) {
   clock_.Advance(s.decision.wait);
   fake_->AwaitBatches(3);
   EXPECT_EQ(fake_->batches()[2].input_shapes[0], (Shape{1, 1}));
-  RunFor(microseconds(1100));
+  RunFor(Ms(5));
   EXPECT_TRUE(c->AwaitFinish().ok());
 }
 

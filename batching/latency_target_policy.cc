@@ -14,6 +14,7 @@ constexpr double kGrowBelow = 0.85;  // of the target
 constexpr double kGrowStep = 0.05;
 constexpr double kShrinkBelow = 0.95;  // of the proportional margin
 constexpr double kKeepUpHeadroom = 1.1;
+constexpr double kAmpleHeadroom = 2.0;
 constexpr double kEfficientEnough = 0.95;  // of the best rows per second
 constexpr double kFillSlack = 1.25;
 constexpr int kFirstProbe = 16;
@@ -153,6 +154,7 @@ LatencyDecision LatencyTargetPolicy::Compute(Clock::TimePoint now) const {
   }
   std::optional<int> chosen;
   std::optional<int> keeps_up;
+  std::optional<int> ample;
   for (int b = 1; b <= max_batch_size_; ++b) {
     const auto& s = predicted_[b - 1];
     if (!s) continue;
@@ -161,17 +163,17 @@ LatencyDecision LatencyTargetPolicy::Compute(Clock::TimePoint now) const {
         b / service >= kEfficientEnough * best) {
       chosen = b;
     }
-    if (!keeps_up &&
-        std::max(1, instances) * b / service >= kKeepUpHeadroom * rate) {
-      keeps_up = b;
-    }
+    const double rows_per_second = std::max(1, instances) * b / service;
+    if (!keeps_up && rows_per_second >= kKeepUpHeadroom * rate) keeps_up = b;
+    if (!ample && rows_per_second >= kAmpleHeadroom * rate) ample = b;
   }
   if (predicted_.empty() || !predicted_.front()) return decision;
-  // Step 3: throughput first (no size keeps up: the largest); step 5: no
-  // more than the load fills.
+  // Step 3: no more than twice the load needs; step 4: throughput first (no
+  // size keeps up: the largest); step 6: no more than the load fills.
+  const int efficient =
+      std::min(chosen.value_or(1), ample.value_or(max_batch_size_));
   const int b = std::min(
-      ceiling_,
-      std::max(chosen.value_or(1), keeps_up.value_or(max_batch_size_)));
+      ceiling_, std::max(efficient, keeps_up.value_or(max_batch_size_)));
   decision.batch_size = b;
   const double service =
       Seconds(predicted_[b - 1].value_or(Clock::Duration(0)));

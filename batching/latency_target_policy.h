@@ -16,10 +16,15 @@
 //   2. among them the smallest b whose rows per second b / S(b) are within
 //      5 % of the best feasible one: bigger batches that buy no throughput
 //      only add latency;
-//   3. at least the smallest b that keeps up with the load on the healthy
-//      instances (instances * b / S(b) >= 1.1 * rate): throughput first;
-//   4. the wait: 1.25 fill(b), capped at budget - 2 S(b) (never negative).
-//   5. at most the ceiling: the largest batch the load was seen to fill
+//   3. at most the smallest b that serves twice the load on the healthy
+//      instances (instances * b / S(b) >= 2 * rate): throughput the load
+//      does not need, bought with waiting, only adds latency (at low load
+//      every request goes at once); twice, so a burst of double the rate
+//      finds batches that already keep up;
+//   4. at least the smallest b that keeps up with the load
+//      (instances * b / S(b) >= 1.1 * rate): throughput first;
+//   5. the wait: 1.25 fill(b), capped at budget - 2 S(b) (never negative).
+//   6. at most the ceiling: the largest batch the load was seen to fill
 //      (below).
 // The batch is formed when b rows are queued or the oldest has waited the
 // wait (whichever first), holding everything queued up to max_batch_size.

@@ -68,17 +68,30 @@ TEST_F(LatencyTargetPolicyTest, BeforeAnyMeasurementEveryRequestGoesAlone) {
       policy.ShouldShed(now_ - seconds(5), Clock::TimePoint::max(), now_, 1));
 }
 
-// 100 rows/s: b rows take 10 ms * (b - 1) to arrive. L(2) = 10 + 2 * 1.2 =
-// 12.4 ms fits 20 ms; L(3) = 20 + 2 * 1.3 does not. Pairs run at 1.67
-// rows/ms against 0.91 alone, so the policy waits for pairs: 1.25 * 10 ms.
-TEST_F(LatencyTargetPolicyTest, LowLoadWaitsOnlyAsLongAsTheTargetAllows) {
+// 100 rows/s: one row alone serves 0.91 rows/ms, nine times the load.
+// Pairs would serve more (1.67 rows/ms) and fit 20 ms (L(2) = 10 + 2 * 1.2),
+// but that throughput is not needed: every request goes at once.
+TEST_F(LatencyTargetPolicyTest, LowLoadGoesAtOnce) {
   LatencyTargetPolicy policy = Make(Gpu);
   Arrive(policy, 100, seconds(2));
   const LatencyDecision& d = policy.Decide(now_);
-  EXPECT_EQ(d.batch_size, 2);
-  // (Right after an arrival the rate reads 102/s, not 100.)
-  EXPECT_NEAR(Ms(d.wait), 12.5, 0.4);
-  EXPECT_NEAR(Ms(*d.predicted_p99), 12.4, 0.4);
+  EXPECT_EQ(d.batch_size, 1);
+  EXPECT_EQ(d.wait, Clock::Duration(0));
+  EXPECT_NEAR(Ms(*d.predicted_p99), 2.2, 0.01);
+}
+
+// 1,000 rows/s, target 5 ms: b rows take (b - 1) ms to arrive. Twice the
+// load (2 rows/ms) needs 3 rows (3 / 1.3 ms); L(3) = 2 + 2 * 1.3 fits
+// 5 ms, L(4) = 3 + 2.8 does not, and 3 rows is also the most efficient
+// feasible size. The wait, 1.25 * 2 ms, is capped at 5 - 2.6 ms.
+TEST_F(LatencyTargetPolicyTest, WaitsOnlyAsLongAsTheTargetAllows) {
+  LatencyTargetPolicy policy = Make(Gpu, 1, milliseconds(5));
+  Arrive(policy, 1000, seconds(2));
+  const LatencyDecision& d = policy.Decide(now_);
+  EXPECT_EQ(d.batch_size, 3);
+  EXPECT_NEAR(Ms(d.wait), 2.4, 0.01);
+  // (Right after an arrival the rate reads about 1 % over 1,000/s.)
+  EXPECT_NEAR(Ms(*d.predicted_p99), 2.0 + 2.6, 0.03);
 }
 
 // Where a batch costs its rows, waiting buys nothing: no wait at all.
@@ -130,7 +143,7 @@ TEST_F(LatencyTargetPolicyTest, MoreInstancesKeepUpWithSmallerBatches) {
 TEST_F(LatencyTargetPolicyTest, ReactsToALoadStepWithinOneSecond) {
   LatencyTargetPolicy policy = Make(Gpu);
   Arrive(policy, 100, seconds(5));
-  EXPECT_EQ(policy.Decide(now_).batch_size, 2);
+  EXPECT_EQ(policy.Decide(now_).batch_size, 1);
   Arrive(policy, 5000, seconds(1));
   const LatencyDecision& d = policy.Decide(now_);
   EXPECT_EQ(d.batch_size, 27);
@@ -190,14 +203,16 @@ TEST_F(LatencyTargetPolicyTest, MarginShrinksWhenTheObservedP99IsOverTarget) {
   EXPECT_EQ(policy.Snapshot(now_).margin, 0.25);  // never below 0.25
 }
 
-// Observed p99 twice the target: margin 0.475, a budget of 9.5 ms, so at
-// 100 rows/s a pair (12.2 ms) no longer fits and requests go alone.
+// As in WaitsOnlyAsLongAsTheTargetAllows, but the observed p99 was twice
+// the target: margin 0.475, a budget of 2.375 ms, which only one row alone
+// fits (2.2 ms). Keeping up needs 2 (2 / 1.2 ms >= 1.1 rows/ms), so it
+// takes 2 when 2 are queued, and waits for nobody.
 TEST_F(LatencyTargetPolicyTest, ASmallerMarginChoosesLessWaiting) {
-  LatencyTargetPolicy policy = Make(Gpu);
-  for (int i = 0; i < 200; ++i) policy.RecordAnswer(milliseconds(40));
-  Arrive(policy, 100, seconds(2));
+  LatencyTargetPolicy policy = Make(Gpu, 1, milliseconds(5));
+  for (int i = 0; i < 200; ++i) policy.RecordAnswer(milliseconds(10));
+  Arrive(policy, 1000, seconds(2));
   const LatencyDecision& d = policy.Decide(now_);
-  EXPECT_EQ(d.batch_size, 1);
+  EXPECT_EQ(d.batch_size, 2);
   EXPECT_EQ(d.wait, Clock::Duration(0));
 }
 

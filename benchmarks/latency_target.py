@@ -13,7 +13,8 @@ time):
   fixed       Poisson at each --rates fraction of the capacity (the capacity
               is measured first: closed loop at --capacity-concurrency on the
               d0 copy), and bursty (on 100 ms / off 100 ms) at --bursty-rates;
-  step        half a --cycle-ms at 10 % of the peak rate, half at the peak;
+  step        half a --cycle-ms at 10 % of the peak rate, half at the peak
+              (each --peak-fractions of the capacity);
   ramp        from 10 % of the peak to the peak and back over each cycle.
 A run meets the target when its p99 (over successful requests) is within T
 and at most 1 % of its requests failed: a request shed by the policy
@@ -38,6 +39,7 @@ example models generated); light_resnet50 needs run-suite's model
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -158,12 +160,12 @@ def fixed_table(runs: list[dict], target_ms: float, base: str) -> list[str]:
 def shape_table(runs: list[dict], target_ms: float, base: str) -> list[str]:
     lines = ["| load | config | infer/s | p50 ms | p99 ms | failed | avg batch | meets target |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
-    for r in sorted(runs, key=lambda r: (r["arrival"], not r["model"].endswith("_target"), r["model"])):
+    for r in sorted(runs, key=lambda r: (r["arrival"], r["rate"], not r["model"].endswith("_target"), r["model"])):
         lines.append(f"| {r['arrival']} (peak {r['rate']:.0f}/s) | {r['model'].removeprefix(base + '_')} | "
                      f"{r['throughput']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {100 * r['failed']:.1f}% | "
                      f"{r['batch'] or 0:.1f} | {'yes' if meets(r, target_ms) else 'no'} |")
-    for arrival in sorted({r["arrival"] for r in runs}):
-        group = [r for r in runs if r["arrival"] == arrival]
+    for arrival, peak in sorted({(r["arrival"], r["rate"]) for r in runs}):
+        group = [r for r in runs if (r["arrival"], r["rate"]) == (arrival, peak)]
         target = next(r for r in group if r["model"].endswith("_target"))
         rivals = [r for r in group if not r["model"].endswith("_target") and meets(r, target_ms)
                   and r["throughput"] >= 0.95 * target["throughput"]]
@@ -171,7 +173,7 @@ def shape_table(runs: list[dict], target_ms: float, base: str) -> list[str]:
                    if meets(target, target_ms) and not rivals else
                    "the target config misses the target" if not meets(target, target_ms) else
                    "static configs that match it: " + ", ".join(r["model"].removeprefix(base + "_") for r in rivals))
-        lines.append(f"\n{arrival}: {verdict}.")
+        lines.append(f"\n{arrival} (peak {peak:.0f}/s): {verdict}.")
     return lines
 
 
@@ -185,11 +187,13 @@ def main():
                         default=[0, 1000, 2000, 5000, 10000])
     parser.add_argument("--preferred", type=lambda s: [int(x) for x in s.split(",")] if s else [],
                         default=[8, 16])
-    parser.add_argument("--rates", type=lambda s: [float(x) for x in s.split(",")],
+    parser.add_argument("--rates", type=lambda s: [float(x) for x in s.split(",")] if s else [],
                         default=[0.1, 0.3, 0.5, 0.7, 0.9, 0.95])
     parser.add_argument("--bursty-rates", type=lambda s: [float(x) for x in s.split(",")] if s else [],
                         default=[0.5, 0.8])
     parser.add_argument("--capacity-concurrency", type=int, default=32)
+    parser.add_argument("--peak-fractions", type=lambda s: [float(x) for x in s.split(",")],
+                        default=[0.7, 0.95], help="step and ramp peaks, fractions of the capacity")
     parser.add_argument("--cycle-ms", type=int, default=4000)
     parser.add_argument("--window-ms", type=int, default=2000)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "tmp")
@@ -198,6 +202,7 @@ def main():
     if args.quick:
         args.delays_us, args.preferred = [0, 2000, 10000], []
         args.rates, args.bursty_rates, args.window_ms = [0.3, 0.9], [], 1000
+        args.peak_fractions = [0.7]
     args.out_dir.mkdir(parents=True, exist_ok=True)
     common = ["--window-ms", str(args.window_ms), "--max-windows", "3", "--warmup-ms", "1000"]
     runs: dict[str, list[dict]] = {"fixed": [], "shape": []}
@@ -226,15 +231,16 @@ def main():
                     runs["fixed"].append(dict(r, arrival=arrival, rate=rate, fraction=fraction))
                     print(f"{arrival} {rate:.0f}/s {name}: {r['throughput']:.0f}/s p99 {r['p99']:.1f} ms "
                           f"failed {100 * r['failed']:.1f}%", file=sys.stderr, flush=True)
-            peak = 0.95 * capacity
             cycle = ["--cycle-ms", str(args.cycle_ms), "--low-fraction", "0.1",
                      "--window-ms", str(args.cycle_ms), "--max-windows", "3", "--warmup-ms", str(args.cycle_ms)]
-            for arrival in ("step", "ramp"):
+            for arrival, fraction in itertools.product(("step", "ramp"), args.peak_fractions):
+                peak = fraction * capacity
                 for name in names:
-                    r = bench(args, url, name, arrival,
+                    r = bench(args, url, name, f"{arrival}_{fraction}",
                               ["--request-rate-range", f"{peak:.1f}", "--arrival", arrival] + cycle)
                     runs["shape"].append(dict(r, arrival=arrival, rate=peak))
-                    print(f"{arrival} {name}: {r['throughput']:.0f}/s p99 {r['p99']:.1f} ms", file=sys.stderr, flush=True)
+                    print(f"{arrival} {peak:.0f}/s {name}: {r['throughput']:.0f}/s p99 {r['p99']:.1f} ms",
+                          file=sys.stderr, flush=True)
         finally:
             server.stop()
     md = [f"Model `{base}` on the CPU, latency target p99 {args.target_ms:g} ms; capacity {capacity:.0f} infer/s "
@@ -245,7 +251,8 @@ def main():
           "", "```", shown([sys.executable.split('/')[-1], "benchmarks/latency_target.py"] + sys.argv[1:]), "```", "",
           "Fixed rates (fractions of the capacity):", ""]
     md += fixed_table(runs["fixed"], args.target_ms, base)
-    md += ["", f"Step and ramp, peak {peak:.0f}/s (0.95x capacity), low 10 % of it, cycle {args.cycle_ms} ms:", ""]
+    md += ["", f"Step and ramp, peak {', '.join(f'{f:g}' for f in args.peak_fractions)}x capacity, "
+           f"low 10 % of the peak, cycle {args.cycle_ms} ms:", ""]
     md += shape_table(runs["shape"], args.target_ms, base)
     (args.out_dir / "latency_target.md").write_text("\n".join(md) + "\n")
     (args.out_dir / "latency_target.json").write_text(json.dumps(dict(capacity=capacity, target_ms=args.target_ms, **runs), indent=1))
