@@ -192,7 +192,7 @@ def main():
     parser.add_argument("--bursty-rates", type=lambda s: [float(x) for x in s.split(",")] if s else [],
                         default=[0.5, 0.8])
     parser.add_argument("--capacity-concurrency", type=int, default=32)
-    parser.add_argument("--peak-fractions", type=lambda s: [float(x) for x in s.split(",")],
+    parser.add_argument("--peak-fractions", type=lambda s: [float(x) for x in s.split(",")] if s else [],
                         default=[0.7, 0.95], help="step and ramp peaks, fractions of the capacity")
     parser.add_argument("--cycle-ms", type=int, default=4000)
     parser.add_argument("--window-ms", type=int, default=2000)
