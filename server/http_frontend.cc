@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "server/cancel_notifier.h"
+#include "server/client_disconnect.h"
 #include "server/response_sinks.h"
 #include "server/rest_infer.h"
 #include "server/rest_messages.h"
@@ -258,10 +261,12 @@ Request ModelRequest(const Route& route) {
 // Answers an inference request once the batcher finishes it.
 class HttpInferSink : public ProtoResponseSink {
  public:
-  HttpInferSink(RestInferRequest request, HttpReply reply)
+  HttpInferSink(RestInferRequest request, HttpReply reply,
+                std::shared_ptr<const ClientDisconnect> disconnect)
       : ProtoResponseSink(&response_),
         request_(std::move(request)),
-        reply_(std::move(reply)) {}
+        reply_(std::move(reply)),
+        disconnect_(std::move(disconnect)) {}
 
   const inference::ModelInferRequest& proto() const { return request_.proto; }
 
@@ -285,14 +290,16 @@ class HttpInferSink : public ProtoResponseSink {
     std::move(reply_)(std::move(answer));
   }
 
-  // HTTP/1.1 offers no cancellation short of closing the connection, which
-  // the server only notices when it writes the answer.
-  bool IsCancelled() const override { return false; }
+  // HTTP/1.1 offers no cancellation short of closing the connection.
+  bool IsCancelled() const override {
+    return disconnect_ != nullptr && disconnect_->fired();
+  }
 
  private:
   inference::ModelInferResponse response_;
   RestInferRequest request_;
   HttpReply reply_;
+  const std::shared_ptr<const ClientDisconnect> disconnect_;
 };
 
 }  // namespace
@@ -359,6 +366,15 @@ void HttpFrontend::Handle(HttpRequest request, HttpReply reply) {
   }
   if (route->endpoint == Endpoint::kInfer) {
     return Infer(*route, std::move(request), std::move(reply));
+  }
+  if (route->endpoint == Endpoint::kLoad ||
+      route->endpoint == Endpoint::kUnload) {
+    repository_worker_.Post([this, route = *std::move(route),
+                             request = std::move(request),
+                             reply = std::move(reply)]() mutable {
+      std::move(reply)(Answer(route, request));
+    });
+    return;
   }
   std::move(reply)(Answer(*route, request));
 }
@@ -475,11 +491,18 @@ void HttpFrontend::Infer(const Route& route, HttpRequest request,
   absl::StatusOr<RestInferRequest> parsed =
       ParseRestInfer(request.body, header_length, route.model, route.version);
   if (!parsed.ok()) return std::move(reply)(HttpErrorResponse(parsed.status()));
-  auto sink =
-      std::make_unique<HttpInferSink>(*std::move(parsed), std::move(reply));
+  auto sink = std::make_unique<HttpInferSink>(
+      *std::move(parsed), std::move(reply), request.disconnect);
   const inference::ModelInferRequest& proto = sink->proto();
-  service_->handler()->Submit(
+  std::shared_ptr<ServedModel> model = service_->handler()->Submit(
       proto, std::chrono::system_clock::time_point::max(), std::move(sink));
+  // A client gone while its request is queued: its batcher answers it (and
+  // forgets it) at once instead of when it next forms a batch.
+  if (model != nullptr && request.disconnect != nullptr) {
+    auto notifier = std::make_shared<CancelNotifier>();
+    notifier->Add(model);
+    request.disconnect->OnFire([notifier] { notifier->NotifyAll(); });
+  }
 }
 
 }  // namespace coalesce

@@ -10,7 +10,11 @@
 // Inference bodies go through ParseRestInfer into the same ModelInferRequest
 // a gRPC client sends, to the same InferHandler; the answer is written by
 // FormatRestInfer when the batcher finishes the request, from the thread
-// that finishes it. Thread-safe; holds no state besides its collaborators.
+// that finishes it. Repository loads and unloads, which take as long as the
+// model's load, run one at a time on the frontend's own thread and answer
+// from there: an HTTP io thread serves every connection assigned to it, and
+// a load on it would stall them all. The rest answers at once, on the
+// calling thread. Thread-safe.
 #ifndef COALESCE_SERVER_HTTP_FRONTEND_H_
 #define COALESCE_SERVER_HTTP_FRONTEND_H_
 
@@ -20,6 +24,7 @@
 #include "server/http_server.h"
 #include "server/kserve_service.h"
 #include "server/protocol_restrictions.h"
+#include "server/serial_worker.h"
 
 namespace coalesce {
 
@@ -52,6 +57,7 @@ class HttpFrontend : public HttpHandler {
 
   KServeService* const service_;
   const ProtocolRestrictions restrictions_;
+  SerialWorker repository_worker_;  // loads and unloads
 };
 
 }  // namespace coalesce

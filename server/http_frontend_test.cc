@@ -11,7 +11,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "batching/clock.h"
 #include "nlohmann/json.hpp"
 
@@ -54,9 +57,16 @@ class HttpFrontendTest : public ::testing::Test {
     request.body = body;
     request.headers = std::move(headers);
     std::optional<HttpResponse> answer;
+    absl::Notification answered;
     frontend_->Handle(std::move(request),
-                      [&answer](HttpResponse r) { answer = std::move(r); });
-    EXPECT_TRUE(answer.has_value()) << "no synchronous answer";
+                      [this, &answer, &answered](HttpResponse r) {
+                        answer = std::move(r);
+                        last_answer_thread_ = std::this_thread::get_id();
+                        answered.Notify();
+                      });
+    // Repository loads answer from the frontend's thread; the rest at once.
+    EXPECT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(20)))
+        << "no answer";
     return answer.value_or(HttpResponse{});
   }
 
@@ -67,6 +77,7 @@ class HttpFrontendTest : public ::testing::Test {
                : "<no error body: " + r.body + ">";
   }
 
+  std::thread::id last_answer_thread_;  // of the last Call's answer
   std::string repo_;
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<KServeService> service_;
@@ -167,6 +178,20 @@ TEST_F(HttpFrontendTest, RepositoryLoadErrorsSayFailedToLoad) {
   HttpResponse bad_body =
       Call("POST", "/v2/repository/models/m/load", "{not json", admin);
   EXPECT_EQ(bad_body.status, 400);
+}
+
+// A model load takes as long as the model does: it must not hold the HTTP
+// io thread that received it (which serves other connections too).
+TEST_F(HttpFrontendTest, RepositoryLoadsAnswerFromTheirOwnThread) {
+  const std::vector<std::pair<std::string, std::string>> admin = {
+      {"admin-key", "secret"}};
+  Call("POST", "/v2/repository/models/nope/load", "", admin);
+  const std::thread::id load = last_answer_thread_;
+  EXPECT_NE(load, std::this_thread::get_id());
+  Call("POST", "/v2/repository/models/nope/unload", "", admin);
+  EXPECT_EQ(last_answer_thread_, load);  // one thread, one at a time
+  Call("GET", "/v2/health/live");
+  EXPECT_EQ(last_answer_thread_, std::this_thread::get_id());
 }
 
 TEST_F(HttpFrontendTest, SharedMemoryStatusIsAnArrayAndErrorsAreKServes) {

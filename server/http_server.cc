@@ -307,11 +307,34 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::kHandling;
     counted_ = true;
     server_->RequestStarted();
+    auto disconnect = std::make_shared<ClientDisconnect>();
+    request.disconnect = disconnect;
     server_->handler->Handle(std::move(request),
                              [gate = server_->gate, weak = weak_from_this()](
                                  HttpResponse response) mutable {
                                Deliver(gate, weak, std::move(response));
                              });
+    WatchForClose(std::move(disconnect));
+  }
+
+  // While the request is handled the connection reads nothing; a client
+  // that closes meanwhile makes the socket readable with nothing to read.
+  // Readable with bytes (a pipelined request) ends the watch.
+  void WatchForClose(std::shared_ptr<ClientDisconnect> disconnect) {
+    const uint64_t request = ++requests_;
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), request,
+         disconnect = std::move(disconnect)](beast::error_code ec) {
+          // Once the answer is being written, readable means the next
+          // request (whose bytes a read may already have taken).
+          if (ec || request != self->requests_ ||
+              self->phase_ != Phase::kHandling) {
+            return;
+          }
+          beast::error_code available_ec;
+          if (self->socket_.available(available_ec) == 0) disconnect->Fire();
+        });
   }
 
   void Write(HttpResponse answer) {
@@ -381,7 +404,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t timer_generation_ = 0;
   bool timed_out_ = false;
   bool keep_alive_ = true;
-  bool counted_ = false;  // a request handed to the handler, not yet written
+  bool counted_ = false;   // a request handed to the handler, not yet written
+  uint64_t requests_ = 0;  // handed to the handler so far
   unsigned version_ = 11;
   ContentCoding coding_ = ContentCoding::kIdentity;
 };

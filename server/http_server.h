@@ -12,6 +12,8 @@
 //   `read_timeout` is answered 400 (a client that is slow, or whose
 //   Content-Length lies) and closed; an idle keep-alive connection is
 //   closed after `idle_timeout`. Malformed HTTP is answered 400 and closed.
+// - A client that closes its connection while its request is handled fires
+//   the request's ClientDisconnect.
 // - Content codings: a request's gzip/deflate Content-Encoding is undone
 //   before the handler sees the body (415 for another coding); a response
 //   the handler marks compressible is compressed when the request's
@@ -19,7 +21,8 @@
 // Error bodies the transport writes are KServe's {"error": "..."}.
 //
 // Threads: `threads` run the connections; Handle is called on one of them
-// and must not block for long (a model load does: it holds that thread).
+// and must not block for long: that thread serves other connections too
+// (HttpFrontend runs model loads on a thread of its own).
 #ifndef COALESCE_SERVER_HTTP_SERVER_H_
 #define COALESCE_SERVER_HTTP_SERVER_H_
 
@@ -34,6 +37,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "server/client_disconnect.h"
 
 namespace coalesce {
 
@@ -42,6 +46,9 @@ struct HttpRequest {
   std::string target;  // path and query as sent, not decoded
   std::vector<std::pair<std::string, std::string>> headers;  // names lower
   std::string body;  // with its Content-Encoding undone
+  // Fires when the client closes the connection before the answer is
+  // written (client_disconnect.h). Set by the transport on every request.
+  std::shared_ptr<ClientDisconnect> disconnect;
 
   // The first header of that (lower-case) name.
   std::optional<std::string_view> Header(std::string_view lower_name) const;

@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/http_compression.h"
 
@@ -120,6 +123,7 @@ class FakeHandler : public HttpHandler {
       absl::MutexLock lock(&mu_);
       bodies_.push_back(request.body);
       replies_.push_back(std::move(reply));
+      disconnects_.push_back(request.disconnect);
       return;
     }
     HttpResponse response;
@@ -133,7 +137,8 @@ class FakeHandler : public HttpHandler {
   }
 
   // The reply of the next request the server handed over, once it has.
-  HttpReply TakeReply(std::string* body = nullptr) {
+  HttpReply TakeReply(std::string* body = nullptr,
+                      std::shared_ptr<ClientDisconnect>* disconnect = nullptr) {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](std::deque<HttpReply>* r) { return !r->empty(); }, &replies_));
@@ -141,6 +146,8 @@ class FakeHandler : public HttpHandler {
     replies_.pop_front();
     if (body != nullptr) *body = bodies_.front();
     bodies_.pop_front();
+    if (disconnect != nullptr) *disconnect = disconnects_.front();
+    disconnects_.pop_front();
     return reply;
   }
 
@@ -148,6 +155,8 @@ class FakeHandler : public HttpHandler {
   absl::Mutex mu_;
   std::deque<HttpReply> replies_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> bodies_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<ClientDisconnect>> disconnects_
+      ABSL_GUARDED_BY(mu_);
 };
 
 std::string Post(const std::string& target, const std::string& body,
@@ -238,6 +247,53 @@ TEST_F(HttpServerTest, AReplyMayComeFromAnotherThread) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 201);
   EXPECT_EQ(r->body, "done");
+}
+
+// A client that closes while its request is handled fires the request's
+// disconnect (and its callback); the late reply is dropped.
+TEST_F(HttpServerTest, AClientThatClosesFiresTheDisconnect) {
+  handler_.deferred = true;
+  Start();
+  auto c = std::make_unique<RawConnection>(server_->port());
+  c->Send(Post("/x", "gone"));
+  std::shared_ptr<ClientDisconnect> disconnect;
+  HttpReply reply = handler_.TakeReply(nullptr, &disconnect);
+  ASSERT_NE(disconnect, nullptr);
+  EXPECT_FALSE(disconnect->fired());
+  absl::Notification fired;
+  disconnect->OnFire([&fired] { fired.Notify(); });
+  c.reset();  // closes the socket
+  EXPECT_TRUE(fired.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_TRUE(disconnect->fired());
+  std::move(reply)(HttpResponse{});
+  // The server still serves others.
+  handler_.deferred = false;
+  RawConnection next(server_->port());
+  next.Send(Post("/y", "here"));
+  auto r = next.Read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "here");
+}
+
+// A client that stays does not fire it, neither while it waits nor after
+// its answer, when it sends its next request on the connection.
+TEST_F(HttpServerTest, AClientThatStaysDoesNotFireTheDisconnect) {
+  handler_.deferred = true;
+  Start();
+  RawConnection c(server_->port());
+  c.Send(Post("/x", "first"));
+  std::shared_ptr<ClientDisconnect> first;
+  HttpReply reply = handler_.TakeReply(nullptr, &first);
+  std::move(reply)(HttpResponse{});
+  ASSERT_TRUE(c.Read());
+  c.Send(Post("/x", "second"));
+  std::shared_ptr<ClientDisconnect> second;
+  reply = handler_.TakeReply(nullptr, &second);
+  EXPECT_FALSE(first->fired());
+  EXPECT_FALSE(second->fired());
+  std::move(reply)(HttpResponse{});
+  ASSERT_TRUE(c.Read());
+  EXPECT_FALSE(second->fired());
 }
 
 TEST_F(HttpServerTest, ABodyOverTheLimitGets400AndTheConnectionCloses) {

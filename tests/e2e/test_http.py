@@ -422,3 +422,36 @@ def test_unknown_paths_and_methods(server):
     assert status == 404 and "no KServe v2 endpoint" in _error(body)
     status, headers, _ = _request(server, "GET", "/v2/models/two_io/infer")
     assert status == 405 and headers.get("Allow") == "POST"
+
+
+def test_a_client_that_disconnects_cancels_its_queued_request(start_server, tmp_path):
+    """HTTP has no cancel message: closing the connection is the client's
+    cancellation. A request waiting for a 30 s batch window is answered
+    CANCELED, and leaves the queue, as soon as its client is gone."""
+    from conftest import wait_for
+    from test_metrics import model_series, scrape
+
+    repo = tmp_path / "repo_disconnect"
+    window = "max_queue_delay_microseconds: 30000000 preferred_batch_size: [ 8 ]"
+    gm.write_model(repo, "m", gm.make_tiny_model(width=4), tiny_config("m", width=4, dynamic_batching=window))
+    srv = start_server(repo)
+
+    def series(family, **labels):
+        return model_series(scrape(srv.metrics_url)[1], family, "m", **labels)
+
+    body = json.dumps({"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32",
+                                   "data": [1.0, 2.0, 3.0, 4.0]}]}).encode()
+    host, port = srv.http_url.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        wait_for(lambda: series("nv_inference_pending_request_count") == 1, 20, 0.05, "the request queued")
+        assert series("nv_inference_request_failure", reason="CANCELED") == 0
+    wait_for(lambda: series("nv_inference_request_failure", reason="CANCELED") == 1, 20, 0.05,
+             "the request cancelled (the window is 30 s)")
+    assert series("nv_inference_pending_request_count") == 0
+    # The model still serves.
+    h = srv.http_client()
+    x = httpclient.InferInput("x", [8, 4], "FP32")
+    x.set_data_from_numpy(np.ones((8, 4), dtype=np.float32))
+    assert h.infer("m", [x]).as_numpy("y").shape == (8, 4)
