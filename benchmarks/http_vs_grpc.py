@@ -4,7 +4,11 @@ coalesce-server, side by side in one run (issue 29): for each model and
 concurrency, perf_analyzer over HTTP (its default: binary tensor data) and
 over gRPC, the two alternating per round. Reports each protocol's median
 throughput over the rounds, its p50 and p99 latency in that round, and the
-HTTP/gRPC throughput ratio.
+HTTP/gRPC throughput ratio, and the server's CPU time per inference for
+each (its threads' user + system time over the inferences it counted).
+With --pin the server runs on CPU 0 and perf_analyzer on CPU 1: on a
+2-core machine the two otherwise take cycles from each other, and the
+ratio is the whole system's.
 
 Models: `identity` (FP32 [16] -> the same, the transport alone) and
 `mlp_classifier` (examples/models: 1024 -> 1000 probabilities).
@@ -23,7 +27,7 @@ A run that does not finish in 180 s dumps both processes' stacks here.
 
 Usage: python3 benchmarks/http_vs_grpc.py [--build-dir build]
            [--concurrency 1,4,16] [--rounds 3] [--interval-ms 2000]
-           [--models identity,mlp_classifier] [--transports]
+           [--models identity,mlp_classifier] [--pin] [--only-model] [--transports]
 """
 
 from __future__ import annotations
@@ -85,8 +89,29 @@ def dump_server_stacks() -> str:
     return str(out)
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of every thread of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pin_process(pid: int, cpu: int) -> None:
+    """Every thread of `pid` (and so the threads they start) on `cpu`."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+
+
+def inference_count(srv, model: str) -> int:
+    stats = srv.client().get_inference_statistics(model, as_json=True)
+    return int(stats["model_stats"][0].get("inference_count", 0))
+
+
 def measure(pa: Path, url: str, protocol: str, model: str, concurrency: int,
-            interval_ms: int) -> dict:
+            interval_ms: int, srv=None, client_cpu: int | None = None) -> dict:
+    """One perf_analyzer run; with `srv`, also the server's CPU time per
+    inference over the run (its threads' CPU time over the inferences its
+    statistics counted, warm-up windows included)."""
+    before = (server_cpu_seconds(srv.proc.pid), inference_count(srv, model)) if srv else None
     cmd = [str(pa), "-m", model, "-u", url, "-i", protocol,
            "--concurrency-range", str(concurrency),
            "--measurement-interval", str(interval_ms),
@@ -95,7 +120,9 @@ def measure(pa: Path, url: str, protocol: str, model: str, concurrency: int,
            # at low concurrency; the rounds, alternated and reduced to their
            # median, stand in for it.
            "--max-trials", "3", "--stability-percentage", "1000"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pin = (lambda: os.sched_setaffinity(0, {client_cpu})) if client_cpu is not None else None
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pin)
     try:
         out, err = proc.communicate(timeout=180)
     except subprocess.TimeoutExpired:
@@ -112,9 +139,15 @@ def measure(pa: Path, url: str, protocol: str, model: str, concurrency: int,
     p99 = re.search(r"p99 latency: (\d+) usec", out)
     if proc.returncode != 0 or not thr:
         sys.exit(f"perf_analyzer failed: {' '.join(cmd)}\n{out}\n{err}")
-    return {"throughput": float(thr.group(1)),
-            "p50_ms": int(p50.group(1)) / 1000 if p50 else float("nan"),
-            "p99_ms": int(p99.group(1)) / 1000 if p99 else float("nan")}
+    result = {"throughput": float(thr.group(1)),
+              "p50_ms": int(p50.group(1)) / 1000 if p50 else float("nan"),
+              "p99_ms": int(p99.group(1)) / 1000 if p99 else float("nan"),
+              "cpu_us": float("nan")}
+    if before:
+        cpu = server_cpu_seconds(srv.proc.pid) - before[0]
+        count = inference_count(srv, model) - before[1]
+        result["cpu_us"] = 1e6 * cpu / count if count else float("nan")
+    return result
 
 
 def free_port() -> int:
@@ -192,6 +225,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--interval-ms", type=int, default=2000)
     ap.add_argument("--models", default="identity,mlp_classifier")
+    ap.add_argument("--pin", action="store_true",
+                    help="the server on CPU 0 and perf_analyzer on CPU 1, so neither takes the other's core")
+    ap.add_argument("--only-model", action="store_true",
+                    help="load only the models measured (the default loads identity and mlp_classifier)")
     ap.add_argument("--transports", action="store_true",
                     help="compare HTTP libraries (Beast, cpp-httplib) instead of HTTP and gRPC")
     args = ap.parse_args()
@@ -201,10 +238,16 @@ def main() -> int:
     models = args.models.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
-        gm.write_model(repo, "identity", identity_model(), IDENTITY_CONFIG)
-        gm.generate(repo, only=["mlp_classifier"])
+        if "identity" in models or not args.only_model:
+            gm.write_model(repo, "identity", identity_model(), IDENTITY_CONFIG)
+        if "mlp_classifier" in models or not args.only_model:
+            gm.generate(repo, only=["mlp_classifier"])
         srv = ServerProcess(repo, Path(tmp) / "server.log", ["--allow-metrics", "false"]).start()
         SERVER_PID.append(srv.proc.pid)
+        client_cpu = None
+        if args.pin:
+            pin_process(srv.proc.pid, 0)
+            client_cpu = 1
         if args.transports:
             try:
                 transports(args, pa, srv, repo, Path(tmp), levels, models)
@@ -213,19 +256,22 @@ def main() -> int:
             return 0
         try:
             print("| model | concurrency | gRPC infer/s | HTTP infer/s | HTTP/gRPC | "
-                  "gRPC p50 / p99 ms | HTTP p50 / p99 ms |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
+                  "gRPC p50 / p99 ms | HTTP p50 / p99 ms | server CPU us/infer gRPC / HTTP |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|")
             for model in models:
                 for c in levels:
                     runs = {"grpc": [], "http": []}
                     for _ in range(args.rounds):
-                        runs["grpc"].append(measure(pa, srv.url, "grpc", model, c, args.interval_ms))
+                        runs["grpc"].append(measure(pa, srv.url, "grpc", model, c, args.interval_ms,
+                                                    srv, client_cpu))
                         runs["http"].append(measure(pa, srv.http_url, "http", model, c,
-                                                    args.interval_ms))
+                                                    args.interval_ms, srv, client_cpu))
                     g, h = median_run(runs["grpc"]), median_run(runs["http"])
                     print(f"| {model} | {c} | {g['median']:.0f} | {h['median']:.0f} | "
                           f"{h['median'] / g['median']:.2f} | {g['p50_ms']:.2f} / {g['p99_ms']:.2f} | "
-                          f"{h['p50_ms']:.2f} / {h['p99_ms']:.2f} |", flush=True)
+                          f"{h['p50_ms']:.2f} / {h['p99_ms']:.2f} | "
+                          f"{statistics.median(r['cpu_us'] for r in runs['grpc']):.0f} / "
+                          f"{statistics.median(r['cpu_us'] for r in runs['http']):.0f} |", flush=True)
         finally:
             srv.stop()
     return 0
