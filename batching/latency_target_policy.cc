@@ -169,11 +169,13 @@ LatencyDecision LatencyTargetPolicy::Compute(Clock::TimePoint now) const {
   }
   if (predicted_.empty() || !predicted_.front()) return decision;
   // Step 3: no more than twice the load needs; step 4: throughput first (no
-  // size keeps up: the largest); step 6: no more than the load fills.
+  // size keeps up: the most efficient feasible one, else the largest); step
+  // 6: no more than the load fills.
   const int efficient =
       std::min(chosen.value_or(1), ample.value_or(max_batch_size_));
   const int b = std::min(
-      ceiling_, std::max(efficient, keeps_up.value_or(max_batch_size_)));
+      ceiling_,
+      std::max(efficient, keeps_up.value_or(chosen.value_or(max_batch_size_))));
   decision.batch_size = b;
   const double service =
       Seconds(predicted_[b - 1].value_or(Clock::Duration(0)));

@@ -22,7 +22,11 @@
 //      every request goes at once); twice, so a burst of double the rate
 //      finds batches that already keep up;
 //   4. at least the smallest b that keeps up with the load
-//      (instances * b / S(b) >= 1.1 * rate): throughput first;
+//      (instances * b / S(b) >= 1.1 * rate): throughput first; when no
+//      size keeps up, the size of step 2 (the largest size would, where
+//      2 S(max) exceeds the budget, leave no wait at all, and a free
+//      instance would run whatever few rows are queued); with no feasible
+//      size either, the largest;
 //   5. the wait: 1.25 fill(b), capped at budget - 2 S(b) (never negative).
 //   6. at most the ceiling: the largest batch the load was seen to fill
 //      (below).

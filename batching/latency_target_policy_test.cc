@@ -128,6 +128,23 @@ TEST_F(LatencyTargetPolicyTest, KeepsUpWithTheLoadWhenTheTargetCannotBeMet) {
   EXPECT_NEAR(Ms(*d.predicted_p99), 4.6, 0.01);
 }
 
+// A device with a fixed cost per batch: 2 ms + 0.3 ms a row, so at most
+// 32 / 11.6 ms = 2.76 rows/ms. At 3,000 rows/s no size keeps up; the
+// largest would leave no wait at all (2 S(32) is over the target), and a
+// free instance would run whatever is queued, however few. Instead: the
+// most efficient feasible size. Feasible up to 17 (16 / 3 + 2 * 7.1 ms);
+// 17 serves 2.39 rows/ms, 15 is the smallest within 5 % (2.31); it waits
+// 1.25 * 14 / 3 ms for them.
+int64_t Overhead(int b) { return 2000 + 300 * b; }
+TEST_F(LatencyTargetPolicyTest, WhenNothingKeepsUpItWaitsForAnEfficientSize) {
+  LatencyTargetPolicy policy = Make(Overhead);
+  Arrive(policy, 3000, seconds(2));
+  const LatencyDecision& d = policy.Decide(now_);
+  EXPECT_EQ(d.batch_size, 15);
+  EXPECT_NEAR(Ms(d.wait), 5.83, 0.1);
+  EXPECT_NEAR(Ms(*d.predicted_p99), 14.0 / 3.0 + 13.0, 0.1);
+}
+
 // Two instances share the load: 4 rows keep up (2 * 4 / 1.4 ms >= 5.5).
 TEST_F(LatencyTargetPolicyTest, MoreInstancesKeepUpWithSmallerBatches) {
   LatencyTargetPolicy two = Make(Gpu, 2, milliseconds(3));
