@@ -139,7 +139,7 @@ std::vector<double> PerQuarter(ArrivalSchedule& s, int cycles) {
   return counts;
 }
 
-// 1,000/s high, 100/s low: per 1 s cycle, 50 arrivals in each low quarter
+// 1,000/s high, 100/s low: per 1 s cycle, 25 arrivals in each low quarter
 // and 250 in each high one (a Poisson count: 1 % relative error at 200
 // cycles of 250).
 TEST(ArrivalScheduleTest, StepIsLowForHalfACycleThenHigh) {
