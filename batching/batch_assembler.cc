@@ -61,28 +61,76 @@ absl::Status BatchAssembler::SizeInputs(
   return absl::OkStatus();
 }
 
-absl::Status BatchAssembler::Gather(const std::vector<QueuedRequest>& requests,
+absl::Status BatchAssembler::Gather(std::vector<QueuedRequest>* requests,
                                     BatchSlot* slot) const {
-  const size_t num_inputs = requests.front().layout.input_order.size();
+  const size_t num_inputs = requests->front().layout.input_order.size();
   for (size_t i = 0; i < num_inputs; ++i) {
-    char* dst = slot->input_data(static_cast<int>(i));
-    const size_t capacity = slot->input_byte_size(static_cast<int>(i));
-    size_t offset = 0;
-    for (const QueuedRequest& q : requests) {
-      const RequestInput& input = q.request->inputs[q.layout.input_order[i]];
-      if (offset + input.data.size() > capacity) break;
-      if (!input.data.empty()) {
-        std::memcpy(dst + offset, input.data.data(), input.data.size());
-      }
-      offset += input.data.size();
+    if (absl::Status s = GatherInput(*requests, i, slot); !s.ok()) return s;
+  }
+  RouteDeviceOutputs(requests, slot);
+  return absl::OkStatus();
+}
+
+absl::Status BatchAssembler::GatherInput(
+    const std::vector<QueuedRequest>& requests, size_t i,
+    BatchSlot* slot) const {
+  const int index = static_cast<int>(i);
+  char* dst = slot->input_data(index);
+  const size_t capacity = slot->input_byte_size(index);
+  size_t offset = 0;
+  for (const QueuedRequest& q : requests) {
+    const RequestInput& input = q.request->inputs[q.layout.input_order[i]];
+    const size_t bytes = input.byte_size();
+    if (offset + bytes > capacity) break;
+    absl::Status s;
+    if (input.device && slot->Addresses(*input.device.memory)) {
+      s = slot->SetInputFromDevice(index, offset, input.device);
+    } else if (input.device) {
+      s = input.device.Read(dst + offset);
+    } else if (bytes > 0) {
+      std::memcpy(dst + offset, input.data.data(), bytes);
     }
-    if (offset != capacity) {
-      return absl::InternalError(absl::StrCat(
-          "input '", InputName(requests.front(), i), "': slot holds ", capacity,
-          " bytes, the batch has another size"));
+    if (!s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("input '", input.name,
+                                       "' in device memory: ", s.message()));
     }
+    offset += bytes;
+  }
+  if (offset != capacity) {
+    return absl::InternalError(absl::StrCat(
+        "input '", InputName(requests.front(), i), "': slot holds ", capacity,
+        " bytes, the batch has another size"));
   }
   return absl::OkStatus();
+}
+
+void BatchAssembler::RouteDeviceOutputs(std::vector<QueuedRequest>* requests,
+                                        BatchSlot* slot) const {
+  int64_t batch_rows = 0;
+  for (const QueuedRequest& q : *requests) batch_rows += q.layout.batch_size;
+  int64_t row = 0;
+  for (QueuedRequest& q : *requests) {
+    const int64_t rows = batched_ ? q.layout.batch_size : 1;
+    const auto& wanted = q.request->device_outputs;
+    q.outputs_on_device.assign(q.layout.output_order.size(), false);
+    for (size_t k = 0; k < q.layout.output_order.size() && !wanted.empty();
+         ++k) {
+      const int o = q.layout.output_order[k];
+      auto ref = wanted.find(outputs_[o].name);
+      if (ref == wanted.end() || outputs_[o].dtype == DataType::kBytes ||
+          !slot->Addresses(*ref->second.memory)) {
+        continue;
+      }
+      // Refused (rows too large for the span, say): the host path answers,
+      // with its error.
+      q.outputs_on_device[k] =
+          slot->SetOutputToDevice(o, batched_ ? row : 0, rows,
+                                  batched_ ? batch_rows : 1, ref->second)
+              .ok();
+    }
+    row += q.layout.batch_size;
+  }
 }
 
 absl::Status BatchAssembler::CheckOutputs(const BatchSlot& slot,
@@ -120,7 +168,8 @@ absl::Status BatchAssembler::CheckOutputs(const BatchSlot& slot,
 absl::Status BatchAssembler::Scatter(const BatchSlot& slot, int64_t batch_size,
                                      int64_t row_offset,
                                      const QueuedRequest& request) const {
-  for (int o : request.layout.output_order) {
+  for (size_t k = 0; k < request.layout.output_order.size(); ++k) {
+    const int o = request.layout.output_order[k];
     Shape shape = slot.output_shape(o);
     const char* src = slot.output_data(o);
     size_t bytes = slot.output_byte_size(o);
@@ -137,6 +186,11 @@ absl::Status BatchAssembler::Scatter(const BatchSlot& slot, int64_t batch_size,
       src += row_bytes * static_cast<size_t>(row_offset);
       bytes = row_bytes * static_cast<size_t>(request.layout.batch_size);
       shape[0] = request.layout.batch_size;
+    }
+    if (k < request.outputs_on_device.size() && request.outputs_on_device[k]) {
+      request.request->sink->AddDeviceOutput(outputs_[o].name,
+                                             outputs_[o].dtype, shape, bytes);
+      continue;
     }
     char* dst = request.request->sink->AddOutput(
         outputs_[o].name, outputs_[o].dtype, shape, bytes);

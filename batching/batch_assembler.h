@@ -42,10 +42,15 @@ class BatchAssembler {
 
   // Copies every request's input bytes into slot->input_data(i) (BYTES
   // inputs: the requests' serialized elements one after the other, which is
-  // the batch's serialized tensor).
-  // REQUIRES: SizeInputs(requests, ..., slot) returned OK.
-  // Internal when the slot's buffer size disagrees with the requests.
-  absl::Status Gather(const std::vector<QueuedRequest>& requests,
+  // the batch's serialized tensor). Bytes in shared device memory the slot
+  // addresses are left to it (SetInputFromDevice), other device bytes are
+  // read through the host. Outputs the requests want in device memory the
+  // slot addresses are registered with it (SetOutputToDevice) and marked in
+  // QueuedRequest::outputs_on_device.
+  // REQUIRES: SizeInputs(*requests, ..., slot) returned OK.
+  // Internal when the slot's buffer size disagrees with the requests; the
+  // read's error naming the input when device memory cannot be read.
+  absl::Status Gather(std::vector<QueuedRequest>* requests,
                       BatchSlot* slot) const;
 
   // Internal when the slot's outputs cannot be split into `batch_size` rows
@@ -54,13 +59,22 @@ class BatchAssembler {
   absl::Status CheckOutputs(const BatchSlot& slot, int64_t batch_size) const;
 
   // Adds to `request`'s sink its outputs, taken from rows
-  // [row_offset, row_offset + request.layout.batch_size) of the slot.
+  // [row_offset, row_offset + request.layout.batch_size) of the slot (with
+  // AddDeviceOutput for those the slot wrote into device memory).
   // Internal when the sink returns no buffer. Does not call Finish.
   // REQUIRES: CheckOutputs(slot, batch_size) returned OK.
   absl::Status Scatter(const BatchSlot& slot, int64_t batch_size,
                        int64_t row_offset, const QueuedRequest& request) const;
 
  private:
+  // Input `i` of `requests` into the slot (Gather's work for one input).
+  absl::Status GatherInput(const std::vector<QueuedRequest>& requests, size_t i,
+                           BatchSlot* slot) const;
+  // Registers with the slot the outputs `requests` want in its device's
+  // memory, and marks them.
+  void RouteDeviceOutputs(std::vector<QueuedRequest>* requests,
+                          BatchSlot* slot) const;
+
   const bool batched_;
   const std::vector<TensorSpec> outputs_;
 };

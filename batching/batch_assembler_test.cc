@@ -60,7 +60,7 @@ TEST_F(BatchAssemblerTest, GathersAtRowOffsetsAndScattersSlices) {
   EXPECT_THAT(shapes, ElementsAre(Shape{6, 2}));
   BatchSlot* slot = executor.slot(0);
   ASSERT_TRUE(slot->SetInputShapes(shapes).ok());
-  ASSERT_TRUE(assembler.Gather(batch, slot).ok());
+  ASSERT_TRUE(assembler.Gather(&batch, slot).ok());
   EXPECT_EQ(std::string(slot->input_data(0), 12), "abcdAB012345");
 
   executor.CopyIn(slot);
@@ -90,7 +90,7 @@ TEST_F(BatchAssemblerTest, OutputWithWrongBatchDimIsInternal) {
   batch.push_back(Request(2, 'a', &r));
   BatchSlot* slot = executor.slot(0);
   ASSERT_TRUE(slot->SetInputShapes(assembler.InputShapes(batch)).ok());
-  ASSERT_TRUE(assembler.Gather(batch, slot).ok());
+  ASSERT_TRUE(assembler.Gather(&batch, slot).ok());
   executor.CopyIn(slot);
   executor.CopyOut(slot);
   executor.CompleteNextBatch();
@@ -145,7 +145,7 @@ TEST(BatchAssemblerBytesTest,
   ASSERT_TRUE(
       assembler.SizeInputs(batch, assembler.InputShapes(batch), slot).ok());
   EXPECT_EQ(slot->input_byte_size(0), one.size() + two.size());
-  ASSERT_TRUE(assembler.Gather(batch, slot).ok());
+  ASSERT_TRUE(assembler.Gather(&batch, slot).ok());
   EXPECT_EQ(std::string(slot->input_data(0), slot->input_byte_size(0)),
             Serialized({"a", "", "bcd", "e", "fg", "hijk"}));
   executor.CopyIn(slot);

@@ -52,7 +52,7 @@ class InExecute {
 size_t InputBytes(const RequestQueue::Ref& ref) {
   size_t bytes = 0;
   for (const RequestInput& input : ref.it->request->inputs) {
-    bytes += input.data.size();
+    bytes += input.byte_size();
   }
   return bytes;
 }
@@ -499,7 +499,7 @@ void DynamicBatcher::GatherAndSubmit(const std::shared_ptr<Batch>& batch,
   const Clock::TimePoint start = clock_->Now();
   BatchSlot* slot = batch->slot.slot;
   absl::Status status = assembler_.SizeInputs(batch->requests, shapes, slot);
-  if (status.ok()) status = assembler_.Gather(batch->requests, slot);
+  if (status.ok()) status = assembler_.Gather(&batch->requests, slot);
   const Clock::TimePoint gathered = clock_->Now();
   batch->gather = gathered - start;
   batch->gather_span = {start, gathered};

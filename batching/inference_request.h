@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "batching/clock.h"
 #include "engine/data_type.h"
 #include "engine/shape.h"
+#include "engine/shared_device_memory.h"
 
 namespace coalesce {
 
@@ -31,6 +33,12 @@ struct RequestInput {
   DataType dtype = DataType::kInvalid;
   Shape shape;            // Full shape as sent; batch dim first when batching.
   std::string_view data;  // Not owned; valid until the sink's Finish returns.
+  // Set instead of `data` when the bytes lie in shared device memory (CUDA
+  // shared memory; never for BYTES): an instance on that device copies them
+  // into its batch on the device, any other reads them through the host.
+  DeviceMemoryRef device;
+
+  size_t byte_size() const { return device ? device.size : data.size(); }
 };
 
 // Implemented by the gRPC frontend.
@@ -44,6 +52,13 @@ class ResponseSink {
   // model's output order when that is empty), all before Finish(OkStatus()).
   virtual char* AddOutput(const std::string& name, DataType dtype,
                           const Shape& shape, size_t byte_size) = 0;
+
+  // Instead of AddOutput, for an output of InferenceRequest::device_outputs
+  // whose `byte_size` bytes the executor already wrote into that device
+  // memory: the output is added with nothing more to write. Only sinks of
+  // requests with device_outputs are called this way.
+  virtual void AddDeviceOutput(const std::string& name, DataType dtype,
+                               const Shape& shape, size_t byte_size) {}
 
   // Called exactly once, last, from any thread. On a non-OK status the
   // outputs added so far (if any) are to be discarded.
@@ -68,6 +83,11 @@ struct InferenceRequest {
   std::string id;
   std::vector<RequestInput> inputs;
   std::vector<std::string> requested_outputs;  // Empty = all, model order.
+  // Outputs, by name, that go to shared device memory (CUDA shared memory):
+  // an instance on that device writes the request's rows there on the
+  // device and calls AddDeviceOutput; any other instance calls AddOutput,
+  // and the sink writes the bytes back through the host.
+  std::map<std::string, DeviceMemoryRef> device_outputs;
   uint64_t priority = 0;  // 0 (or out of range) = the default level.
   // The `timeout` request parameter; only used when the level's QueuePolicy
   // allows overriding, and then only to shorten the queue timeout.

@@ -15,6 +15,7 @@
 #include "batching/recording_sink.h"
 #include "engine/device/pipelined_executor.h"
 #include "engine/device/simulated_device.h"
+#include "engine/testing/host_shared_device_memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -71,12 +72,13 @@ std::string Floats(float first, int64_t count) {
 
 class PipelinedBatchingTest : public ::testing::Test {
  protected:
-  void Start(std::chrono::microseconds kernel_time) {
+  // `ordinal`: the device's, for shared device memory (-1: none).
+  void Start(std::chrono::microseconds kernel_time, int ordinal = -1) {
     device_ = std::make_shared<SimulatedDevice>();
     auto executor = CreatePipelinedExecutor(
         device_,
         std::make_unique<CopyKernelProgram>(device_.get(), kernel_time),
-        PipelinedExecutorOptions{/*num_slots=*/2});
+        PipelinedExecutorOptions{/*num_slots=*/2, ordinal});
     ASSERT_TRUE(executor.ok()) << executor.status();
     std::vector<std::unique_ptr<ExecutorInstance>> instances;
     instances.push_back(*std::move(executor));
@@ -112,6 +114,31 @@ class PipelinedBatchingTest : public ::testing::Test {
     request->sink = std::make_unique<RecordingSink>(record);
     EXPECT_TRUE(batcher_->Enqueue(&request).ok());
     return record;
+  }
+
+  // A request whose input and output "y" are in shared device memory on
+  // device `ordinal` (as CUDA shared memory is), the output's span with
+  // room for `rows`.
+  struct DeviceRequest {
+    std::shared_ptr<SinkRecord> record;
+    DeviceMemoryRef in, out;
+  };
+  DeviceRequest SendOnDevice(float first, int64_t rows, int ordinal) {
+    DeviceRequest sent{std::make_shared<SinkRecord>(),
+                       HostDeviceRef(ordinal, Floats(first, rows * kCols)),
+                       HostDeviceRef(ordinal, Floats(0, rows * kCols))};
+    auto request = std::make_unique<InferenceRequest>();
+    RequestInput input{"x", DataType::kFp32, {rows, kCols}, {}};
+    input.device = sent.in;
+    request->inputs.push_back(input);
+    request->device_outputs["y"] = sent.out;
+    request->sink = std::make_unique<RecordingSink>(sent.record);
+    EXPECT_TRUE(batcher_->Enqueue(&request).ok());
+    return sent;
+  }
+
+  static int HostCopies(const DeviceMemoryRef& ref) {
+    return static_cast<HostSharedDeviceMemory&>(*ref.memory).host_copies();
   }
 
   static void ExpectEcho(const SinkRecord& record, float first, int64_t rows) {
@@ -168,6 +195,61 @@ TEST_F(PipelinedBatchingTest, ConcurrentRequestsEachGetTheirOwnRows) {
     }
   }
   EXPECT_THAT(device_->problems(), IsEmpty());  // no race, no unpinned copy
+}
+
+// Zero-copy CUDA shared memory through the batcher: requests in shared
+// device memory and in host memory share one batch; the device requests'
+// rows are copied on the device, both ways, and their sinks are told the
+// output is already there.
+TEST_F(PipelinedBatchingTest, DeviceMemoryRequestsBatchWithHostOnes) {
+  Start(std::chrono::microseconds(0), /*ordinal=*/0);
+  device_->Hold(Kind::kKernel, 0);
+  device_->Hold(Kind::kKernel, 1);
+  auto a = Send(1, 1);
+  ASSERT_TRUE(device_->AwaitStart(Kind::kKernel, 0, kBound));
+  auto b = Send(2, 1);  // the second slot; its kernel waits for the first
+  ASSERT_TRUE(device_->AwaitEnd(Kind::kCopyToDevice, 1, kBound));
+  // Both slots busy: these two queue and then form one batch.
+  auto c = Send(10, 2);
+  DeviceRequest d = SendOnDevice(100, 3, 0);
+  auto e = Send(20, 1);
+  device_->Release(Kind::kKernel, 0);
+  device_->Release(Kind::kKernel, 1);
+  for (auto* record : {a.get(), b.get(), c.get(), d.record.get(), e.get()}) {
+    ASSERT_TRUE(record->AwaitFinish().ok());
+  }
+  ExpectEcho(*c, 10, 2);
+  ExpectEcho(*e, 20, 1);
+  ASSERT_EQ(d.record->outputs().size(), 1u);
+  const SinkRecord::Output& y = d.record->outputs()[0];
+  EXPECT_TRUE(y.on_device);
+  EXPECT_EQ(y.shape, (Shape{3, kCols}));
+  EXPECT_EQ(y.byte_size, 3 * kCols * sizeof(float));
+  EXPECT_EQ(std::string(d.out.device_data(), d.out.size),
+            Floats(100, 3 * kCols));
+  EXPECT_EQ(HostCopies(d.in) + HostCopies(d.out), 0);
+  int on_device = 0, kernels = 0;
+  for (const auto& op : device_->timeline()) {
+    on_device += op.kind == Kind::kCopyOnDevice;
+    kernels += op.kind == Kind::kKernel;
+  }
+  EXPECT_EQ(kernels, 3);    // a, b, and c d e as one batch
+  EXPECT_EQ(on_device, 2);  // d's input rows in, its output rows out
+  EXPECT_THAT(device_->problems(), IsEmpty());
+}
+
+// Shared device memory on another device than the instance's takes the
+// host path: the input is read through the host, the output handed to the
+// sink as any other (which writes it back).
+TEST_F(PipelinedBatchingTest, DeviceMemoryOnAnotherDeviceGoesThroughTheHost) {
+  Start(std::chrono::microseconds(0), /*ordinal=*/0);
+  DeviceRequest d = SendOnDevice(7, 2, /*ordinal=*/1);
+  ASSERT_TRUE(d.record->AwaitFinish().ok());
+  ExpectEcho(*d.record, 7, 2);
+  EXPECT_FALSE(d.record->outputs()[0].on_device);
+  EXPECT_EQ(HostCopies(d.in), 1);
+  for (const auto& op : device_->timeline())
+    EXPECT_NE(op.kind, Kind::kCopyOnDevice);
 }
 
 // A sticky fault on the simulated device (a kernel that faults, as an

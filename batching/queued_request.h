@@ -38,6 +38,9 @@ struct QueuedRequest {
   // When the queue policy's timeout fires; max() = never (or already
   // delayed under kDelay).
   Clock::TimePoint timeout_at = Clock::TimePoint::max();
+  // Per layout.output_order entry, set by BatchAssembler::Gather: whether
+  // the batch's slot writes that output into the request's device memory.
+  std::vector<bool> outputs_on_device;
 };
 
 }  // namespace coalesce

@@ -29,9 +29,16 @@ std::deque<SinkRecord::Output> SinkRecord::outputs() const {
 char* RecordingSink::AddOutput(const std::string& name, DataType dtype,
                                const Shape& shape, size_t byte_size) {
   absl::MutexLock lock(&record_->mu_);
-  record_->outputs_.push_back(
-      SinkRecord::Output{name, dtype, shape, std::string(byte_size, '\0')});
+  record_->outputs_.push_back(SinkRecord::Output{
+      name, dtype, shape, std::string(byte_size, '\0'), byte_size});
   return record_->outputs_.back().data.data();
+}
+
+void RecordingSink::AddDeviceOutput(const std::string& name, DataType dtype,
+                                    const Shape& shape, size_t byte_size) {
+  absl::MutexLock lock(&record_->mu_);
+  record_->outputs_.push_back(
+      SinkRecord::Output{name, dtype, shape, "", byte_size, true});
 }
 
 void RecordingSink::Finish(const absl::Status& status) {

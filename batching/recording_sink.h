@@ -25,7 +25,9 @@ class SinkRecord {
     std::string name;
     DataType dtype;
     Shape shape;
-    std::string data;
+    std::string data;        // empty when added on the device
+    size_t byte_size = 0;    // as added
+    bool on_device = false;  // AddDeviceOutput's
   };
 
   // Blocks until Finish has been called; returns its status.
@@ -53,6 +55,8 @@ class RecordingSink : public ResponseSink {
 
   char* AddOutput(const std::string& name, DataType dtype, const Shape& shape,
                   size_t byte_size) override;
+  void AddDeviceOutput(const std::string& name, DataType dtype,
+                       const Shape& shape, size_t byte_size) override;
   void Finish(const absl::Status& status) override;
   bool IsCancelled() const override { return record_->cancelled_; }
 

@@ -44,6 +44,9 @@ absl::Status CheckSerialized(const TensorSpec& spec, const RequestInput& input,
 absl::Status CheckByteSize(const TensorSpec& spec, const RequestInput& input) {
   const std::optional<int64_t> count = ElementCount(input.shape);
   if (count.has_value() && spec.dtype == DataType::kBytes) {
+    if (input.device) {
+      return InputError(spec.name, "BYTES data must be in host memory");
+    }
     return CheckSerialized(spec, input, *count);
   }
   const size_t element_size = ElementByteSize(spec.dtype);
@@ -53,10 +56,10 @@ absl::Status CheckByteSize(const TensorSpec& spec, const RequestInput& input) {
     return InputError(spec.name, "shape is too large");
   }
   const size_t expected = static_cast<size_t>(*count) * element_size;
-  if (input.data.size() != expected) {
+  if (input.byte_size() != expected) {
     return InputError(
         spec.name,
-        absl::StrCat("got ", input.data.size(), " bytes of data, shape ",
+        absl::StrCat("got ", input.byte_size(), " bytes of data, shape ",
                      ShapeToString(input.shape), " needs ", expected));
   }
   return absl::OkStatus();

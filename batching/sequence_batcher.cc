@@ -145,6 +145,10 @@ class SequenceBatcher::StepSink : public ResponseSink {
     }
     return client_->AddOutput(name, dtype, shape, byte_size);
   }
+  void AddDeviceOutput(const std::string& name, DataType dtype,
+                       const Shape& shape, size_t byte_size) override {
+    client_->AddDeviceOutput(name, dtype, shape, byte_size);
+  }
 
   void Finish(const absl::Status& status) override {
     std::vector<Step> next;
@@ -353,6 +357,8 @@ SequenceBatcher::Step SequenceBatcher::MakeStep(
   }
   for (const SequenceState& state : options_.states) {
     request->requested_outputs.push_back(state.output_name);
+    // The next step reads it from the host.
+    request->device_outputs.erase(state.output_name);
   }
   request->sink = std::move(sink);
   step.request = std::move(request);

@@ -13,7 +13,9 @@
 // Protocol for one batch on one slot, driven by a single owner at a time:
 //   0. optionally ReadyFor(shapes): whether steps 1-3 would set anything up;
 //   1. SetInputShapes(...), SetInputByteSize(i, ...) for every BYTES input,
-//      then write input_data(i) for every input (host side);
+//      then write input_data(i) for every input (host side), except bytes
+//      handed over as shared device memory (SetInputFromDevice), and name
+//      output rows bound for such memory (SetOutputToDevice);
 //   2. CopyIn(slot), Run(slot), CopyOut(slot): enqueued in stream order, each
 //      returns an Event completed when that step has finished; a failed step
 //      makes the later steps on that slot fail with the same status
@@ -39,6 +41,7 @@
 #include "absl/status/status.h"
 #include "engine/event.h"
 #include "engine/shape.h"
+#include "engine/shared_device_memory.h"
 
 namespace coalesce {
 
@@ -85,6 +88,36 @@ class BatchSlot {
   virtual size_t output_byte_size(int index) const = 0;
 
   virtual StepTimings timings() const = 0;
+
+  // Zero copy for tensors in device memory a client shares
+  // (engine/shared_device_memory.h). Whether this slot's device copies to
+  // and from `memory` itself; false by default (host executors, whose
+  // callers Read and Write such memory through the host instead).
+  virtual bool Addresses(const SharedDeviceMemory& memory) const {
+    return false;
+  }
+  // Instead of input_data(index)[offset, offset + ref.size) being written,
+  // CopyIn fills those bytes of the batch from `ref`, on the device.
+  // Registrations last until the next SetInputShapes. InvalidArgument when
+  // the bytes lie outside the input; Unimplemented unless Addresses(ref).
+  // REQUIRES: SetInputShapes returned OK.
+  virtual absl::Status SetInputFromDevice(int index, size_t offset,
+                                          const DeviceMemoryRef& ref) {
+    return absl::UnimplementedError("this executor reads host memory only");
+  }
+  // CopyOut also copies rows [first_row, first_row + rows) of output
+  // `index`, of a batch of `batch_rows` rows (each row the same number of
+  // bytes), into `ref`, on the device; output_data's copy of those bytes is
+  // then unspecified. Lasts until the next SetInputShapes.
+  // InvalidArgument when the output's bytes do not split into `batch_rows`
+  // rows or the rows do not fit in ref.size (the caller then takes the host
+  // path, which reports the error); Unimplemented unless Addresses(ref).
+  // REQUIRES: SetInputShapes returned OK.
+  virtual absl::Status SetOutputToDevice(int index, int64_t first_row,
+                                         int64_t rows, int64_t batch_rows,
+                                         const DeviceMemoryRef& ref) {
+    return absl::UnimplementedError("this executor writes host memory only");
+  }
 
   // Whether a batch of these full input shapes would take this slot's
   // steady-state path: SetInputShapes, CopyIn, Run and CopyOut would bind

@@ -116,43 +116,12 @@ absl::StatusOr<CudaSharedMemoryRegistry::Region> CudaSharedMemoryRegistry::Find(
   return it->second;
 }
 
-absl::StatusOr<SharedMemorySpan> CudaSharedMemoryRegistry::ReadSpan(
+absl::StatusOr<DeviceMemoryRef> CudaSharedMemoryRegistry::Ref(
     const std::string& name, uint64_t offset, uint64_t byte_size) const {
   auto region = Find(name, offset, byte_size);
   if (!region.ok()) return region.status();
-  auto copy = std::make_shared<std::string>(byte_size, '\0');
-  if (byte_size > 0) {
-    absl::Status s = region->memory->Read(offset, byte_size, copy->data());
-    if (!s.ok()) {
-      return absl::Status(
-          s.code(), absl::StrCat("reading CUDA shared memory region '", name,
-                                 "': ", s.message()));
-    }
-  }
-  SharedMemorySpan span;
-  span.data = copy->data();
-  span.size = copy->size();
-  span.mapping = std::move(copy);
-  return span;
-}
-
-absl::StatusOr<SharedMemorySpan> CudaSharedMemoryRegistry::WriteSpan(
-    const std::string& name, uint64_t offset, uint64_t byte_size) const {
-  auto region = Find(name, offset, byte_size);
-  if (!region.ok()) return region.status();
-  auto buffer = std::make_shared<std::string>(byte_size, '\0');
-  SharedMemorySpan span;
-  span.data = buffer->data();
-  span.size = buffer->size();
-  span.write_back = [memory = region->memory, buffer, offset,
-                     name](size_t bytes) -> absl::Status {
-    absl::Status s = memory->Write(offset, buffer->data(), bytes);
-    if (s.ok()) return s;
-    return absl::InternalError(absl::StrCat(
-        "writing CUDA shared memory region '", name, "': ", s.message()));
-  };
-  span.mapping = std::move(buffer);
-  return span;
+  return DeviceMemoryRef{region->memory, static_cast<size_t>(offset),
+                         static_cast<size_t>(byte_size)};
 }
 
 }  // namespace coalesce

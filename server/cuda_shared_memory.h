@@ -14,13 +14,11 @@
 // clean-up before they start.
 //
 // Requests (SharedMemoryManager::InputSpan / OutputSpan, which look here
-// for names that are not system regions): an input in a CUDA region is
-// copied to host memory when its request is decoded, one device-to-host
-// copy, and then takes the path of any input; an output is written to host
-// memory and copied into its region before the response leaves
-// (SharedMemorySpan::write_back). So CUDA shared memory works as Triton's
-// clients expect, but it is not zero copy: the batch's device buffers are
-// still filled from host staging. A span keeps its region open, so
+// for names that are not system regions) name spans of a region as
+// DeviceMemoryRefs (engine/shared_device_memory.h): a GPU instance on the
+// region's device copies an input from it into its batch, and its output
+// rows into it, device to device (zero copy); other instances go through
+// the host (the ref's Read and Write). A ref keeps its region open, so
 // unregistering while requests use it is safe. Thread-safe.
 #ifndef COALESCE_SERVER_CUDA_SHARED_MEMORY_H_
 #define COALESCE_SERVER_CUDA_SHARED_MEMORY_H_
@@ -72,19 +70,10 @@ class CudaSharedMemoryRegistry : public DeviceMemoryRegions {
   absl::StatusOr<std::vector<CudaSharedMemoryRegionInfo>> Status(
       const std::string& name) const;
 
-  // [offset, offset + byte_size) of region `name`, copied to host memory
-  // now. NotFound for an unknown region, InvalidArgument when the span
-  // does not lie inside it, the copy's error.
-  absl::StatusOr<SharedMemorySpan> ReadSpan(const std::string& name,
-                                            uint64_t offset,
-                                            uint64_t byte_size) const override;
-
-  // Host memory for an output of at most byte_size bytes whose write_back
-  // copies what was written into [offset, ...) of region `name`. Errors as
-  // ReadSpan's.
-  absl::StatusOr<SharedMemorySpan> WriteSpan(const std::string& name,
-                                             uint64_t offset,
-                                             uint64_t byte_size) const override;
+  // [offset, offset + byte_size) of region `name`. NotFound for an unknown
+  // region, InvalidArgument when the span does not lie inside it.
+  absl::StatusOr<DeviceMemoryRef> Ref(const std::string& name, uint64_t offset,
+                                      uint64_t byte_size) const override;
 
  private:
   struct Region {

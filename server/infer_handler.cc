@@ -55,7 +55,7 @@ InferHandler::OutputRegions(const inference::ModelInferRequest& proto,
     if (top_k.contains(output.name())) {
       return error("classification results cannot go to shared memory");
     }
-    auto span = shared_memory_->OutputSpan((*ref)->region, (*ref)->offset,
+    auto span = shared_memory_->TensorSpan((*ref)->region, (*ref)->offset,
                                            (*ref)->byte_size);
     if (!span.ok()) return error(span.status().message());
     regions[output.name()] = *std::move(span);
@@ -101,6 +101,9 @@ std::shared_ptr<ServedModel> InferHandler::Submit(
   if (!regions.ok()) {
     sink->Finish(regions.status());
     return nullptr;
+  }
+  for (const auto& [name, span] : *regions) {
+    if (span.device) request->device_outputs[name] = span.device;
   }
   if (!regions->empty()) sink->set_output_regions(*std::move(regions));
   if (!top_k->empty()) {

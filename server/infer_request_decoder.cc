@@ -163,7 +163,20 @@ absl::StatusOr<RequestInput> DecodeInput(
       return InputError(input.name(),
                         "in shared memory and in typed contents at once");
     }
-    decoded.data = std::string_view(shm->data, shm->size);
+    if (!shm->device) {
+      decoded.data = std::string_view(shm->data, shm->size);
+    } else if (decoded.dtype != DataType::kBytes) {
+      decoded.device = shm->device;  // zero copy where the instance can
+    } else {
+      // BYTES are parsed on the host (validation, string kernels).
+      std::string& host = converted->emplace_back(shm->size, '\0');
+      if (absl::Status s = shm->device.Read(host.data()); !s.ok()) {
+        return InputError(
+            input.name(),
+            absl::StrCat("reading CUDA shared memory: ", s.message()));
+      }
+      decoded.data = host;
+    }
     return decoded;
   }
   if (raw != nullptr) {
@@ -311,8 +324,8 @@ absl::Status DecodeInferRequest(const inference::ModelInferRequest& proto,
     if (shared_memory == nullptr) {
       return InputError(input.name(), "shared memory is not available here");
     }
-    auto span = shared_memory->InputSpan((*ref)->region, (*ref)->offset,
-                                         (*ref)->byte_size);
+    auto span = shared_memory->TensorSpan((*ref)->region, (*ref)->offset,
+                                          (*ref)->byte_size);
     if (!span.ok())
       return InputError(input.name(), std::string(span.status().message()));
     shm[i] = *span;

@@ -64,6 +64,19 @@ class ReshapeSlot : public BatchSlot {
     return inner_->output_byte_size(index);
   }
   StepTimings timings() const override { return inner_->timings(); }
+  // A reshape keeps every tensor's bytes and the batch rows.
+  bool Addresses(const SharedDeviceMemory& memory) const override {
+    return inner_->Addresses(memory);
+  }
+  absl::Status SetInputFromDevice(int index, size_t offset,
+                                  const DeviceMemoryRef& ref) override {
+    return inner_->SetInputFromDevice(index, offset, ref);
+  }
+  absl::Status SetOutputToDevice(int index, int64_t first_row, int64_t rows,
+                                 int64_t batch_rows,
+                                 const DeviceMemoryRef& ref) override {
+    return inner_->SetOutputToDevice(index, first_row, rows, batch_rows, ref);
+  }
 
  private:
   // The model's input shapes for the config's.

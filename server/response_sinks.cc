@@ -8,22 +8,35 @@
 
 namespace coalesce {
 
-char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
-                                   const Shape& shape, size_t byte_size) {
-  auto* output = response_->add_outputs();
+namespace {
+
+// Adds output metadata to `response`; returns its raw_output_contents entry.
+std::string* AddResponseOutput(inference::ModelInferResponse* response,
+                               const std::string& name, DataType dtype,
+                               const Shape& shape) {
+  auto* output = response->add_outputs();
   output->set_name(name);
   output->set_datatype(std::string(DataTypeName(dtype)));
   for (int64_t d : shape) output->add_shape(d);
-  std::string* raw = response_->add_raw_output_contents();
+  return response->add_raw_output_contents();
+}
+
+}  // namespace
+
+char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
+                                   const Shape& shape, size_t byte_size) {
+  std::string* raw = AddResponseOutput(response_, name, dtype, shape);
   auto region = output_regions_.find(name);
   if (region == output_regions_.end()) {
     raw->resize(byte_size);
     return raw->data();
   }
-  if (byte_size <= region->second.size) {
-    if (region->second.write_back) written_back_[name] = byte_size;
-    return region->second.data;
+  if (byte_size <= region->second.size && region->second.device) {
+    std::string& host = written_back_[name];
+    host.resize(byte_size);
+    return host.data();
   }
+  if (byte_size <= region->second.size) return region->second.data;
   if (output_error_.ok()) {
     output_error_ = absl::InvalidArgumentError(absl::StrCat(
         "output '", name, "': ", byte_size,
@@ -33,17 +46,25 @@ char* ProtoResponseSink::AddOutput(const std::string& name, DataType dtype,
   return scratch_.data();
 }
 
+void ProtoResponseSink::AddDeviceOutput(const std::string& name, DataType dtype,
+                                        const Shape& shape, size_t byte_size) {
+  AddResponseOutput(response_, name, dtype, shape);
+}
+
 absl::Status ProtoResponseSink::Finalize(const absl::Status& status) {
   // Returned before the answer leaves, so a client's next request never
   // finds this one's bytes still counted.
   lease_ = InflightBudget::Lease();
   if (!status.ok()) return status;
   if (!output_error_.ok()) return output_error_;
-  for (const auto& [name, bytes] : written_back_) {
-    absl::Status s = output_regions_[name].write_back(bytes);
+  for (const auto& [name, host] : written_back_) {
+    const DeviceMemoryRef& ref = output_regions_[name].device;
+    absl::Status s = ref.memory->Write(ref.offset, host.data(), host.size());
     if (!s.ok()) {
-      return absl::Status(s.code(),
-                          absl::StrCat("output '", name, "': ", s.message()));
+      return absl::Status(
+          s.code(),
+          absl::StrCat("output '", name,
+                       "': writing CUDA shared memory: ", s.message()));
     }
   }
   if (classification_.top_k.empty()) return status;

@@ -35,6 +35,8 @@ class ProtoResponseSink : public ResponseSink {
 
   char* AddOutput(const std::string& name, DataType dtype, const Shape& shape,
                   size_t byte_size) override;
+  void AddDeviceOutput(const std::string& name, DataType dtype,
+                       const Shape& shape, size_t byte_size) override;
 
   // Buffers for input bytes converted while decoding; live as long as the sink.
   std::deque<std::string>* converted() { return &converted_; }
@@ -49,7 +51,8 @@ class ProtoResponseSink : public ResponseSink {
   // bytes go straight into the span (the response keeps an empty
   // raw_output_contents entry in their place, so positions still match);
   // an output larger than its span fails the request, naming both. A span
-  // with a write_back (CUDA shared memory) is written back by Finalize.
+  // of a CUDA region that AddOutput (not AddDeviceOutput) filled goes
+  // through host memory and is written to the device by Finalize.
   void set_output_regions(std::map<std::string, SharedMemorySpan> regions) {
     output_regions_ = std::move(regions);
   }
@@ -68,8 +71,9 @@ class ProtoResponseSink : public ResponseSink {
   std::deque<std::string> converted_;
   ClassificationRequest classification_;
   std::map<std::string, SharedMemorySpan> output_regions_;
-  // Bytes of each output written to a span with a write_back, by name.
-  std::map<std::string, size_t> written_back_;
+  // Host copies of outputs bound for CUDA regions, by name; Finalize
+  // writes them to the device.
+  std::map<std::string, std::string> written_back_;
   std::vector<SharedMemorySpan> input_spans_;
   std::string scratch_;        // where an output too large for its span goes
   absl::Status output_error_;  // the first such output

@@ -100,8 +100,8 @@ absl::StatusOr<SharedMemorySpan> SharedMemoryManager::Span(
                      " lies outside shared memory region '", name, "' (",
                      r.info.byte_size, " bytes)"));
   }
-  return SharedMemorySpan{r.mapping, r.base + offset,
-                          static_cast<size_t>(byte_size), nullptr};
+  return SharedMemorySpan{
+      r.mapping, r.base + offset, static_cast<size_t>(byte_size), {}};
 }
 
 bool SharedMemoryManager::Holds(const std::string& name) const {
@@ -109,16 +109,15 @@ bool SharedMemoryManager::Holds(const std::string& name) const {
   return regions_.contains(name);
 }
 
-absl::StatusOr<SharedMemorySpan> SharedMemoryManager::InputSpan(
+absl::StatusOr<SharedMemorySpan> SharedMemoryManager::TensorSpan(
     const std::string& name, uint64_t offset, uint64_t byte_size) const {
   if (cuda_ == nullptr || Holds(name)) return Span(name, offset, byte_size);
-  return cuda_->ReadSpan(name, offset, byte_size);
-}
-
-absl::StatusOr<SharedMemorySpan> SharedMemoryManager::OutputSpan(
-    const std::string& name, uint64_t offset, uint64_t byte_size) const {
-  if (cuda_ == nullptr || Holds(name)) return Span(name, offset, byte_size);
-  return cuda_->WriteSpan(name, offset, byte_size);
+  auto ref = cuda_->Ref(name, offset, byte_size);
+  if (!ref.ok()) return ref.status();
+  SharedMemorySpan span;
+  span.size = ref->size;
+  span.device = *std::move(ref);
+  return span;
 }
 
 }  // namespace coalesce

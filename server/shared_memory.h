@@ -13,7 +13,6 @@
 #define COALESCE_SERVER_SHARED_MEMORY_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/shared_device_memory.h"
 
 namespace coalesce {
 
@@ -32,26 +32,22 @@ struct SharedMemoryRegionInfo {
 };
 
 // A span of a registered region; keeps the region mapped while it lives.
+// A span of a CUDA region has `device` set and no host `data`.
 struct SharedMemorySpan {
   std::shared_ptr<void> mapping;  // the region's; null for an empty span
   char* data = nullptr;
   size_t size = 0;
-  // Set for an output span of device memory (CUDA shared memory): `data` is
-  // host memory, and this copies its first `bytes` into the region once the
-  // output is written there. Null for system shared memory.
-  std::function<absl::Status(size_t bytes)> write_back;
+  DeviceMemoryRef device;
 };
 
 // Regions of device memory that requests may name beside the system ones
-// (CUDA shared memory: cuda_shared_memory.h): spans of host memory, read
-// from the device for an input, written back to it for an output.
+// (CUDA shared memory: cuda_shared_memory.h).
 class DeviceMemoryRegions {
  public:
   virtual ~DeviceMemoryRegions() = default;
-  virtual absl::StatusOr<SharedMemorySpan> ReadSpan(
-      const std::string& name, uint64_t offset, uint64_t byte_size) const = 0;
-  virtual absl::StatusOr<SharedMemorySpan> WriteSpan(
-      const std::string& name, uint64_t offset, uint64_t byte_size) const = 0;
+  virtual absl::StatusOr<DeviceMemoryRef> Ref(const std::string& name,
+                                              uint64_t offset,
+                                              uint64_t byte_size) const = 0;
 };
 
 class SharedMemoryManager {
@@ -80,14 +76,9 @@ class SharedMemoryManager {
   // REQUIRES: `cuda` outlives this manager.
   void set_cuda_regions(const DeviceMemoryRegions* cuda) { cuda_ = cuda; }
 
-  // An input's span: Span, or else a CUDA region's bytes copied to host
-  // memory (DeviceMemoryRegions::ReadSpan).
-  absl::StatusOr<SharedMemorySpan> InputSpan(const std::string& name,
-                                             uint64_t offset,
-                                             uint64_t byte_size) const;
-  // An output's span: Span, or else host memory written back to a CUDA
-  // region (DeviceMemoryRegions::WriteSpan).
-  absl::StatusOr<SharedMemorySpan> OutputSpan(const std::string& name,
+  // An input's or output's span: Span, or else a span of a CUDA region
+  // (`device` set; DeviceMemoryRegions::Ref).
+  absl::StatusOr<SharedMemorySpan> TensorSpan(const std::string& name,
                                               uint64_t offset,
                                               uint64_t byte_size) const;
 

@@ -24,6 +24,10 @@ class CudaIpcMemory : public SharedDeviceMemory {
   }
 
   size_t size() const override { return size_; }
+  int ordinal() const override { return ordinal_; }
+  // Opened in the device's primary context, which the plugin's streams use
+  // too, so the executor's device-to-device copies reach it.
+  char* device_data() const override { return base_; }
 
   absl::Status Read(size_t offset, size_t bytes, void* host) override {
     absl::Status s = CudaStatus(cudaSetDevice(ordinal_), "cudaSetDevice");

@@ -21,13 +21,15 @@
 #include "absl/status/statusor.h"
 #include "engine/device/device.h"
 #include "engine/device/device_kernels.h"
+#include "engine/shared_device_memory.h"
 
 namespace coalesce {
 
 // 4: DeviceKernels::Broadcast (Expand). 5: an Args struct for every
 // primitive of more than four arguments. 8: DeviceKernels::Attention.
-// 10: DevicePlugin::OpenIpcMemory.
-inline constexpr int kDevicePluginAbi = 10;
+// 10: DevicePlugin::OpenIpcMemory. 11: SharedDeviceMemory::ordinal and
+// device_data (zero-copy CUDA shared memory).
+inline constexpr int kDevicePluginAbi = 11;
 inline constexpr char kDevicePluginSymbol[] = "coalesce_device_plugin_v1";
 
 struct DeviceInfo {
@@ -35,18 +37,6 @@ struct DeviceInfo {
   std::string name;  // "NVIDIA H100 80GB HBM3"
   size_t memory_bytes = 0;
   int compute_capability = 0;  // 90 for sm_90
-};
-
-// Device memory another process exported (CUDA IPC), mapped into this one:
-// synchronous copies between it and host memory. Released (the mapping
-// closed) on destruction. Thread-safe.
-class SharedDeviceMemory {
- public:
-  virtual ~SharedDeviceMemory() = default;
-  virtual size_t size() const = 0;
-  // REQUIRES: offset + bytes <= size().
-  virtual absl::Status Read(size_t offset, size_t bytes, void* host) = 0;
-  virtual absl::Status Write(size_t offset, const void* host, size_t bytes) = 0;
 };
 
 class DevicePlugin {

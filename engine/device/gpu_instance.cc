@@ -26,8 +26,9 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
       options.program, share->constants);
   if (!program.ok()) return program.status();
-  return CreatePipelinedExecutor(share->device, *std::move(program),
-                                 options.pipeline);
+  PipelinedExecutorOptions pipeline = options.pipeline;
+  pipeline.device_ordinal = ordinal;  // shared device memory on this GPU
+  return CreatePipelinedExecutor(share->device, *std::move(program), pipeline);
 }
 
 }  // namespace coalesce

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,13 +48,39 @@ struct StagedTensor {
   }
 };
 
+// Bytes [offset, offset + bytes) of a batch tensor that are copied to or
+// from shared device memory at `device` instead of host staging.
+struct DevicePiece {
+  size_t offset = 0;
+  size_t bytes = 0;
+  char* device = nullptr;
+};
+
+// The [begin, end) ranges of [0, total) that no piece covers, in order.
+std::vector<std::pair<size_t, size_t>> Uncovered(
+    std::vector<DevicePiece> pieces, size_t total) {
+  std::sort(pieces.begin(), pieces.end(),
+            [](const DevicePiece& a, const DevicePiece& b) {
+              return a.offset < b.offset;
+            });
+  std::vector<std::pair<size_t, size_t>> ranges;
+  size_t at = 0;
+  for (const DevicePiece& piece : pieces) {
+    if (piece.offset > at) ranges.emplace_back(at, piece.offset);
+    at = std::max(at, piece.offset + piece.bytes);
+  }
+  if (at < total) ranges.emplace_back(at, total);
+  return ranges;
+}
+
 class PipelineSlot : public BatchSlot {
  public:
   // `enqueue_mu` serializes the program's Enqueue (held by the executor's
   // steps).
-  PipelineSlot(Device* device, DeviceProgram* program,
+  PipelineSlot(Device* device, int ordinal, DeviceProgram* program,
                std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
       : device_(device),
+        ordinal_(ordinal),
         program_(program),
         health_(std::move(health)),
         enqueue_mu_(enqueue_mu) {}
@@ -66,6 +93,8 @@ class PipelineSlot : public BatchSlot {
     }
     inputs_.resize(program_->signature().inputs.size());
     outputs_.resize(program_->signature().outputs.size());
+    input_pieces_.resize(inputs_.size());
+    output_pieces_.resize(outputs_.size());
     return absl::OkStatus();
   }
 
@@ -80,6 +109,8 @@ class PipelineSlot : public BatchSlot {
     if (!output_shapes.ok()) return output_shapes.status();
     input_shapes_ = shapes;
     output_shapes_ = *std::move(output_shapes);
+    for (auto& pieces : input_pieces_) pieces.clear();
+    for (auto& pieces : output_pieces_) pieces.clear();
     for (size_t i = 0; i < inputs_.size(); ++i) {
       absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
       if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
@@ -159,9 +190,63 @@ class PipelineSlot : public BatchSlot {
     return t;
   }
 
+  bool Addresses(const SharedDeviceMemory& memory) const override {
+    return ordinal_ >= 0 && memory.ordinal() == ordinal_;
+  }
+
+  absl::Status SetInputFromDevice(int index, size_t offset,
+                                  const DeviceMemoryRef& ref) override {
+    if (!ref || !Addresses(*ref.memory)) {
+      return absl::UnimplementedError(
+          absl::StrCat("shared device memory is not on ", device_->name()));
+    }
+    if (index < 0 || index >= static_cast<int>(inputs_.size()) ||
+        offset > inputs_[index].bytes ||
+        ref.size > inputs_[index].bytes - offset) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bytes [", offset, ", ", offset + ref.size,
+                       ") are outside input ", index, " of this batch"));
+    }
+    input_pieces_[index].push_back({offset, ref.size, ref.device_data()});
+    return absl::OkStatus();
+  }
+
+  absl::Status SetOutputToDevice(int index, int64_t first_row, int64_t rows,
+                                 int64_t batch_rows,
+                                 const DeviceMemoryRef& ref) override {
+    if (!ref || !Addresses(*ref.memory)) {
+      return absl::UnimplementedError(
+          absl::StrCat("shared device memory is not on ", device_->name()));
+    }
+    if (index < 0 || index >= static_cast<int>(outputs_.size()) ||
+        batch_rows <= 0 || first_row < 0 || rows < 0 ||
+        first_row + rows > batch_rows ||
+        outputs_[index].bytes % static_cast<size_t>(batch_rows) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", index, " has no rows [", first_row, ", ",
+                       first_row + rows, ") of ", batch_rows));
+    }
+    const size_t row_bytes =
+        outputs_[index].bytes / static_cast<size_t>(batch_rows);
+    const size_t bytes = row_bytes * static_cast<size_t>(rows);
+    if (bytes > ref.size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          bytes, " bytes do not fit a span of ", ref.size, " bytes"));
+    }
+    output_pieces_[index].push_back(
+        {row_bytes * static_cast<size_t>(first_row), bytes, ref.device_data()});
+    return absl::OkStatus();
+  }
+
   std::vector<StagedTensor>& inputs() { return inputs_; }
   std::vector<StagedTensor>& outputs() { return outputs_; }
   const std::vector<Shape>& input_shapes() const { return input_shapes_; }
+  const std::vector<DevicePiece>& input_pieces(size_t i) const {
+    return input_pieces_[i];
+  }
+  const std::vector<DevicePiece>& output_pieces(size_t i) const {
+    return output_pieces_[i];
+  }
 
   // The current batch: device events, host Events, the first enqueue error.
   std::unique_ptr<DeviceEvent> copied_in, computed, copied_out;
@@ -195,6 +280,7 @@ class PipelineSlot : public BatchSlot {
   }
 
   Device* const device_;
+  const int ordinal_;
   DeviceProgram* const program_;
   const std::function<absl::Status()> health_;
   absl::Mutex* const enqueue_mu_;
@@ -205,13 +291,17 @@ class PipelineSlot : public BatchSlot {
   mutable uint64_t ready_epoch_ = 0;
   std::vector<StagedTensor> inputs_, outputs_;
   std::vector<Shape> input_shapes_, output_shapes_;
+  // Per tensor, the batch's bytes in shared device memory.
+  std::vector<std::vector<DevicePiece>> input_pieces_, output_pieces_;
 };
 
 class PipelinedExecutorImpl : public PipelinedExecutor {
  public:
   PipelinedExecutorImpl(std::shared_ptr<Device> device,
-                        std::unique_ptr<DeviceProgram> program)
-      : device_(std::move(device)), program_(std::move(program)) {}
+                        std::unique_ptr<DeviceProgram> program, int ordinal)
+      : device_(std::move(device)),
+        program_(std::move(program)),
+        ordinal_(ordinal) {}
 
   ~PipelinedExecutorImpl() override {
     // Waiters first: every enqueued step completes; then the streams drain.
@@ -232,7 +322,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     for (int i = 0; i < num_slots; ++i) {
       auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), program_.get(), [this] { return health(); },
+          device_.get(), ordinal_, program_.get(), [this] { return health(); },
           &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
@@ -258,10 +348,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     slot.batch_status = health();
     const auto& inputs = program_->signature().inputs;
     for (size_t i = 0; i < inputs.size() && slot.batch_status.ok(); ++i) {
-      StagedTensor& t = slot.inputs()[i];
       slot.batch_status =
-          Annotate(device_->CopyToDevice(*copy_in_stream_, t.device->data(),
-                                         t.host->data(), t.bytes),
+          Annotate(CopyInputIn(slot.inputs()[i], slot.input_pieces(i)),
                    "copy of input '" + inputs[i].name + "' to the device");
     }
     DeviceEvent* recorded = Record(slot, *slot.copied_in, *copy_in_stream_);
@@ -306,10 +394,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     const auto& outputs = program_->signature().outputs;
     for (size_t i = 0; i < outputs.size() && slot.batch_status.ok(); ++i) {
-      StagedTensor& t = slot.outputs()[i];
       slot.batch_status =
-          Annotate(device_->CopyToHost(*copy_out_stream_, t.host->data(),
-                                       t.device->data(), t.bytes),
+          Annotate(CopyOutputOut(slot.outputs()[i], slot.output_pieces(i)),
                    "copy of output '" + outputs[i].name + "' from the device");
     }
     DeviceEvent* recorded = Record(slot, *slot.copied_out, *copy_out_stream_);
@@ -325,6 +411,60 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   }
 
  private:
+  // One input's copies to its device buffer: from host staging, except the
+  // pieces in shared device memory, copied device to device.
+  absl::Status CopyInputIn(StagedTensor& t,
+                           const std::vector<DevicePiece>& pieces) {
+    char* device = static_cast<char*>(t.device->data());
+    const char* host = static_cast<const char*>(t.host->data());
+    return SplitCopy(
+        t.bytes, pieces,
+        [&](size_t at, size_t bytes) {
+          return device_->CopyToDevice(*copy_in_stream_, device + at, host + at,
+                                       bytes);
+        },
+        [&](const DevicePiece& piece) {
+          return device_->CopyOnDevice(*copy_in_stream_, device + piece.offset,
+                                       piece.device, piece.bytes);
+        });
+  }
+
+  // One output's copies from its device buffer: to host staging, except
+  // the pieces that go to shared device memory, copied device to device.
+  absl::Status CopyOutputOut(StagedTensor& t,
+                             const std::vector<DevicePiece>& pieces) {
+    const char* device = static_cast<const char*>(t.device->data());
+    char* host = static_cast<char*>(t.host->data());
+    return SplitCopy(
+        t.bytes, pieces,
+        [&](size_t at, size_t bytes) {
+          return device_->CopyToHost(*copy_out_stream_, host + at, device + at,
+                                     bytes);
+        },
+        [&](const DevicePiece& piece) {
+          return device_->CopyOnDevice(*copy_out_stream_, piece.device,
+                                       device + piece.offset, piece.bytes);
+        });
+  }
+
+  // A tensor of `total` bytes copied in one `staged` call when no piece is
+  // in shared device memory; else `staged` for each range no piece covers,
+  // then `shared` for each piece.
+  static absl::Status SplitCopy(
+      size_t total, const std::vector<DevicePiece>& pieces,
+      const std::function<absl::Status(size_t at, size_t bytes)>& staged,
+      const std::function<absl::Status(const DevicePiece&)>& shared) {
+    if (pieces.empty()) return staged(0, total);
+    for (const auto& [begin, end] : Uncovered(pieces, total)) {
+      if (absl::Status s = staged(begin, end - begin); !s.ok()) return s;
+    }
+    for (const DevicePiece& piece : pieces) {
+      absl::Status s = shared(piece);
+      if (!s.ok()) return WithContext(s, "shared device memory");
+    }
+    return absl::OkStatus();
+  }
+
   // Records `event` on `stream` after this step's work, even when the batch
   // already failed (part of it may be enqueued), so that the step's Event
   // completes only once everything enqueued for it has finished. Returns the
@@ -361,6 +501,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
 
   const std::shared_ptr<Device> device_;
   const std::unique_ptr<DeviceProgram> program_;
+  const int ordinal_;
   std::vector<std::unique_ptr<PipelineSlot>> slots_;
   std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
       copy_out_stream_;
@@ -386,8 +527,8 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreatePipelinedExecutor(
     return absl::InvalidArgumentError(
         "pipelined executor: num_slots must be >= 1");
   }
-  auto executor = std::make_unique<PipelinedExecutorImpl>(std::move(device),
-                                                          std::move(program));
+  auto executor = std::make_unique<PipelinedExecutorImpl>(
+      std::move(device), std::move(program), options.device_ordinal);
   if (absl::Status s = executor->Init(options.num_slots); !s.ok()) return s;
   return executor;
 }

@@ -16,6 +16,11 @@
 // computes, and batch k is copied out while k+1 computes. A slot's buffers
 // are only rewritten after its previous batch's copy-out event completed
 // (the ExecutorInstance protocol), so no copy overwrites memory in use.
+// Bytes of a batch in shared device memory (SetInputFromDevice,
+// SetOutputToDevice) skip the staging buffers: CopyIn copies them device
+// to device on the copy-in stream and stages only the rest; CopyOut copies
+// those output rows device to device on the copy-out stream and the rest to
+// the host.
 //
 // Host events complete on one waiter thread per stream, which synchronizes
 // the device events in stream order; a step completes with the first error of
@@ -41,6 +46,10 @@ namespace coalesce {
 
 struct PipelinedExecutorOptions {
   int num_slots = 2;  // 2: double buffering; 1: each batch waits for the last
+  // The device's plugin ordinal: slots copy inputs from and outputs to
+  // shared device memory on that ordinal device to device
+  // (BatchSlot::Addresses). -1: they address none.
+  int device_ordinal = -1;
 };
 
 // health() (ExecutorInstance's) reports a sticky device fault: the

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/device/simulated_device.h"
+#include "engine/testing/host_shared_device_memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -67,11 +68,11 @@ class AffineProgram : public DeviceProgram {
 class PipelinedExecutorTest : public ::testing::Test {
  protected:
   void Create(SimulatedDevice::Options device_options = {}, int num_slots = 2,
-              std::chrono::microseconds kernel_time = {}) {
+              std::chrono::microseconds kernel_time = {}, int ordinal = -1) {
     device_ = std::make_shared<SimulatedDevice>(device_options);
     auto created = CreatePipelinedExecutor(
         device_, std::make_unique<AffineProgram>(device_.get(), kernel_time),
-        PipelinedExecutorOptions{num_slots});
+        PipelinedExecutorOptions{num_slots, ordinal});
     ASSERT_TRUE(created.ok()) << created.status();
     executor_ = *std::move(created);
   }
@@ -285,6 +286,94 @@ TEST_F(PipelinedExecutorTest, OneSlotStillRunsEveryBatch) {
     ASSERT_TRUE(Submit(0, 1 + b, static_cast<float>(b))->Wait().ok());
     ExpectOutputs(0, 1 + b, static_cast<float>(b));
   }
+}
+
+// Rows of `count` floats first, first + 1, ... as bytes.
+std::string FloatBytes(float first, int64_t count) {
+  std::string bytes(count * sizeof(float), '\0');
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = first + static_cast<float>(i);
+    std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
+  }
+  return bytes;
+}
+
+// The bytes of every finished op of `kind`, in end order.
+std::vector<size_t> CopySizes(const SimulatedDevice& device, Kind kind) {
+  std::vector<size_t> sizes;
+  for (const auto& op : device.timeline()) {
+    if (op.kind == kind) sizes.push_back(op.bytes);
+  }
+  return sizes;
+}
+
+// Zero copy: row 1 of the input comes from shared device memory, rows 1-2
+// of the output go to it; only the other rows touch the host staging.
+TEST_F(PipelinedExecutorTest, SharedDeviceMemoryRowsAreCopiedOnTheDevice) {
+  Create({}, 2, {}, /*ordinal=*/0);
+  constexpr size_t kRow = kWidth * sizeof(float);
+  // The input row at offset kRow of its region, the output rows at 0.
+  DeviceMemoryRef in = HostDeviceRef(0, FloatBytes(-1, 2 * kWidth));
+  in.offset = kRow;
+  in.size = kRow;
+  DeviceMemoryRef out = HostDeviceRef(0, std::string(2 * kRow, '\0'));
+  BatchSlot* slot = executor_->slot(0);
+  ASSERT_TRUE(slot->Addresses(*in.memory));
+  ASSERT_TRUE(slot->SetInputShapes({{3, kWidth}}).ok());
+  std::memcpy(slot->input_data(0), FloatBytes(0, kWidth).data(), kRow);
+  std::memset(slot->input_data(0) + kRow, 0x7f, kRow);  // must not be read
+  std::memcpy(slot->input_data(0) + 2 * kRow, FloatBytes(8, kWidth).data(),
+              kRow);
+  ASSERT_TRUE(slot->SetInputFromDevice(0, kRow, in).ok());
+  ASSERT_TRUE(slot->SetOutputToDevice(0, 1, 2, 3, out).ok());
+  executor_->CopyIn(slot);
+  executor_->Run(slot);
+  ASSERT_TRUE(executor_->CopyOut(slot)->Wait().ok());
+
+  // y = 2x + 1: row 0 from the host, row 1 from in's x = 3..6, row 2 x = 8..
+  const auto* y = reinterpret_cast<const float*>(slot->output_data(0));
+  for (int i = 0; i < kWidth; ++i) EXPECT_EQ(y[i], 2 * i + 1);
+  const auto* device_y = reinterpret_cast<const float*>(out.device_data());
+  for (int i = 0; i < kWidth; ++i) {
+    EXPECT_EQ(device_y[i], 2 * (3 + i) + 1) << i;
+    EXPECT_EQ(device_y[kWidth + i], 2 * (8 + i) + 1) << i;
+  }
+  EXPECT_EQ(CopySizes(*device_, Kind::kCopyToDevice),
+            (std::vector<size_t>{kRow, kRow}));  // rows 0 and 2
+  EXPECT_EQ(CopySizes(*device_, Kind::kCopyOnDevice),
+            (std::vector<size_t>{kRow, 2 * kRow}));
+  EXPECT_EQ(CopySizes(*device_, Kind::kCopyToHost),
+            (std::vector<size_t>{kRow}));  // row 0
+  EXPECT_THAT(device_->problems(), IsEmpty());
+
+  // The next batch on the slot registered nothing: all through the host.
+  ASSERT_TRUE(Submit(0, 3, 5)->Wait().ok());
+  ExpectOutputs(0, 3, 5);
+  EXPECT_EQ(CopySizes(*device_, Kind::kCopyOnDevice).size(), 2u);
+}
+
+TEST_F(PipelinedExecutorTest, SharedDeviceMemoryItCannotUseIsRefused) {
+  Create({}, 2, {}, /*ordinal=*/0);
+  constexpr size_t kRow = kWidth * sizeof(float);
+  BatchSlot* slot = executor_->slot(0);
+  ASSERT_TRUE(slot->SetInputShapes({{2, kWidth}}).ok());
+  DeviceMemoryRef other_gpu = HostDeviceRef(1, std::string(kRow, '\0'));
+  EXPECT_FALSE(slot->Addresses(*other_gpu.memory));
+  EXPECT_EQ(slot->SetInputFromDevice(0, 0, other_gpu).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(slot->SetOutputToDevice(0, 0, 1, 2, other_gpu).code(),
+            absl::StatusCode::kUnimplemented);
+  DeviceMemoryRef row = HostDeviceRef(0, std::string(kRow, '\0'));
+  EXPECT_EQ(slot->SetInputFromDevice(0, 2 * kRow, row).code(),
+            absl::StatusCode::kInvalidArgument);  // past the batch
+  EXPECT_EQ(slot->SetOutputToDevice(0, 0, 2, 2, row).code(),
+            absl::StatusCode::kInvalidArgument);  // two rows, room for one
+  EXPECT_EQ(slot->SetOutputToDevice(0, 1, 2, 2, row).code(),
+            absl::StatusCode::kInvalidArgument);  // rows past the batch
+  EXPECT_TRUE(slot->SetOutputToDevice(0, 1, 1, 2, row).ok());
+
+  Create();  // no ordinal: addresses no shared device memory
+  EXPECT_FALSE(executor_->slot(0)->Addresses(*row.memory));
 }
 
 TEST(CreatePipelinedExecutorTest, RejectsBadArguments) {

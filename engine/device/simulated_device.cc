@@ -414,6 +414,8 @@ void SimulatedDevice::RunOp(Op& op) {
       op.kind,       op.index, op.stream, op.name,
       op.start_tick, ++tick_,  op.start,  std::chrono::steady_clock::now(),
       status};
+  if (op.kind != OpKind::kKernel && !op.writes.empty())
+    record.bytes = op.writes[0].bytes;
   timeline_.push_back(std::move(record));
   ended_.insert(key);
 }

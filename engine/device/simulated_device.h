@@ -85,6 +85,7 @@ class SimulatedDevice : public Device {
     int64_t end_tick = 0;
     std::chrono::steady_clock::time_point start, end;
     absl::Status status;  // not OK: it faulted, or the device had already
+    size_t bytes = 0;     // a copy's
   };
 
   explicit SimulatedDevice(Options options);

@@ -126,14 +126,21 @@ def test_cuda_shared_memory_through_the_device_plugin(start_server, tmp_path):
     memory object (tests/simulated_plugin), which this test fills and reads
     with tritonclient's system shared memory utilities. Register, status,
     an input read from a CUDA region and an output written to one, bounds,
-    unregister; a system region may not take a CUDA region's name."""
+    unregister; a system region may not take a CUDA region's name. A CPU
+    instance reads and writes the regions through host memory; a GPU
+    instance (of the simulated device) copies device to device, so the
+    plugin's log of host copies stays empty for it (zero copy)."""
     import base64
     import os
     plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
     assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
     repo = tmp_path / "repo_cudashm"
     gm.write_model(repo, "m", gm.make_tiny_model(width=16), tiny_config("m", width=16))
-    srv = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin})
+    gm.write_model(repo, "m_gpu", gm.make_tiny_model(width=16),
+                   tiny_config("m_gpu", width=16).replace("KIND_CPU", "KIND_GPU"))
+    host_copies = tmp_path / "ipc_host_copies.log"
+    srv = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin,
+                                  "COALESCE_SIMULATED_IPC_LOG": str(host_copies)})
     client = srv.client()
     x = np.arange(32, dtype=np.float32).reshape(2, 16)
     key_in, key_out = f"/coalesce_cudashm_in_{os.getpid()}", f"/coalesce_cudashm_out_{os.getpid()}"
@@ -158,6 +165,16 @@ def test_cuda_shared_memory_through_the_device_plugin(start_server, tmp_path):
         assert list(result.get_response().raw_output_contents) == [b""]
         y = shm.get_contents_as_numpy(h_out, np.float32, list(x.shape))
         np.testing.assert_array_equal(y, x * 2 + 1)
+        assert host_copies.read_text().split("\n")[:2] == [f"read {x.nbytes}",
+                                                          f"write {x.nbytes}"]
+        host_copies.unlink()
+
+        shm.set_shared_memory_region(h_out, [np.zeros_like(x)])
+        result = client.infer("m_gpu", inputs, outputs=outputs, client_timeout=30)
+        assert list(result.get_response().raw_output_contents) == [b""]
+        y = shm.get_contents_as_numpy(h_out, np.float32, list(x.shape))
+        np.testing.assert_array_equal(y, x * 2 + 1)
+        assert not host_copies.exists(), host_copies.read_text()
 
         inputs[0].set_shared_memory("cuda_in", x.nbytes, offset=8)
         with pytest.raises(InferenceServerException, match="input 'x'.*outside CUDA shared"):

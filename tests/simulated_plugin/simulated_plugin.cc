@@ -21,6 +21,9 @@
 // system shared memory utilities create), mapped here. A test client
 // registers it as a CUDA region and reads and writes it as system shared
 // memory.
+//   COALESCE_SIMULATED_IPC_LOG=FILE  each copy between such a region and
+//                                    host memory (the path that is not zero
+//                                    copy) appends "read N" or "write N".
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -48,25 +51,38 @@ constexpr char kIpcPrefix[] = "coalesce-simulated-ipc:";
 
 class MappedSharedMemory : public SharedDeviceMemory {
  public:
-  MappedSharedMemory(char* base, size_t size) : base_(base), size_(size) {}
+  MappedSharedMemory(int ordinal, char* base, size_t size)
+      : ordinal_(ordinal), base_(base), size_(size) {}
   ~MappedSharedMemory() override { munmap(base_, size_); }
   size_t size() const override { return size_; }
+  int ordinal() const override { return ordinal_; }
+  // The simulated device's memory is the host's.
+  char* device_data() const override { return base_; }
   absl::Status Read(size_t offset, size_t bytes, void* host) override {
+    Log("read", bytes);
     std::memcpy(host, base_ + offset, bytes);
     return absl::OkStatus();
   }
   absl::Status Write(size_t offset, const void* host, size_t bytes) override {
+    Log("write", bytes);
     std::memcpy(base_ + offset, host, bytes);
     return absl::OkStatus();
   }
 
  private:
+  static void Log(const char* what, size_t bytes) {
+    const char* path = std::getenv("COALESCE_SIMULATED_IPC_LOG");
+    if (path != nullptr)
+      std::ofstream(path, std::ios::app) << what << " " << bytes << "\n";
+  }
+
+  const int ordinal_;
   char* const base_;
   const size_t size_;
 };
 
 absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> MapIpcHandle(
-    const std::string& handle, size_t byte_size) {
+    int ordinal, const std::string& handle, size_t byte_size) {
   const std::string prefix = kIpcPrefix;
   if (handle.rfind(prefix, 0) != 0) {
     return absl::InvalidArgumentError(
@@ -89,7 +105,7 @@ absl::StatusOr<std::unique_ptr<SharedDeviceMemory>> MapIpcHandle(
     return absl::InvalidArgumentError(
         "cannot map " + std::to_string(byte_size) + " bytes of '" + name + "'");
   }
-  return std::make_unique<MappedSharedMemory>(static_cast<char*>(base),
+  return std::make_unique<MappedSharedMemory>(ordinal, static_cast<char*>(base),
                                               byte_size);
 }
 
@@ -174,7 +190,7 @@ class SimulatedPlugin : public DevicePlugin {
       int ordinal, const std::string& handle, size_t byte_size) override {
     if (ordinal < 0 || ordinal >= DeviceCount())
       return absl::InvalidArgumentError("no simulated device of that ordinal");
-    return MapIpcHandle(handle, byte_size);
+    return MapIpcHandle(ordinal, handle, byte_size);
   }
 
   absl::StatusOr<std::unique_ptr<DeviceKernels>> CreateKernels(
