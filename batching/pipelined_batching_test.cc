@@ -221,7 +221,7 @@ TEST_F(PipelinedBatchingTest, DeviceMemoryRequestsBatchWithHostOnes) {
   ExpectEcho(*c, 10, 2);
   ExpectEcho(*e, 20, 1);
   ASSERT_EQ(d.record->outputs().size(), 1u);
-  const SinkRecord::Output& y = d.record->outputs()[0];
+  const SinkRecord::Output y = d.record->outputs()[0];  // a copy
   EXPECT_TRUE(y.on_device);
   EXPECT_EQ(y.shape, (Shape{3, kCols}));
   EXPECT_EQ(y.byte_size, 3 * kCols * sizeof(float));
