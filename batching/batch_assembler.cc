@@ -113,9 +113,13 @@ void BatchAssembler::RouteDeviceOutputs(std::vector<QueuedRequest>* requests,
   for (QueuedRequest& q : *requests) {
     const int64_t rows = batched_ ? q.layout.batch_size : 1;
     const auto& wanted = q.request->device_outputs;
+    q.outputs_on_device.clear();  // no allocation on the common path
+    if (wanted.empty()) {
+      row += q.layout.batch_size;
+      continue;
+    }
     q.outputs_on_device.assign(q.layout.output_order.size(), false);
-    for (size_t k = 0; k < q.layout.output_order.size() && !wanted.empty();
-         ++k) {
+    for (size_t k = 0; k < q.layout.output_order.size(); ++k) {
       const int o = q.layout.output_order[k];
       auto ref = wanted.find(outputs_[o].name);
       if (ref == wanted.end() || outputs_[o].dtype == DataType::kBytes ||
