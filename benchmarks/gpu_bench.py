@@ -439,11 +439,15 @@ def diff_cell(ref: list | None, outputs: list, tolerance: float) -> tuple[str, b
     return f"{d:.2e}" + ("" if d <= bound else f" (FAILED: above {bound:.1e})"), d <= bound
 
 
-def torch_pair(module, feeds: dict, repeat: int, warmup: int, fp16: bool) -> list:
-    """PyTorch eager and CUDA-graph ms (cells), or the failure in the cell."""
+def torch_pair(module, feeds: dict, repeat: int, warmup: int, fp16: bool,
+               bf16: bool = False) -> list:
+    """PyTorch eager and CUDA-graph ms (cells), or the failure in the cell;
+    fp16 / bf16: under autocast to that type."""
     try:
+        import torch
         args = list(feeds.values())
-        return [torch_time_ms(module, args, repeat, warmup, graph=g, fp16=fp16)
+        dtype = torch.bfloat16 if bf16 else None
+        return [torch_time_ms(module, args, repeat, warmup, graph=g, fp16=fp16, dtype=dtype)
                 for g in (False, True)]
     except Exception as e:  # noqa: BLE001 - reported in the table
         return [f"FAILED: {cell(str(e))}", ""]
@@ -492,6 +496,13 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         "| model | batch | Coalesce FP16 ms | unfused ms | PyTorch FP16 eager ms | ratio | "
         "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|"])
+    bf16_table = report.part([
+        "", "BF16: Coalesce with `gpu_precision: bf16` (bfloat16 operands and activations, "
+        "float32 accumulation and statistics) against PyTorch under "
+        "`torch.autocast(bfloat16)`, same runs. Ratio: PyTorch ms / Coalesce BF16 ms.", "",
+        "| model | batch | Coalesce BF16 ms | PyTorch BF16 eager ms | ratio | "
+        "PyTorch BF16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"])
     ok = True
     modules = {}  # case name -> (PyTorch twin or None, why none)
     # Batch by batch, every case at each: a run cut short by --deadline-s has
@@ -512,7 +523,7 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         feeds = case.feeds(batch)
         try:
             runs = {p: run_coalesce(bundle, case.path, feeds, work, repeat, warmup, p)
-                    for p in ("fp32", "tf32", "fp16")}
+                    for p in ("fp32", "tf32", "fp16", "bf16")}
             plain, _ = run_coalesce(bundle, case.path, feeds, work, repeat, warmup, "fp32",
                                     graphs=False)
             unfused, unfused_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
@@ -527,20 +538,27 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         fp16, fp16_out = runs["fp16"]
         row32 = [case.name, str(batch), f"{fp32:.3f}", f"{plain:.3f}",
                  f"{runs['tf32'][0]:.3f}"]
+        bf16, bf16_out = runs["bf16"]
         row16 = [case.name, str(batch), f"{fp16:.3f}", f"{unfused:.3f}"]
+        rowbf = [case.name, str(batch), f"{bf16:.3f}"]
         if module is not None:
             row32 += ratio_cells(torch_pair(module, feeds, repeat, warmup, False), fp32)
             row16 += ratio_cells(torch_pair(module, feeds, repeat, warmup, True), fp16)
+            rowbf += ratio_cells(torch_pair(module, feeds, repeat, warmup, False, bf16=True),
+                                 bf16)
         else:
             row32 += [why, "", "", ""]
             row16 += [why, "", "", ""]
+            rowbf += [why, "", "", ""]
         text32, ok32 = diff_cell(ref, fp32_out, 1e-3)
         text16, ok16 = diff_cell(ref, fp16_out, 2e-2)
         text_unfused, ok_unfused = diff_cell(ref, unfused_out, 2e-2)
         text16 = f"{text16}; unfused {text_unfused}"
-        ok = ok and ok32 and ok16 and ok_unfused
+        textbf, okbf = diff_cell(ref, bf16_out, 1e-1)
+        ok = ok and ok32 and ok16 and ok_unfused and okbf
         report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
         report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
+        report.add(bf16_table, "| " + " | ".join(rowbf + [textbf]) + " |")
     return ok
 
 

@@ -87,12 +87,14 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
   if (precision == "tf32") {
     options.kernels.precision = DevicePrecision::kTf32;
   } else if (precision == "fp16") {
-    options.program.fp16 = true;
+    options.program.activations = DeviceFloat::kHalf;
+  } else if (precision == "bf16") {
+    options.program.activations = DeviceFloat::kBFloat16;
   } else if (precision != "fp32") {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", config.name(),
                      "': parameter 'gpu_precision' must be "
-                     "\"fp32\", \"tf32\" or \"fp16\", got \"",
+                     "\"fp32\", \"tf32\", \"fp16\" or \"bf16\", got \"",
                      precision, "\""));
   }
   return options;
@@ -100,7 +102,8 @@ absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(
 
 absl::StatusOr<bool> GpuChannelsLastFromConfig(
     const inference::ModelConfig& config) {
-  const bool fp16 = StringParameter(config, kGpuPrecision, "fp32") == "fp16";
+  const std::string precision = StringParameter(config, kGpuPrecision, "fp32");
+  const bool fp16 = precision == "fp16" || precision == "bf16";
   const std::string layout =
       StringParameter(config, kGpuLayout, fp16 ? "nhwc" : "nchw");
   if (layout != "nhwc" && layout != "nchw") {

@@ -86,12 +86,17 @@ TEST(ExecutorOptionsFromConfigTest, GpuParameters) {
       name: "m" parameters { key: "gpu_precision" value { string_value: "fp32" } })"));
   ASSERT_TRUE(fp32.ok());
   EXPECT_EQ(fp32->kernels.precision, DevicePrecision::kFp32);
-  EXPECT_FALSE(fp32->program.fp16);
+  EXPECT_EQ(fp32->program.activations, DeviceFloat::kFloat);
   auto fp16 = GpuInstanceOptionsFromConfig(Parse(R"(
       name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
   ASSERT_TRUE(fp16.ok()) << fp16.status();
-  EXPECT_TRUE(fp16->program.fp16);
+  EXPECT_EQ(fp16->program.activations, DeviceFloat::kHalf);
   EXPECT_EQ(fp16->kernels.precision, DevicePrecision::kFp32);
+  auto bf16 = GpuInstanceOptionsFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "bf16" } })"));
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->program.activations, DeviceFloat::kBFloat16);
+  EXPECT_EQ(bf16->kernels.precision, DevicePrecision::kFp32);
 }
 
 TEST(ExecutorOptionsFromConfigTest, BadGpuParametersAreRefusedByName) {
@@ -115,6 +120,10 @@ TEST(ExecutorOptionsFromConfigTest, GpuLayoutDefaultsToNhwcWithFp16) {
       name: "m" parameters { key: "gpu_precision" value { string_value: "fp16" } })"));
   ASSERT_TRUE(fp16.ok());
   EXPECT_TRUE(*fp16);
+  auto bf16 = GpuChannelsLastFromConfig(Parse(R"(
+      name: "m" parameters { key: "gpu_precision" value { string_value: "bf16" } })"));
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_TRUE(*bf16);
   auto nchw = GpuChannelsLastFromConfig(Parse(R"(
       name: "m"
       parameters { key: "gpu_precision" value { string_value: "fp16" } }

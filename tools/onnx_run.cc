@@ -13,7 +13,7 @@
 //                     [--timing-json FILE] [--graph-optimizations on|off]
 //                     [--channels-last on|off] [--residual-fusion on|off]
 //                     [--device cpu|gpu|simulated] [--plugin PATH]
-//                     [--gpu-precision fp32|tf32|fp16] [--gpu-layout
+//                     [--gpu-precision fp32|tf32|fp16|bf16] [--gpu-layout
 //                     auto|nchw|nhwc]
 //                     [--device-graphs on|off] [--fused-attention on|off]
 //
@@ -73,8 +73,9 @@ struct Flags {
   bool residual_fusion = true;      // Conv + Add into one FusedConv
   std::string device = "cpu";  // cpu, gpu (GPU 0 through the plugin), simulated
   std::string plugin = DefaultCudaPluginPath();
-  bool tf32 = false;                // --gpu-precision tf32
-  bool fp16 = false;                // --gpu-precision fp16
+  bool tf32 = false;  // --gpu-precision tf32
+  // --gpu-precision fp16 or bf16: activations in 16 bits.
+  DeviceFloat activations = DeviceFloat::kFloat;
   bool device_graphs = true;        // --device-graphs on (GPU and simulated)
   bool fused_attention = true;      // --fused-attention on (GPU and simulated)
   std::string gpu_layout = "auto";  // --gpu-layout
@@ -157,15 +158,17 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
        "--gpu-precision",
        [&flags](const std::string& v) {
          flags.tf32 = v == "tf32";
-         flags.fp16 = v == "fp16";
+         flags.activations = v == "fp16"   ? DeviceFloat::kHalf
+                             : v == "bf16" ? DeviceFloat::kBFloat16
+                                           : DeviceFloat::kFloat;
        },
        "Precision of GEMMs and convolutions on the device.")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}).description(""))
-      ->type_name("fp32|tf32|fp16")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}).description(""))
+      ->type_name("fp32|tf32|fp16|bf16")
       ->default_str("fp32");
   a.add_option("--gpu-layout", flags.gpu_layout,
                "Layout of convolutions on the device (gpu, simulated); "
-               "auto: nhwc with fp16, else nchw.")
+               "auto: nhwc with fp16 or bf16, else nchw.")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}).description(""))
       ->type_name("auto|nchw|nhwc")
       ->default_str("auto");
@@ -418,7 +421,8 @@ absl::Status PrintDevicePlan(const Flags& flags,
   for (const HostTensor& t : inputs) shapes.push_back(t.shape);
   auto plan = MakeNeutralPlanner(model)(shapes);
   if (!plan.ok()) return plan.status();
-  auto summary = DescribeDevicePlan(**plan, flags.fp16, flags.fused_attention);
+  auto summary =
+      DescribeDevicePlan(**plan, flags.activations, flags.fused_attention);
   if (!summary.ok()) return summary.status();
   std::printf("%s", DevicePlanTable(*summary).c_str());
   return absl::OkStatus();
@@ -437,7 +441,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateGpuExecutor(
   options.pipeline.num_slots = 1;
   if (flags.tf32) options.kernels.precision = DevicePrecision::kTf32;
   options.program.device_graphs = flags.device_graphs;
-  options.program.fp16 = flags.fp16;
+  options.program.activations = flags.activations;
   options.program.fuse_attention = flags.fused_attention;
   auto instance = CreateGpuInstance(**plugin, gpu.ordinal, model, options);
   if (!instance.ok()) return instance.status();
@@ -454,7 +458,7 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
       device, CreateSimulatedKernels(device.get()),
       {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
       GraphProgramOptions{.device_graphs = flags.device_graphs,
-                          .fp16 = flags.fp16,
+                          .activations = flags.activations,
                           .fuse_attention = flags.fused_attention});
   if (!program.ok()) return program.status();
   auto executor = CreatePipelinedExecutor(device, *std::move(program),
@@ -465,7 +469,8 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
 
 absl::Status Run(const Flags& flags) {
   const bool device_nhwc =
-      flags.gpu_layout == "nhwc" || (flags.gpu_layout == "auto" && flags.fp16);
+      flags.gpu_layout == "nhwc" ||
+      (flags.gpu_layout == "auto" && flags.activations != DeviceFloat::kFloat);
   ModelOptions model_options = flags.device == "cpu"
                                    ? ModelOptions{}
                                    : ModelOptions::ForDevice(device_nhwc);

@@ -32,4 +32,28 @@ std::string ConvShapeKey::ToString() const {
                       " d", dilation_h, "x", dilation_w, " g", groups);
 }
 
+cudnnDataType_t CudnnDataType(DeviceFloat type) {
+  switch (type) {
+    case DeviceFloat::kHalf:
+      return CUDNN_DATA_HALF;
+    case DeviceFloat::kBFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    case DeviceFloat::kFloat:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+const char* TuningTypeName(DeviceFloat type) {
+  switch (type) {
+    case DeviceFloat::kHalf:
+      return "f16";
+    case DeviceFloat::kBFloat16:
+      return "bf16";
+    case DeviceFloat::kFloat:
+      break;
+  }
+  return "f32";
+}
+
 }  // namespace coalesce

@@ -3,9 +3,11 @@
 // that is not a type, layout or epilogue: CudaConv's ConvKey (cuda_conv.h)
 // and CudnnGraphConv's GraphConvKey (cudnn_graph_conv.h) each hold one, and
 // their tuning keys (engine/device/tuning_cache.h) write it as ToString
-// does. A plain value.
+// does. A plain value. Also what both keys say of a tensor's element type.
 #ifndef COALESCE_ENGINE_CUDA_CONV_SHAPE_KEY_H_
 #define COALESCE_ENGINE_CUDA_CONV_SHAPE_KEY_H_
+
+#include <cudnn.h>
 
 #include <cstdint>
 #include <string>
@@ -34,6 +36,13 @@ struct ConvShapeKey {
   // k<h>x<w> out<h>x<w> s<h>x<w> p<top>x<left> d<h>x<w> g<groups>".
   std::string ToString() const;
 };
+
+// cuDNN's data type for a convolution tensor stored as `type`.
+cudnnDataType_t CudnnDataType(DeviceFloat type);
+
+// `type` as tuning keys write it: "f32", "f16" (as before bfloat16 was
+// added, so recorded choices stay valid) or "bf16".
+const char* TuningTypeName(DeviceFloat type);
 
 }  // namespace coalesce
 

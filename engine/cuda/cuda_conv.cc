@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "engine/cuda/cuda_float_args.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cudnn_backend.h"
 #include "engine/device/kernel_args.h"
@@ -25,8 +24,8 @@ namespace kc = kernels::cuda;
 // the residual convolutions of ResNet, NCHW (the layout it has been
 // written for). The rest runs as the convolution, then the epilogue kernel.
 int FusedActivationOf(const ConvArgs& a) {
-  if (a.z.data == nullptr || a.z.is_half() || a.bias == nullptr ||
-      a.x.is_half() || a.y.is_half() || a.channels_last)
+  if (a.z.data == nullptr || a.z.is_16bit() || a.bias == nullptr ||
+      a.x.is_16bit() || a.y.is_16bit() || a.channels_last)
     return -1;
   switch (a.activation.kind) {
     case DeviceActivation::kIdentity:
@@ -40,7 +39,7 @@ int FusedActivationOf(const ConvArgs& a) {
 
 ConvKey KeyOf(const ConvArgs& a, bool tf32) {
   return {.shape = ConvShapeKey::Of(a),
-          .half = a.x.is_half(),
+          .type = a.x.type,
           .channels_last = a.channels_last,
           .fused = FusedActivationOf(a),
           .tf32 = tf32};
@@ -60,7 +59,7 @@ const char* FusedName(int fused) {
 // The tuning key after the device identity: every field of the ConvKey,
 // readable.
 std::string TuningKeyOf(const ConvKey& k) {
-  return absl::StrCat("cudnn-conv/1 x=", k.half ? "f16 " : "f32 ",
+  return absl::StrCat("cudnn-conv/1 x=", TuningTypeName(k.type), " ",
                       k.shape.ToString(), k.channels_last ? " nhwc" : " nchw",
                       " fused=", FusedName(k.fused), " tf32=", k.tf32 ? 1 : 0);
 }
@@ -72,10 +71,10 @@ const char* LayoutName(bool channels_last) {
 }
 
 // Where cuDNN writes the bare convolution: y when it has x's storage, else
-// (a float16 convolution, a float32 y) y_scratch.
+// (a 16-bit convolution, a float32 y) y_scratch, of x's type.
 kc::FloatTarget ConvResultOf(const ConvArgs& a) {
-  if (a.x.is_half() && !a.y.is_half())
-    return {a.y_scratch, kc::FloatStorage::kHalf};
+  if (a.x.is_16bit() && !a.y.is_16bit())
+    return {a.y_scratch, ToKernel(a.x.type)};
   return ToKernel(a.y);
 }
 
@@ -147,15 +146,13 @@ const ConvAlgo* FindChoice(const std::vector<ConvAlgo>& candidates,
   return nullptr;
 }
 
-cudnnDataType_t DataTypeOf(const ConvKey& k) {
-  return k.half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-}
+cudnnDataType_t DataTypeOf(const ConvKey& k) { return CudnnDataType(k.type); }
 
 // The convolution descriptor's math type, which the heuristics rate
 // algorithms for: FMA for exact FP32, TF32 allowed, or tensor cores for
 // float16.
 cudnnMathType_t MathTypeOf(const ConvKey& k) {
-  if (k.half) return CUDNN_TENSOR_OP_MATH;
+  if (k.half()) return CUDNN_TENSOR_OP_MATH;
   return k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
@@ -349,7 +346,7 @@ absl::StatusOr<std::vector<ConvAlgo>> PreparedConv::Candidates(
   }
   if (candidates.empty()) {
     return absl::InternalError(
-        absl::StrCat("cuDNN has no ", k.half ? "float16 " : "float32 ",
+        absl::StrCat("cuDNN has no ", DeviceFloatName(k.type), " ",
                      LayoutName(k.channels_last),
                      " algorithm for this convolution within the workspace"));
   }
@@ -483,15 +480,19 @@ absl::StatusOr<std::unique_ptr<CudaConv>> CudaConv::Create(
 absl::Status CheckConvOperands(const ConvArgs& a) {
   if (a.x.type != a.w.type) {
     return absl::InvalidArgumentError(
-        "convolution: x and w must both be float32 or both float16");
+        "convolution: x and w must both be float32 or of one 16-bit type");
   }
-  if (!a.x.is_half() && a.y.is_half()) {
+  if (!a.x.is_16bit() && a.y.is_16bit()) {
     return absl::InvalidArgumentError(
         "convolution: a float32 convolution writes a float32 y");
   }
-  if (a.x.is_half() && !a.y.is_half() && a.y_scratch == nullptr) {
+  if (a.y.is_16bit() && a.y.type != a.x.type) {
     return absl::InvalidArgumentError(
-        "convolution: a float16 convolution with a float32 y needs "
+        "convolution: a 16-bit y must have x's type");
+  }
+  if (a.x.is_16bit() && !a.y.is_16bit() && a.y_scratch == nullptr) {
+    return absl::InvalidArgumentError(
+        "convolution: a 16-bit convolution with a float32 y needs "
         "y_scratch");
   }
   if (a.z.data != nullptr && a.z.data == a.y.data) {

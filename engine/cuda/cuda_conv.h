@@ -65,7 +65,7 @@ namespace coalesce {
 // Everything that decides a convolution's descriptors and algorithm.
 struct ConvKey {
   ConvShapeKey shape;
-  bool half;           // float16 x and w, and so the convolution's result
+  DeviceFloat type;    // x's and w's, and so the convolution's result
   bool channels_last;  // NHWC x and y, KRSC w
   // cudnnConvolutionBiasActivationForward's activation, or -1 where the
   // convolution runs alone (see cuda_conv.cc). y's and z's storage matter
@@ -73,7 +73,8 @@ struct ConvKey {
   // x's type, into y or y_scratch, and the epilogue kernel reads any.
   int fused;
   bool tf32;  // float32 data may use TF32 tensor cores (CudaConv's option)
-  auto Tie() const { return std::tie(shape, half, channels_last, fused, tf32); }
+  bool half() const { return type != DeviceFloat::kFloat; }
+  auto Tie() const { return std::tie(shape, type, channels_last, fused, tf32); }
   bool operator<(const ConvKey& o) const { return Tie() < o.Tie(); }
 };
 

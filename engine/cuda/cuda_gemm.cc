@@ -13,9 +13,9 @@ namespace {
 // The epilogue cuBLASLt applies for `act` with or without a bias; `fused`
 // is false when the activation must run as its own kernel afterwards.
 // cuBLASLt's GELU is the tanh form; it stands for the erf form (what
-// exporters write) only into a float16 result (`half_c`): the two differ
+// exporters write) only into a 16-bit result (`half_c`): the two differ
 // by at most 4.8e-4 (at x = 2.70, y = 2.69), under half a float16 step
-// there (9.8e-4), and less elsewhere.
+// there (9.8e-4; a bfloat16 step is 8x coarser), and less elsewhere.
 cublasLtEpilogue_t EpilogueOf(DeviceActivation act, bool bias, bool half_c,
                               bool* fused) {
   *fused = true;
@@ -33,6 +33,18 @@ cublasLtEpilogue_t EpilogueOf(DeviceActivation act, bool bias, bool half_c,
       *fused = false;
       return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   }
+}
+
+cudaDataType_t CudaType(DeviceFloat type) {
+  switch (type) {
+    case DeviceFloat::kHalf:
+      return CUDA_R_16F;
+    case DeviceFloat::kBFloat16:
+      return CUDA_R_16BF;
+    case DeviceFloat::kFloat:
+      break;
+  }
+  return CUDA_R_32F;
 }
 
 // The largest power of two up to 256 dividing every address in `ptrs`
@@ -66,11 +78,11 @@ GemmKey KeyOf(const GemmArgs& args, bool* fused) {
       args.trans_a,
       args.trans_b,
       EpilogueOf(args.activation.kind, args.bias.data != nullptr,
-                 args.c.is_half(), fused),
+                 args.c.is_16bit(), fused),
       Alignment({a, b, args.c.data, args.z.data},
                 {args.stride_a * h, args.stride_b * h, args.stride_c * c}),
-      half,
-      args.c.is_half()};
+      half ? args.half_type : DeviceFloat::kFloat,
+      args.c.type};
 }
 
 }  // namespace
@@ -81,15 +93,18 @@ absl::Status CheckGemmOperands(const GemmArgs& args) {
     return absl::InvalidArgumentError(
         "Gemm: a_half and b_half must be set together");
   }
-  if (args.c.is_half() && !half) {
+  if (half && args.half_type == DeviceFloat::kFloat) {
+    return absl::InvalidArgumentError("Gemm: half_type is not 16-bit");
+  }
+  if (args.c.is_16bit() && (!half || args.c.type != args.half_type)) {
     return absl::InvalidArgumentError(
-        "Gemm: a float16 c needs float16 operands (a_half, b_half)");
+        absl::StrCat("Gemm: a ", DeviceFloatName(args.c.type),
+                     " c needs operands of its type (a_half, b_half)"));
   }
   if (args.bias.data != nullptr && args.bias.type != args.c.type) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Gemm: the bias is ", args.bias.is_half() ? "float16" : "float32",
-        ", c is ", args.c.is_half() ? "float16" : "float32",
-        "; the bias must have c's type"));
+        "Gemm: the bias is ", DeviceFloatName(args.bias.type), ", c is ",
+        DeviceFloatName(args.c.type), "; the bias must have c's type"));
   }
   if (args.z.data != nullptr && args.z.type != args.c.type) {
     return absl::InvalidArgumentError(
@@ -138,7 +153,8 @@ absl::Status PreparedGemm::Init(cublasLtHandle_t handle, const GemmKey& key,
 }
 
 absl::Status PreparedGemm::InitDesc(const GemmKey& key, bool tf32) {
-  // float16 A and B with float32 or float16 C and D, accumulating in
+  // float16 (bfloat16) A and B with float32 or float16 (bfloat16) C and D,
+  // accumulating in
   // float32 with float32 alpha and beta (scale type CUDA_R_32F), are
   // combinations cublasLtMatmul supports for CUBLAS_COMPUTE_32F (NVIDIA's
   // LtHSHgemmStridedBatchSimple sample runs the float16 C one). The bias
@@ -149,10 +165,10 @@ absl::Status PreparedGemm::InitDesc(const GemmKey& key, bool tf32) {
   // (CheckGemmOperands).
   absl::Status s = CublasStatus(
       lt_,
-      lt_.MatmulDescCreate(
-          desc_.receive(),
-          tf32 && !key.half ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-          CUDA_R_32F),
+      lt_.MatmulDescCreate(desc_.receive(),
+                           tf32 && !key.half() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                               : CUBLAS_COMPUTE_32F,
+                           CUDA_R_32F),
       "cublasLtMatmulDescCreate");
   if (!s.ok()) return s;
   const cublasOperation_t op_x = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -174,7 +190,7 @@ absl::Status PreparedGemm::InitDesc(const GemmKey& key, bool tf32) {
 }
 
 absl::Status PreparedGemm::InitLayouts(const GemmKey& key) {
-  const cudaDataType_t in = key.half ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t in = CudaType(key.ab_type);
   // x: op(x) is n x k; stored (column-major) n x k, or k x n when transposed.
   absl::Status s =
       key.trans_b
@@ -188,7 +204,7 @@ absl::Status PreparedGemm::InitLayouts(const GemmKey& key) {
   if (!s.ok()) return s;
   // C and D: one layout (C is D's memory with beta 0, or the residual z,
   // laid out as D, with beta 1).
-  const cudaDataType_t out = key.half_c ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t out = CudaType(key.c_type);
   return Layout(d_, out, key.n, key.m, key.n, key.batch, key.stride_c);
 }
 
@@ -251,8 +267,8 @@ absl::Status PreparedGemm::ChooseAlgo(cublasLtHandle_t handle,
   if (found == 0) {
     return absl::InternalError(absl::StrCat(
         "cuBLASLt has no algorithm for a ", key.m, "x", key.k, " by ", key.k,
-        "x", key.n, key.half ? " float16" : " float32", " GEMM into float",
-        key.half_c ? "16" : "32", " (batch ", key.batch, ")"));
+        "x", key.n, " ", DeviceFloatName(key.ab_type), " GEMM into ",
+        DeviceFloatName(key.c_type), " (batch ", key.batch, ")"));
   }
   algo_ = result.algo;
   return absl::OkStatus();

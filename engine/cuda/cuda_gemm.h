@@ -38,19 +38,20 @@ struct GemmKey {
   int64_t m, n, k, batch, stride_a, stride_b, stride_c;
   bool trans_a, trans_b;
   cublasLtEpilogue_t epilogue;
-  uint32_t alignment;  // bytes, of every matrix (see cuda_gemm.cc)
-  bool half;           // float16 A and B (GemmArgs::a_half)
-  bool half_c;         // float16 C and D, and bias (GemmArgs::c)
+  uint32_t alignment;   // bytes, of every matrix (see cuda_gemm.cc)
+  DeviceFloat ab_type;  // A and B: float32, or GemmArgs::half_type
+  DeviceFloat c_type;   // C and D, and bias (GemmArgs::c)
+  bool half() const { return ab_type != DeviceFloat::kFloat; }
   auto Tie() const {
     return std::tie(m, n, k, batch, stride_a, stride_b, stride_c, trans_a,
-                    trans_b, epilogue, alignment, half, half_c);
+                    trans_b, epilogue, alignment, ab_type, c_type);
   }
   bool operator<(const GemmKey& o) const { return Tie() < o.Tie(); }
 };
 
 // InvalidArgument unless args' operand types are ones GemmArgs allows:
-// a_half and b_half both set or both null; c float32, or float16 only with
-// float16 A and B; a bias of c's type.
+// a_half and b_half both set or both null, of a 16-bit half_type; c
+// float32, or 16-bit only of the operands' type; a bias of c's type.
 absl::Status CheckGemmOperands(const GemmArgs& args);
 
 class PreparedGemm;

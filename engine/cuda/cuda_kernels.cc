@@ -1,6 +1,7 @@
 // CudaKernels' construction, GEMM and convolution dispatch, and the
 // elementwise and normalization primitives (cuda_kernels_impl.h), whose
-// floating operands are float32 or float16 (cuda_float_args.h).
+// floating operands are float32, float16 or bfloat16
+// (engine/device/kernel_args.h).
 #include "engine/cuda/cuda_kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -11,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cublaslt_library.h"
-#include "engine/cuda/cuda_float_args.h"
 #include "engine/cuda/cuda_kernels_impl.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/device/kernel_args.h"
@@ -102,7 +102,7 @@ absl::Status CudaKernels::Conv2D(DeviceStream& stream, const ConvArgs& args) {
   if (absl::Status s = CheckConvOperands(args); !s.ok()) return s;
   if (absl::Status s = Current(); !s.ok()) return s;
   // Float16: the fused graph, unless it answers Unimplemented.
-  if (CudnnGraphConv* graph = args.x.is_half() ? GraphConv() : nullptr) {
+  if (CudnnGraphConv* graph = args.x.is_16bit() ? GraphConv() : nullptr) {
     absl::Status s = graph->Run(CudaStreamOf(stream), args, workspace_.get(),
                                 kWorkspaceBytes);
     if (!absl::IsUnimplemented(s)) return s;
@@ -217,16 +217,22 @@ absl::Status CudaKernels::LayerNorm(DeviceStream& stream,
 }
 
 absl::Status CudaKernels::ToHalf(DeviceStream& stream, const float* x, Half* y,
-                                 int64_t count) {
+                                 int64_t count, DeviceFloat type) {
   return Enqueue(
-      [&] { return kc::LaunchToHalf(x, y, count, CudaStreamOf(stream)); },
-      "float16 conversion kernel");
+      [&] {
+        return kc::LaunchToHalf(x, y, count, ToKernel(type),
+                                CudaStreamOf(stream));
+      },
+      "16-bit conversion kernel");
 }
 
 absl::Status CudaKernels::FromHalf(DeviceStream& stream, const Half* x,
-                                   float* y, int64_t count) {
+                                   float* y, int64_t count, DeviceFloat type) {
   return Enqueue(
-      [&] { return kc::LaunchFromHalf(x, y, count, CudaStreamOf(stream)); },
+      [&] {
+        return kc::LaunchFromHalf(x, y, count, ToKernel(type),
+                                  CudaStreamOf(stream));
+      },
       "float32 conversion kernel");
 }
 

@@ -3,7 +3,7 @@
 //   cuda_kernels.cc           construction, GEMM and convolution dispatch,
 //                             the elementwise and normalization kernels
 //                             (float32 or float16 operands, FloatIn and
-//                             FloatOut: cuda_float_args.h);
+//                             FloatOut: engine/device/kernel_args.h);
 //   cuda_kernels_typed.cc     typed elementwise, Where, Cast, Quantize,
 //                             CumSum, ArgMax;
 //   cuda_kernels_movement.cc  Transpose, Broadcast, StridedCopy, Pad,
@@ -78,9 +78,9 @@ class CudaKernels : public DeviceKernels {
                          const LayerNormArgs& args) override;
   absl::Status Gather(DeviceStream& stream, const GatherArgs& args) override;
   absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
-                      int64_t count) override;
+                      int64_t count, DeviceFloat type) override;
   absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
-                        int64_t count) override;
+                        int64_t count, DeviceFloat type) override;
   absl::Status Typed(DeviceStream& stream, const TypedArgs& args) override;
   absl::Status Where(DeviceStream& stream, const WhereArgs& args) override;
   absl::Status Cast(DeviceStream& stream, const CastArgs& args) override;

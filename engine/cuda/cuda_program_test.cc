@@ -103,7 +103,7 @@ TEST_P(GpuCaseTest, MatchesCpuWithFp16) {
   auto model = ::coalesce::testing::LoadCase(c);
   ASSERT_TRUE(model.ok()) << model.status();
   GpuInstanceOptions options;
-  options.program.fp16 = true;
+  options.program.activations = DeviceFloat::kHalf;
   auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
   ASSERT_TRUE(instance.ok()) << instance.status();
   EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
@@ -121,7 +121,7 @@ TEST_P(GpuCaseTest, MatchesCpuWithFp16Nhwc) {
   auto model = ::coalesce::testing::LoadCase(c, /*channels_last=*/true);
   ASSERT_TRUE(model.ok()) << model.status();
   GpuInstanceOptions options;
-  options.program.fp16 = true;
+  options.program.activations = DeviceFloat::kHalf;
   for (int slots : {1, 2}) {
     options.pipeline.num_slots = slots;
     auto instance =
@@ -131,6 +131,28 @@ TEST_P(GpuCaseTest, MatchesCpuWithFp16Nhwc) {
         << slots << " slot(s)";
     EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
   }
+}
+
+// BF16 as the server runs it (gpu_precision "bf16"): NHWC, bfloat16
+// operands and activations (7 mantissa bits: 8x float16's steps), bfloat16
+// tensor cores in GEMMs, cuDNN and the attention kernel. The simulated
+// device's test (DeviceCaseTest.MatchesCpuInBf16Nhwc) uses this tolerance
+// and says how it was chosen.
+constexpr float kBf16Tolerance = 1e-1f;
+
+TEST_P(GpuCaseTest, MatchesCpuWithBf16Nhwc) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  DeviceTestCase c = GetParam();
+  c.tolerance = std::max(c.tolerance, kBf16Tolerance);
+  auto model = ::coalesce::testing::LoadCase(c, /*channels_last=*/true);
+  ASSERT_TRUE(model.ok()) << model.status();
+  GpuInstanceOptions options;
+  options.program.activations = DeviceFloat::kBFloat16;
+  auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
+  EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
 }
 
 INSTANTIATE_TEST_SUITE_P(

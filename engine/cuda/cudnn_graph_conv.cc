@@ -109,18 +109,11 @@ bool HasParameters(DeviceActivation kind) {
          kind == DeviceActivation::kClip;
 }
 
-cudnnDataType_t DataTypeOf(DeviceFloat type) {
-  return type == DeviceFloat::kHalf ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-}
-
-const char* TypeName(DeviceFloat type) {
-  return type == DeviceFloat::kHalf ? "f16" : "f32";
-}
-
 GraphConvKey KeyOf(const ConvArgs& a) {
   GraphConvKey k;
   k.shape = ConvShapeKey::Of(a);
   k.channels_last = a.channels_last;
+  k.x_type = a.x.type;
   k.y_type = a.y.type;
   k.has_bias = a.bias != nullptr;
   k.has_z = a.z.data != nullptr;
@@ -135,11 +128,12 @@ GraphConvKey KeyOf(const ConvArgs& a) {
 // The tuning key after the device identity: every field of the
 // GraphConvKey, readable.
 std::string ShapeKeyOf(const GraphConvKey& k) {
-  std::string key = absl::StrCat(
-      "cudnn-graph-conv/1 x=f16 ", k.shape.ToString(),
-      k.channels_last ? " nhwc" : " nchw", " y=", TypeName(k.y_type));
+  std::string key =
+      absl::StrCat("cudnn-graph-conv/1 x=", TuningTypeName(k.x_type), " ",
+                   k.shape.ToString(), k.channels_last ? " nhwc" : " nchw",
+                   " y=", TuningTypeName(k.y_type));
   if (k.has_bias) absl::StrAppend(&key, " bias=f32");
-  if (k.has_z) absl::StrAppend(&key, " z=", TypeName(k.z_type));
+  if (k.has_z) absl::StrAppend(&key, " z=", TuningTypeName(k.z_type));
   absl::StrAppend(&key, " act=", FindActivation(k.activation)->name);
   if (HasParameters(k.activation)) {
     absl::StrAppend(&key, "(", k.alpha, ",", k.beta, ")");
@@ -158,9 +152,13 @@ absl::Status CheckSupported(const ConvArgs& a) {
     return absl::InvalidArgumentError(absl::StrCat(
         "convolution groups ", a.groups, " do not divide ", a.c, " and ", a.m));
   }
-  if (!a.x.is_half() || !a.w.is_half()) {
+  if (!a.x.is_16bit() || a.w.type != a.x.type) {
     return absl::UnimplementedError(
         "cuDNN graph convolution: float32 x or w (legacy path)");
+  }
+  if (a.y.is_16bit() && a.y.type != a.x.type) {
+    return absl::InvalidArgumentError(
+        "convolution: a 16-bit y must have x's type");
   }
   std::optional<PointwiseSpec> act;
   if (!MapActivation(a.activation.kind, a.activation.alpha, a.activation.beta,
@@ -254,10 +252,11 @@ absl::StatusOr<cudnnBackendDescriptor_t> GraphBuilder::Keep(
 // x has c channels and w c / groups.
 absl::StatusOr<cudnnBackendDescriptor_t> GraphBuilder::Convolution(
     cudnnBackendDescriptor_t y) {
-  auto x = Tensor(kUidX, CUDNN_DATA_HALF, {g_.n, g_.c, g_.in_h, g_.in_w},
-                  /*is_virtual=*/false);
+  auto x =
+      Tensor(kUidX, CudnnDataType(k_.x_type), {g_.n, g_.c, g_.in_h, g_.in_w},
+             /*is_virtual=*/false);
   if (!x.ok()) return x.status();
-  auto w = Tensor(kUidW, CUDNN_DATA_HALF,
+  auto w = Tensor(kUidW, CudnnDataType(k_.x_type),
                   {g_.m, g_.c / g_.groups, g_.kernel_h, g_.kernel_w},
                   /*is_virtual=*/false);
   if (!w.ok()) return w.status();
@@ -301,7 +300,7 @@ absl::StatusOr<std::vector<GraphBuilder::Stage>> GraphBuilder::Stages() {
     stages.push_back({add, *bias});
   }
   if (k_.has_z) {
-    auto z = LikeY(kUidZ, DataTypeOf(k_.z_type), /*is_virtual=*/false);
+    auto z = LikeY(kUidZ, CudnnDataType(k_.z_type), /*is_virtual=*/false);
     if (!z.ok()) return z.status();
     stages.push_back({add, *z});
   }
@@ -316,7 +315,7 @@ absl::StatusOr<std::vector<GraphBuilder::Stage>> GraphBuilder::Stages() {
 absl::StatusOr<BackendDesc> GraphBuilder::Build(cudnnHandle_t handle) {
   auto stages = Stages();
   if (!stages.ok()) return stages.status();
-  auto y = LikeY(kUidY, DataTypeOf(k_.y_type), /*is_virtual=*/false);
+  auto y = LikeY(kUidY, CudnnDataType(k_.y_type), /*is_virtual=*/false);
   if (!y.ok()) return y.status();
   auto out = stages->empty() ? y : LikeY(kUidConvOut, CUDNN_DATA_FLOAT, true);
   if (!out.ok()) return out.status();

@@ -1,10 +1,11 @@
-// CudnnGraphConv: a float16 convolution and its whole epilogue,
+// CudnnGraphConv: a 16-bit convolution and its whole epilogue,
 // y = act(conv(x, w) + bias + z) (ConvArgs, engine/device/device_kernels.h),
 // as ONE cuDNN operation graph on the backend API (cudnn_backend.h), so the
 // epilogue runs inside the convolution's kernel instead of as kernels of its
 // own. docs/device-pipeline.md ("Fused convolutions") says why and how.
 //
-// Supported: x and w float16, y (and z) float16 or float32, bias float32,
+// Supported: x and w float16 or bfloat16, y (and z) of x's type or
+// float32, bias float32,
 // NCHW or channels_last (NHWC, w KRSC), any groups, and the activations
 // identity, Relu, LeakyRelu, Clip, Sigmoid, Tanh, GeluErf, GeluTanh and
 // Silu. Anything else, a pointer not 16-byte aligned, or a graph no cuDNN
@@ -57,14 +58,15 @@ namespace coalesce {
 struct GraphConvKey {
   ConvShapeKey shape;
   bool channels_last;
+  DeviceFloat x_type;  // x's and w's: float16 or bfloat16
   DeviceFloat y_type;
   bool has_bias, has_z;
   DeviceFloat z_type;
   DeviceActivation activation;
   float alpha, beta;  // the activation's parameters, where it has them
   auto Tie() const {
-    return std::tie(shape, channels_last, y_type, has_bias, has_z, z_type,
-                    activation, alpha, beta);
+    return std::tie(shape, channels_last, x_type, y_type, has_bias, has_z,
+                    z_type, activation, alpha, beta);
   }
   bool operator<(const GraphConvKey& o) const { return Tie() < o.Tie(); }
 };

@@ -13,7 +13,8 @@ namespace {
 constexpr size_t kStagingBytes = size_t{8} << 20;
 
 // The bytes of `constant` in its converted form: reordered to KRSC when it
-// has OIHW dims, then float32 or float16 (rounded as the device rounds).
+// has OIHW dims, then float32, float16 or bfloat16 (rounded as the device
+// rounds).
 std::vector<char> ConvertConstant(
     const LoweredNode::ConvertedConstant& constant) {
   const int64_t count = constant.count;
@@ -34,8 +35,11 @@ std::vector<char> ConvertConstant(
     return bytes;
   }
   Half* half = reinterpret_cast<Half*>(bytes.data());
-  for (int64_t i = 0; i < count; ++i)
-    half[i] = kernels::cuda::FloatToHalfBits(ordered[i]);
+  const bool bfloat16 = constant.type == DeviceFloat::kBFloat16;
+  for (int64_t i = 0; i < count; ++i) {
+    half[i] = bfloat16 ? kernels::cuda::FloatToBFloat16Bits(ordered[i])
+                       : kernels::cuda::FloatToHalfBits(ordered[i]);
+  }
   return bytes;
 }
 

@@ -99,18 +99,34 @@ inline bool IsUnary(DeviceTypedOp op) {
          op >= DeviceTypedOp::kNot;
 }
 
-// A float16 value as its IEEE 754 binary16 bits (CUDA's __half layout);
+// A 16-bit float value as its bits: IEEE 754 binary16 (CUDA's __half
+// layout), or bfloat16 where the storage says so (DeviceFloat::kBFloat16);
 // kernels/cuda/half_math.h converts on the host.
 using Half = uint16_t;
 
-// How a floating tensor is stored on the device: float32, or float16 (FP16
-// mode keeps activations in float16 between operators: device_formats.h).
-// Primitives that take FloatIn/FloatOut read and write either, computing in
-// float32 and rounding to nearest even when they store float16.
-enum class DeviceFloat : uint8_t { kFloat, kHalf };
+// How a floating tensor is stored on the device: float32, float16 (FP16
+// mode keeps activations in float16 between operators: device_storage.h)
+// or bfloat16 (BF16 mode, likewise). Primitives that take FloatIn/FloatOut
+// read and write any of them, computing in float32 and rounding to nearest
+// even when they store 16 bits; the operands of one call use at most one
+// 16-bit type.
+enum class DeviceFloat : uint8_t { kFloat, kHalf, kBFloat16 };
 
 inline size_t DeviceFloatBytes(DeviceFloat type) {
-  return type == DeviceFloat::kHalf ? sizeof(Half) : sizeof(float);
+  return type == DeviceFloat::kFloat ? sizeof(float) : sizeof(Half);
+}
+
+// "fp32", "fp16", "bf16": for plans, logs and error messages.
+inline const char* DeviceFloatName(DeviceFloat type) {
+  switch (type) {
+    case DeviceFloat::kHalf:
+      return "fp16";
+    case DeviceFloat::kBFloat16:
+      return "bf16";
+    case DeviceFloat::kFloat:
+      break;
+  }
+  return "fp32";
 }
 
 // A floating tensor a primitive reads: its address and storage. Converts
@@ -123,7 +139,7 @@ struct FloatIn {
   FloatIn(const float* p) : data(p) {}  // NOLINT: implicit
   FloatIn(const Half* p) : data(p), type(DeviceFloat::kHalf) {}  // NOLINT
   FloatIn(const void* p, DeviceFloat t) : data(p), type(t) {}
-  bool is_half() const { return type == DeviceFloat::kHalf; }
+  bool is_16bit() const { return type != DeviceFloat::kFloat; }
 };
 
 // A floating tensor a primitive writes.
@@ -135,7 +151,7 @@ struct FloatOut {
   FloatOut(float* p) : data(p) {}                           // NOLINT: implicit
   FloatOut(Half* p) : data(p), type(DeviceFloat::kHalf) {}  // NOLINT
   FloatOut(void* p, DeviceFloat t) : data(p), type(t) {}
-  bool is_half() const { return type == DeviceFloat::kHalf; }
+  bool is_16bit() const { return type != DeviceFloat::kFloat; }
 };
 
 // C[i] = act(alpha * op(A[i]) op(B[i]) + bias + Z[i]) for i < batch, where
@@ -146,11 +162,12 @@ struct FloatOut {
 // `z`, when not null, is a residual laid out as C (stride_c) and of C's
 // type, added before act (cuBLASLt's C with beta 1).
 // Computed in float32 throughout (no TF32, unless the kernels' precision
-// allows it). With a_half and b_half set (FP16 mode), the product reads them
-// (float16, laid out as a and b would be) instead of a and b, multiplies in
-// float16 and accumulates in float32. c is float32, or float16 (FP16 mode
-// only: the result rounded after bias and act, or also before an act the
-// implementation applies separately); bias, when given, has c's type.
+// allows it). With a_half and b_half set (FP16 and BF16 modes), the product
+// reads them (of type half_type, float16 or bfloat16, laid out as a and b
+// would be) instead of a and b, multiplies in 16 bits and accumulates in
+// float32. c is float32, or half_type (16-bit modes only: the result
+// rounded after bias and act, or also before an act the implementation
+// applies separately); bias, when given, has c's type.
 struct GemmArgs {
   const float* a = nullptr;
   const float* b = nullptr;
@@ -164,9 +181,10 @@ struct GemmArgs {
   float alpha = 1.0f;
   const Half* a_half = nullptr;
   const Half* b_half = nullptr;
+  DeviceFloat half_type = DeviceFloat::kHalf;  // a_half's and b_half's
   // Implementations fuse what their library fuses (cuBLASLt: Relu, and
   // GeluTanh: its GELU epilogue is the tanh form, which also stands for
-  // GeluErf into a float16 c, within 4.8e-4, under float16's rounding) and
+  // GeluErf into a 16-bit c: within 4.8e-4, under 16-bit rounding) and
   // apply anything else after the product.
   ActivationSpec activation;
 };
@@ -179,13 +197,14 @@ struct GemmArgs {
 //   y = act(conv(x, w) + bias[m] + z)
 // where bias (float32, m elements) and z (a residual of y's shape and
 // layout, never y) may be null.
-// Precision: x and w are both float32, or both float16 (FP16 mode). In
-// float32 everything is float32 (TF32 when the kernels' precision allows).
-// In float16 the convolution accumulates in float32 and its result is
-// rounded to float16 (as cuDNN stores it); bias, z and act are applied in
-// float32 and y is rounded to its own type (a fused implementation may skip
-// the first rounding: within float16 tolerance). A float16 convolution with
-// a float32 y needs `y_scratch`: float16, y's element count.
+// Precision: x and w are both float32, or both of one 16-bit type (FP16 or
+// BF16 mode). In float32 everything is float32 (TF32 when the kernels'
+// precision allows). In 16 bits the convolution accumulates in float32 and
+// its result is rounded to x's type (as cuDNN stores it); bias, z and act
+// are applied in float32 and y is rounded to its own type (a fused
+// implementation may skip the first rounding: within 16-bit tolerance). A
+// 16-bit convolution with a float32 y needs `y_scratch`: x's type, y's
+// element count.
 struct ConvArgs {
   FloatIn x = {};
   FloatIn w = {};
@@ -207,7 +226,7 @@ struct ConvArgs {
 // input, or inside the padded input with count_include_pad.
 // channels_last: x is [planes / channels, in_h, in_w, channels] and y
 // [planes / channels, out_h, out_w, channels] (NHWC); else planes follow
-// each other (NCHW). x and y are float32 or float16 (FloatIn/FloatOut),
+// each other (NCHW). x and y are float32 or 16-bit (FloatIn/FloatOut),
 // computed in float32.
 struct Pool2DArgs {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
@@ -295,7 +314,7 @@ struct ResizeArgs {
 };
 
 // Binary: y = a op b with NumPy broadcasting of the two shapes (rank <= 8)
-// to y's, computed in float32; each of a, b and y float32 or float16. y may
+// to y's, computed in float32; each of a, b and y float32 or 16-bit. y may
 // equal a or b when that input is not broadcast and has y's type.
 struct BinaryArgs {
   DeviceBinaryOp op = DeviceBinaryOp::kAdd;
@@ -328,7 +347,7 @@ struct BroadcastArgs {
 
 // LayerNormalization of each row of a [rows, cols] matrix:
 // (x - mean) / sqrt(var + epsilon) * scale + bias, statistics in float32.
-// x and y are float32 or float16 each (statistics and the affine map in
+// x and y are float32 or 16-bit each (statistics and the affine map in
 // float32; y rounded once); y may equal x (same type) when there is no
 // residual.
 // With residual.data set (a residual Add fused into its LayerNorm,
@@ -457,7 +476,7 @@ struct LrnArgs {
 
 // ChannelAffine: y = act(x * scale[c] + shift[c]) over [batch, channels,
 // spatial], or [batch, spatial, channels] with channels_last; computed in
-// float32, x and y each float32 or float16; y may equal x (same type).
+// float32, x and y each float32 or 16-bit; y may equal x (same type).
 struct ChannelAffineArgs {
   FloatIn x = {};
   const float* scale = nullptr;  // channels elements, or null (1)
@@ -488,9 +507,9 @@ struct Copy2DArgs {
 // rows are sequence positions and cols the head dimension (stride 1) for
 // q, k, v and out; query and key positions for the mask (0 where it
 // broadcasts; mask.data null: none). q, k and v share one type; the mask
-// and out may each be float32 or float16. The softmax's max and sum and
-// every accumulation are float32; in float16 the probabilities are rounded
-// to float16 before the second product (as flash attention does). A row
+// and out may each be float32 or 16-bit. The softmax's max and sum and
+// every accumulation are float32; in 16 bits the probabilities are rounded
+// to 16 bits before the second product (as flash attention does). A row
 // whose scores are all -inf gives 0 when zero_masked_rows, else NaN; with
 // no keys at all (kv_len 0) out is 0, the empty product's sum.
 // REQUIRES: out overlaps no input; head_dim <= kMaxAttentionHeadDim.
@@ -508,7 +527,7 @@ struct AttentionArgs {
 // How a device may compute float32 products. kFp32 (the default): exact
 // float32 (no TF32). kTf32: GEMMs and convolutions may use TF32 tensor cores
 // (10-bit mantissa inputs, float32 accumulation), a per-model opt-in. (FP16
-// products are chosen per call, by the args' float16 operands.)
+// products are chosen per call, by the args' 16-bit operands.)
 enum class DevicePrecision { kFp32, kTf32 };
 
 struct DeviceKernelOptions {
@@ -530,14 +549,14 @@ class DeviceKernels {
   virtual absl::Status Gemm(DeviceStream& stream, const GemmArgs& args) = 0;
 
   // y = f(x) for `count` elements, computed in float32; x and y each
-  // float32 or float16; y may equal x (same type).
+  // float32 or 16-bit; y may equal x (same type).
   virtual absl::Status Activation(DeviceStream& stream, ActivationSpec f,
                                   FloatIn x, FloatOut y, int64_t count) = 0;
 
   virtual absl::Status Binary(DeviceStream& stream, const BinaryArgs& args) = 0;
 
-  // Softmax over each row of a [rows, cols] matrix; x and y float32 or
-  // float16 each, the row's max and sum in float32.
+  // Softmax over each row of a [rows, cols] matrix; x and y float32 or 16-bit
+  // each, the row's max and sum in float32.
   virtual absl::Status Softmax(DeviceStream& stream, FloatIn x, FloatOut y,
                                int64_t rows, int64_t cols) = 0;
 
@@ -552,14 +571,14 @@ class DeviceKernels {
 
   virtual absl::Status Gather(DeviceStream& stream, const GatherArgs& args) = 0;
 
-  // y = float16(x), rounded to nearest even (beyond float16's range: an
-  // infinity), for `count` elements.
+  // y = x in 16-bit `type` (kHalf or kBFloat16), rounded to nearest even
+  // (beyond its range: an infinity), for `count` elements.
   virtual absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
-                              int64_t count) = 0;
+                              int64_t count, DeviceFloat type) = 0;
 
-  // y = float(x), exact, for `count` elements.
+  // y = float(x), x in 16-bit `type`, exact, for `count` elements.
   virtual absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
-                                int64_t count) = 0;
+                                int64_t count, DeviceFloat type) = 0;
 
   virtual absl::Status Typed(DeviceStream& stream, const TypedArgs& args) = 0;
 

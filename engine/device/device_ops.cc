@@ -224,24 +224,25 @@ void AddEpilogue(LoweredNode& lowered, int y, DeviceFloat y_type,
 }
 
 // The GEMM of `args` on inputs 0 and 1 into output 0, plus input 2 as a
-// bias row when `bias`: float32, or in FP16 mode on float16 operands,
-// writing output 0 as it is stored (a float16 output reads a float16 copy
-// of the bias); plus value `z` (>= 0: a residual of output 0's shape and
-// stored type) added in the GEMM.
+// bias row when `bias`: float32, or in FP16 or BF16 mode on 16-bit
+// operands, writing output 0 as it is stored (a 16-bit output reads a
+// 16-bit copy of the bias); plus value `z` (>= 0: a residual of output 0's
+// shape and stored type) added in the GEMM.
 void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
              LoweredNode& lowered, int z = -1) {
   const int a = v.in_id(0), b = v.in_id(1), c = v.out_id(0);
-  const bool fp16 = v.options().fp16;
+  const bool half = v.options().half();
+  const DeviceFloat half_type = v.options().activations;
   const DeviceFloat c_type = v.out_type(0);
   HalfOperand half_a, half_b, half_bias;
-  if (fp16) {
+  if (half) {
     half_a = AddHalfOperand(v, 0, lowered);
     half_b = AddHalfOperand(v, 1, lowered);
   } else {
     lowered.reads.push_back(a);
     lowered.reads.push_back(b);
   }
-  const bool bias_half = bias && c_type == DeviceFloat::kHalf;
+  const bool bias_half = bias && c_type != DeviceFloat::kFloat;
   if (bias_half) {
     half_bias = AddHalfOperand(v, 2, lowered);
   } else if (bias) {
@@ -251,15 +252,16 @@ void AddGemm(const NodeView& v, const GemmArgs& args, bool bias,
   if (z >= 0) lowered.reads.push_back(z);
   lowered.steps.push_back([=](const StepContext& ctx) {
     GemmArgs g = args;
-    if (fp16) {
+    if (half) {
       g.a_half = half_a.Address(ctx);
       g.b_half = half_b.Address(ctx);
+      g.half_type = half_type;
     } else {
       g.a = F(ctx, a);
       g.b = F(ctx, b);
     }
     if (bias_half) {
-      g.bias = half_bias.Address(ctx);
+      g.bias = FloatIn(half_bias.Address(ctx), c_type);
     } else if (bias_id >= 0) {
       g.bias = F(ctx, bias_id);
     }
@@ -563,7 +565,7 @@ absl::StatusOr<LoweredNode> LowerConcat(const NodeView& v) {
   if (!normalized.ok()) return normalized.status();
   const int64_t axis = *normalized;
   // Every input is stored as the output is (DeviceHalfUse::kMove).
-  const size_t elem = v.out_type(0) == DeviceFloat::kHalf
+  const size_t elem = v.out_type(0) != DeviceFloat::kFloat
                           ? sizeof(Half)
                           : ElementByteSize(v.out(0).info.dtype);
   if (elem == 0) return absl::UnimplementedError("variable-size elements");
@@ -851,9 +853,9 @@ absl::StatusOr<LoweredNode> LowerDeviceNode(const NeutralPlan& plan,
   if (options.storage != nullptr && HalfUseOf(node) == DeviceHalfUse::kNone) {
     for (const std::vector<int>* ids : {&node.inputs, &node.outputs}) {
       for (int id : *ids) {
-        if (id >= 0 && (*options.storage)[id] == DeviceFloat::kHalf)
+        if (id >= 0 && (*options.storage)[id] != DeviceFloat::kFloat)
           return absl::InternalError(
-              "a float16 value reaches an operator that reads float32 only");
+              "a 16-bit value reaches an operator that reads float32 only");
       }
     }
   }

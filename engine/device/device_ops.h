@@ -71,21 +71,24 @@ struct LoweredNode {
     }
   };
   std::vector<ConvertedConstant> converted;
-  // Device memory the steps use while the node runs (FP16 mode: operands
-  // converted to float16), StepContext::scratch[i]; garbage on entry.
+  // Device memory the steps use while the node runs (FP16 and BF16 modes:
+  // operands converted to 16 bits), StepContext::scratch[i]; garbage on
+  // entry.
   std::vector<size_t> scratch_bytes;
 };
 
-// How nodes are lowered. fp16: GEMMs and convolutions take float16
-// operands and accumulate in float32 (DeviceKernels' FP16 mode). Constant
-// operands (weights) are converted once per program (converted); computed
-// ones are read as stored when `storage` keeps them float16, else
-// converted by a ToHalf step into scratch before each product.
-// `storage` (by value id; null: all float32) says how each value is stored
-// (device_storage.h); nodes read and write values as stored there.
+// How nodes are lowered. activations kHalf or kBFloat16 (FP16 or BF16
+// mode): GEMMs and convolutions take operands of that 16-bit type and
+// accumulate in float32. Constant operands (weights) are converted once per
+// program (converted); computed ones are read as stored when `storage`
+// keeps them in that type, else converted by a ToHalf step into scratch
+// before each product. kFloat: float32 products. `storage` (by value id;
+// null: all float32) says how each value is stored (device_storage.h);
+// nodes read and write values as stored there.
 struct LoweringOptions {
-  bool fp16 = false;
+  DeviceFloat activations = DeviceFloat::kFloat;
   const std::vector<DeviceFloat>* storage = nullptr;
+  bool half() const { return activations != DeviceFloat::kFloat; }
 };
 
 // What a node's lowering does with float16 storage (device_storage.h):

@@ -113,7 +113,7 @@ absl::StatusOr<ConvWeights> AddConvWeights(const NodeView& v,
         "channels-last convolution weights computed at run time");
   }
   const int64_t* krsc = args.channels_last ? oihw : nullptr;
-  if (v.options().fp16) {
+  if (v.options().half()) {
     weights.half = AddHalfOperand(v, 1, lowered, krsc);
   } else if (krsc != nullptr) {
     weights.converted =
@@ -144,7 +144,8 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
           "convolution's output shape");
     }
   }
-  const bool fp16 = v.options().fp16;
+  const bool half = v.options().half();
+  const DeviceFloat half_type = v.options().activations;
   LoweredNode lowered;
   if (ib >= 0) lowered.reads.push_back(ib);
   if (iz >= 0) lowered.reads.push_back(iz);
@@ -153,7 +154,7 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
     return lowered;
   }
   HalfOperand half_x;
-  if (fp16) {
+  if (half) {
     half_x = AddHalfOperand(v, 0, lowered);
   } else {
     lowered.reads.push_back(ix);
@@ -162,14 +163,14 @@ absl::StatusOr<LoweredNode> LowerConv(const NodeView& v) {
   if (!weights.ok()) return weights.status();
   const DeviceFloat y_type = v.out_type(0);
   const DeviceFloat z_type = iz >= 0 ? v.in_type(3) : DeviceFloat::kFloat;
-  const int y_scratch = fp16 && y_type == DeviceFloat::kFloat
+  const int y_scratch = half && y_type == DeviceFloat::kFloat
                             ? AddHalfScratch(Count(y), lowered)
                             : -1;
   lowered.steps.push_back([=, w = *weights](const StepContext& c) {
     ConvArgs a = args;
-    if (fp16) {
-      a.x = half_x.Address(c);
-      a.w = w.half.Address(c);
+    if (half) {
+      a.x = FloatIn(half_x.Address(c), half_type);
+      a.w = FloatIn(w.half.Address(c), half_type);
     } else {
       a.x = F(c, ix);
       a.w = w.converted >= 0

@@ -1,4 +1,5 @@
-// FP16 operands for the device registry's products (device_ops_internal.h).
+// 16-bit operands (FP16 and BF16 modes) for the device registry's products
+// (device_ops_internal.h).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -11,16 +12,17 @@ HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
                            const int64_t* oihw) {
   const PlannedValue& value = v.in(input);
   const int64_t count = Count(value.info.shape);
+  const DeviceFloat type = v.options().activations;
   HalfOperand operand;
   if (value.storage == ValueStorage::kConstant &&
       value.info.constant_data != nullptr) {
-    operand.converted =
-        AddConvertedConstant(v, input, DeviceFloat::kHalf, oihw, lowered);
+    operand.converted = AddConvertedConstant(v, input, type, oihw, lowered);
     return operand;
   }
   const int id = v.in_id(input);
   lowered.reads.push_back(id);
-  if (v.in_type(input) == DeviceFloat::kHalf) {
+  // Storage holds float32 or the mode's one 16-bit type (device_storage.h).
+  if (v.in_type(input) == type) {
     operand.value = id;
     return operand;
   }
@@ -28,7 +30,8 @@ HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
   const int scratch = operand.scratch;
   lowered.steps.push_back([=](const StepContext& c) {
     return c.kernels.ToHalf(c.stream, F(c, id),
-                            static_cast<Half*>(c.scratch[scratch]), count);
+                            static_cast<Half*>(c.scratch[scratch]), count,
+                            type);
   });
   return operand;
 }

@@ -60,10 +60,11 @@ class NodeView {
   DeviceFloat in_type(int i) const { return stored(in_id(i)); }
   DeviceFloat out_type(int i) const { return stored(out_id(i)); }
   // Bytes of one element of input i as stored (its dtype's, or 2 for
-  // float16 storage).
+  // 16-bit storage).
   size_t in_element_bytes(int i) const {
-    return in_type(i) == DeviceFloat::kHalf ? sizeof(Half)
-                                            : ElementByteSize(in(i).info.dtype);
+    return in_type(i) != DeviceFloat::kFloat
+               ? sizeof(Half)
+               : ElementByteSize(in(i).info.dtype);
   }
 
   // Unimplemented unless the listed inputs and output 0 are float32.
@@ -134,14 +135,15 @@ inline absl::Status CheckElementCopy(size_t element_bytes, size_t rank) {
   return absl::OkStatus();
 }
 
-// A float16 operand of a product in FP16 mode (LoweringOptions::fp16): a
-// constant converted once per program (LoweredNode::converted), a value
-// stored as float16 read in place, or a float32 value that a ToHalf step
-// converts into scratch before each product.
+// A 16-bit operand (LoweringOptions::activations' type) of a product in
+// FP16 or BF16 mode: a constant converted once per program
+// (LoweredNode::converted), a value stored in that type read in place, or
+// a float32 value that a ToHalf step converts into scratch before each
+// product.
 struct HalfOperand {
   int converted = -1;  // index in LoweredNode::converted
   int scratch = -1;    // index in LoweredNode::scratch_bytes
-  int value = -1;      // value id stored as float16
+  int value = -1;      // value id stored in the 16-bit type
   const Half* Address(const StepContext& c) const {
     if (converted >= 0) return static_cast<const Half*>(c.converted[converted]);
     if (value >= 0) return static_cast<const Half*>(c.addresses[value]);
@@ -149,11 +151,11 @@ struct HalfOperand {
   }
 };
 
-// Makes input `input` of the node (float32) a float16 operand of the next
+// Makes input `input` of the node (float32) a 16-bit operand of the next
 // step appended to `lowered`: a constant is converted once (its float32
 // form is never uploaded; `oihw` as in ConvertedConstant); a value stored
-// float16 is read as it is; anything else gets a scratch buffer, a ToHalf
-// step appended now, and a place in `lowered.reads`.
+// in the 16-bit type is read as it is; anything else gets a scratch buffer,
+// a ToHalf step appended now, and a place in `lowered.reads`.
 HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
                            const int64_t* oihw = nullptr);
 
@@ -163,7 +165,7 @@ HalfOperand AddHalfOperand(const NodeView& v, int input, LoweredNode& lowered,
 int AddConvertedConstant(const NodeView& v, int input, DeviceFloat type,
                          const int64_t* oihw, LoweredNode& lowered);
 
-// Scratch for a float16 result of `count` elements (a convolution's output
+// Scratch for a 16-bit result of `count` elements (a convolution's output
 // before it returns to float32).
 int AddHalfScratch(int64_t count, LoweredNode& lowered);
 

@@ -17,17 +17,17 @@ std::string StorageName(const NeutralPlan& plan,
   if (plan.values[id].storage == ValueStorage::kConstant) return "const";
   if (plan.values[id].info.dtype != DataType::kFp32)
     return std::string(DataTypeName(plan.values[id].info.dtype));
-  return storage[id] == DeviceFloat::kHalf ? "fp16" : "fp32";
+  return DeviceFloatName(storage[id]);
 }
 
 }  // namespace
 
 absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
-                                                     bool fp16,
+                                                     DeviceFloat activations,
                                                      bool fuse_attention) {
   const PlanLowering lowering(plan, fuse_attention);
   const std::vector<DeviceFloat> storage =
-      PlanDeviceStorage(plan, fp16, lowering.attention());
+      PlanDeviceStorage(plan, activations, lowering.attention());
   auto names = [&](const std::vector<int>& ids) {
     std::vector<std::string> out;
     for (int id : ids) out.push_back(StorageName(plan, storage, id));
@@ -39,8 +39,9 @@ absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
     const PlanNode& node = plan.nodes[n];
     const bool allow_view =
         plan.values[node.outputs[0]].storage == ValueStorage::kIntermediate;
-    auto lowered = lowering.Lower(static_cast<int>(n), allow_view,
-                                  {.fp16 = fp16, .storage = &storage});
+    auto lowered =
+        lowering.Lower(static_cast<int>(n), allow_view,
+                       {.activations = activations, .storage = &storage});
     if (!lowered.ok()) return WithContext(lowered.status(), NodeLabel(node));
     DevicePlanNode out;
     out.name = *node.name;
@@ -70,7 +71,7 @@ absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
   for (size_t id = 0; id < plan.values.size(); ++id) {
     const PlannedValue& v = plan.values[id];
     if (v.info.dtype != DataType::kFp32) continue;
-    if (storage[id] == DeviceFloat::kHalf) {
+    if (storage[id] != DeviceFloat::kFloat) {
       ++summary.half_values;
     } else if (v.storage == ValueStorage::kIntermediate) {
       ++summary.float_values;

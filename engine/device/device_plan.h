@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/device/device_kernels.h"
 #include "engine/neutral_plan.h"
 
 namespace coalesce {
@@ -21,7 +22,8 @@ struct DevicePlanNode {
   std::string op;              // "FusedConv", "Transpose", ...; "Attention" and
                                // "AddLayerNorm" for fusions (plan_lowering.h)
   bool channels_last = false;  // the node's channels_last attribute
-  // Per input and output: "fp16" or "fp32" for float values as stored on
+  // Per input and output: "fp16", "bf16" or "fp32" for float values as
+  // stored on
   // the device, the dtype's name for others, "const" for a constant (the
   // lowering converts weights once), "" for an omitted input.
   std::vector<std::string> inputs, outputs;
@@ -30,16 +32,17 @@ struct DevicePlanNode {
 
 struct DevicePlanSummary {
   std::vector<DevicePlanNode> nodes;  // those not folded, in plan order
-  int half_values = 0;                // float values stored as float16
+  int half_values = 0;                // float values stored in 16 bits
   int float_values = 0;               // float intermediates stored as float32
 };
 
 // A fused attention (plan_lowering.h) is one node, op "Attention", named
 // after its last node, with inputs q, k, v and the mask ("" when none).
-// fuse_attention as GraphProgramOptions::fuse_attention.
+// activations and fuse_attention as GraphProgramOptions'.
 // Errors: LowerDeviceNode's, naming the node.
 absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(
-    const NeutralPlan& plan, bool fp16, bool fuse_attention = true);
+    const NeutralPlan& plan, DeviceFloat activations,
+    bool fuse_attention = true);
 
 // One line per node: op, layout, input and output storage, steps.
 std::string DevicePlanTable(const DevicePlanSummary& summary);

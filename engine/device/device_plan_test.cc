@@ -26,7 +26,7 @@ std::string CorpusModel(const std::string& name) {
 
 // The plan of `name` for one 224-free input: every -1 dim of the inputs as
 // 2 (the tiny corpus models take small images at any batch).
-DevicePlanSummary PlanOf(const std::string& name, bool fp16,
+DevicePlanSummary PlanOf(const std::string& name, DeviceFloat activations,
                          ModelOptions options, bool fuse_attention = true) {
   auto model = Model::LoadFromFile(CorpusModel(name), options);
   EXPECT_TRUE(model.ok()) << model.status();
@@ -41,7 +41,7 @@ DevicePlanSummary PlanOf(const std::string& name, bool fp16,
   auto plan = MakeNeutralPlanner(*model)(shapes);
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return {};
-  auto summary = DescribeDevicePlan(**plan, fp16, fuse_attention);
+  auto summary = DescribeDevicePlan(**plan, activations, fuse_attention);
   EXPECT_TRUE(summary.ok()) << summary.status();
   return summary.ok() ? *summary : DevicePlanSummary{};
 }
@@ -51,7 +51,7 @@ DevicePlanSummary Fp16Nhwc(const std::string& name,
   ModelOptions options = ModelOptions::ForDevice(/*channels_last=*/true);
   optimizer.channels_last = true;
   options.optimizer = optimizer;
-  return PlanOf(name, /*fp16=*/true, options);
+  return PlanOf(name, DeviceFloat::kHalf, options);
 }
 
 int Count(const DevicePlanSummary& s, const std::string& op) {
@@ -169,8 +169,9 @@ TEST(DevicePlanTest, MobileNetV3FusesHardSwishAndStaysNhwcHalf) {
 }
 
 TEST(DevicePlanTest, Fp32KeepsNchwAndFloat32) {
-  const DevicePlanSummary s = PlanOf("resnet_bottleneck_tiny__torchscript",
-                                     /*fp16=*/false, ModelOptions::ForDevice());
+  const DevicePlanSummary s =
+      PlanOf("resnet_bottleneck_tiny__torchscript", DeviceFloat::kFloat,
+             ModelOptions::ForDevice());
   EXPECT_EQ(Count(s, "Transpose"), 0);
   EXPECT_EQ(s.half_values, 0);
   for (const DevicePlanNode& n : s.nodes) EXPECT_FALSE(n.channels_last);
@@ -187,7 +188,7 @@ TEST(DevicePlanTest, TransformersStayHalfBetweenProducts) {
         "gpt2_tiny__torchscript", "vit_tiny__dynamo"}) {
     SCOPED_TRACE(name);
     const DevicePlanSummary s =
-        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
     int products = 0, half_products = 0, norms = 0;
     for (const DevicePlanNode& n : s.nodes) {
       if (n.op == "LayerNormalization") {
@@ -212,21 +213,30 @@ TEST(DevicePlanTest, TransformersStayHalfBetweenProducts) {
   }
 }
 
+// The corpus exports with attentions, one per model family and exporter
+// form.
+constexpr const char* kAttentionExports[] = {
+    "bert_tiny__torchscript",
+    "bert_tiny__dynamo",
+    "distilbert_tiny__dynamo",
+    "roberta_tiny__torchscript",
+    "gpt2_tiny__torchscript",
+    "gpt2_tiny__dynamo",
+    "vit_tiny__torchscript",
+    "clip_text_tiny__dynamo",
+    "whisper_encoder_tiny__torchscript"};
+
 // Every attention of these exports runs as one fused attention in FP16,
 // reading q, k and v as float16: no Softmax is left, and fewer Transposes
 // (the head split and merge became strides). The same plans unfused have
 // a Softmax per attention, so the checks tell the two apart.
 TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
-  for (const char* name :
-       {"bert_tiny__torchscript", "bert_tiny__dynamo",
-        "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
-        "gpt2_tiny__torchscript", "gpt2_tiny__dynamo", "vit_tiny__torchscript",
-        "clip_text_tiny__dynamo", "whisper_encoder_tiny__torchscript"}) {
+  for (const char* name : kAttentionExports) {
     SCOPED_TRACE(name);
     const DevicePlanSummary fused =
-        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
     const DevicePlanSummary unfused =
-        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice(),
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice(),
                /*fuse_attention=*/false);
     const int attentions = Count(fused, "Attention");
     EXPECT_GT(attentions, 0);
@@ -248,6 +258,38 @@ TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
   }
 }
 
+// BF16 mode plans every transformer export as FP16 mode does, node for
+// node (the fused attention, the GEMM epilogues, the residuals in GEMMs and
+// LayerNorms), with bfloat16 where FP16 has float16: the checks above hold
+// for BF16 too.
+TEST(DevicePlanTest, Bf16PlansAreFp16PlansInBfloat16) {
+  for (const char* name : kAttentionExports) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary fp16 =
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
+    const DevicePlanSummary bf16 =
+        PlanOf(name, DeviceFloat::kBFloat16, ModelOptions::ForDevice());
+    ASSERT_EQ(fp16.nodes.size(), bf16.nodes.size());
+    EXPECT_GT(Count(bf16, "Attention"), 0);
+    EXPECT_EQ(fp16.half_values, bf16.half_values);
+    EXPECT_EQ(fp16.float_values, bf16.float_values);
+    auto as_bf16 = [](std::vector<std::string> names) {
+      for (std::string& n : names)
+        if (n == "fp16") n = "bf16";
+      return names;
+    };
+    for (size_t i = 0; i < fp16.nodes.size(); ++i) {
+      const DevicePlanNode& a = fp16.nodes[i];
+      const DevicePlanNode& b = bf16.nodes[i];
+      EXPECT_EQ(a.op, b.op) << a.name;
+      EXPECT_EQ(a.steps, b.steps) << a.name;
+      EXPECT_EQ(as_bf16(a.inputs), b.inputs) << a.name;
+      EXPECT_EQ(as_bf16(a.outputs), b.outputs) << a.name;
+    }
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(bf16);
+  }
+}
+
 // The dense layers' residual adds of these exports are their GEMMs' C in
 // FP16: FusedMatMul nodes with a float16 fourth input, one Add of two
 // float16 values fewer for each (BERT's two per layer). With residual
@@ -266,10 +308,11 @@ TEST(DevicePlanTest, DenseResidualsAddInTheGemm) {
           }));
     };
     const DevicePlanSummary fused =
-        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
     ModelOptions no_residual = ModelOptions::ForDevice();
     no_residual.optimizer.residual_fusion = false;
-    const DevicePlanSummary unfused = PlanOf(name, /*fp16=*/true, no_residual);
+    const DevicePlanSummary unfused =
+        PlanOf(name, DeviceFloat::kHalf, no_residual);
     int with_z = 0;
     for (const DevicePlanNode& n : fused.nodes) {
       if (n.op == "FusedMatMul" && n.inputs.size() == 4 &&
@@ -299,7 +342,7 @@ TEST(DevicePlanTest, ResidualAddsRunInTheirLayerNorm) {
     SCOPED_TRACE(name);
     const bool gpt2 = std::string(name).rfind("gpt2", 0) == 0;
     const DevicePlanSummary plan =
-        PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice());
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
     const int fused = Count(plan, "AddLayerNorm");
     const int idle_adds = static_cast<int>(std::count_if(
         plan.nodes.begin(), plan.nodes.end(),
@@ -326,10 +369,11 @@ TEST(DevicePlanTest, FfnGeluRunsInItsGemm) {
     SCOPED_TRACE(name);
     ModelOptions no_activation = ModelOptions::ForDevice();
     no_activation.optimizer.activation_fusion = false;
-    EXPECT_GT(Count(PlanOf(name, /*fp16=*/true, no_activation), "Gelu"), 0);
-    EXPECT_EQ(
-        Count(PlanOf(name, /*fp16=*/true, ModelOptions::ForDevice()), "Gelu"),
-        0);
+    EXPECT_GT(Count(PlanOf(name, DeviceFloat::kHalf, no_activation), "Gelu"),
+              0);
+    EXPECT_EQ(Count(PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice()),
+                    "Gelu"),
+              0);
   }
 }
 

@@ -49,10 +49,10 @@ bool AllowsHalf(DeviceHalfUse use, bool input, size_t index) {
 }  // namespace
 
 std::vector<DeviceFloat> PlanDeviceStorage(
-    const NeutralPlan& plan, bool half,
+    const NeutralPlan& plan, DeviceFloat activations,
     const std::vector<AttentionSite>& attention) {
   std::vector<DeviceFloat> storage(plan.values.size(), DeviceFloat::kFloat);
-  if (!half) return storage;
+  if (activations == DeviceFloat::kFloat) return storage;
   std::vector<bool> fused(plan.nodes.size(), false);
   for (const AttentionSite& site : attention)
     for (int n : site.nodes) fused[n] = true;
@@ -97,7 +97,7 @@ std::vector<DeviceFloat> PlanDeviceStorage(
   for (size_t id = 0; id < plan.values.size(); ++id) {
     if (IsFloat(plan, static_cast<int>(id)) &&
         may_be_half[groups.Find(static_cast<int>(id))])
-      storage[id] = DeviceFloat::kHalf;
+      storage[id] = activations;
   }
   return storage;
 }
@@ -105,7 +105,7 @@ std::vector<DeviceFloat> PlanDeviceStorage(
 size_t StoredBytes(const NeutralPlan& plan,
                    const std::vector<DeviceFloat>& storage, int id) {
   const size_t bytes = plan.values[id].byte_size;
-  return storage[id] == DeviceFloat::kHalf ? bytes / 2 : bytes;
+  return storage[id] != DeviceFloat::kFloat ? bytes / 2 : bytes;
 }
 
 }  // namespace coalesce

@@ -383,7 +383,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
   bound->node_memory.resize(plan->nodes.size());
   const PlanLowering lowering(*plan, options_.fuse_attention);
   bound->storage =
-      PlanDeviceStorage(*plan, options_.fp16, lowering.attention());
+      PlanDeviceStorage(*plan, options_.activations, lowering.attention());
   bound->skipped.assign(plan->nodes.size(), false);
   // By value id: the last node reading it (through views too).
   std::vector<int> last_read(values.size(), -1);
@@ -395,9 +395,9 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
     if (bound->skipped[n]) continue;
     const bool allow_view =
         values[node.outputs[0]].storage == ValueStorage::kIntermediate;
-    auto lowered =
-        lowering.Lower(static_cast<int>(n), allow_view,
-                       {.fp16 = options_.fp16, .storage = &bound->storage});
+    auto lowered = lowering.Lower(
+        static_cast<int>(n), allow_view,
+        {.activations = options_.activations, .storage = &bound->storage});
     if (!lowered.ok()) {
       if (errors == nullptr ||
           lowered.status().code() != absl::StatusCode::kUnimplemented) {

@@ -66,11 +66,13 @@ struct GraphProgramOptions {
   bool device_graphs = true;
   int max_graphs = 32;
   bool pad_batches = true;
-  // FP16 mode (DeviceKernels' float16 operands): GEMMs and convolutions
-  // multiply in float16, weights converted once per program, activations by
-  // the device before each product; float32 accumulation, and float32
-  // everywhere else (model inputs and outputs, normalizations, softmax).
-  bool fp16 = false;
+  // How activations are stored between operators (device_storage.h):
+  // kFloat (FP32 mode), or kHalf / kBFloat16 (FP16 / BF16 mode: GEMMs and
+  // convolutions multiply in that 16-bit type, weights converted once per
+  // program, activations by the device before each product where they are
+  // not stored in it; float32 accumulation, normalization and softmax
+  // statistics, model inputs and outputs).
+  DeviceFloat activations = DeviceFloat::kFloat;
   // Exported attentions (attention_pattern.h) run as one fused attention
   // each; false: node by node, as the graph spells them (the A/B).
   bool fuse_attention = true;

@@ -12,6 +12,7 @@
 #include "engine/device/device_kernels.h"
 #include "engine/shape.h"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/float_storage.h"
 #include "kernels/cuda/gather_math.h"
 #include "kernels/cuda/indexing_math.h"
 #include "kernels/cuda/pad_math.h"
@@ -22,6 +23,28 @@
 #include "kernels/cuda/typed_math.h"
 
 namespace coalesce {
+
+// A floating operand's storage, and FloatIn/FloatOut as FloatSource and
+// FloatTarget: the same address, the storage mapped.
+inline kernels::cuda::FloatStorage ToKernel(DeviceFloat type) {
+  switch (type) {
+    case DeviceFloat::kHalf:
+      return kernels::cuda::FloatStorage::kHalf;
+    case DeviceFloat::kBFloat16:
+      return kernels::cuda::FloatStorage::kBFloat16;
+    case DeviceFloat::kFloat:
+      break;
+  }
+  return kernels::cuda::FloatStorage::kFloat;
+}
+
+inline kernels::cuda::FloatSource ToKernel(FloatIn x) {
+  return {x.data, ToKernel(x.type)};
+}
+
+inline kernels::cuda::FloatTarget ToKernel(FloatOut y) {
+  return {y.data, ToKernel(y.type)};
+}
 
 inline kernels::cuda::Activation ToKernel(DeviceActivation a) {
   using K = kernels::cuda::Activation;

@@ -50,7 +50,7 @@ float Weights(const AttentionArgs& a, int64_t b, int64_t h, int64_t i,
   float sum = 0.0f;
   for (float& x : w) {
     x = kc::ScoreWeight(x, max);
-    if (a.q.is_half()) x = kc::HalfBitsToFloat(kc::FloatToHalfBits(x));
+    x = RoundTo(a.q.type, x);
     sum += x;
   }
   return sum;

@@ -38,7 +38,7 @@ void RunSimulatedConv2D(const ConvArgs& a) {
   // KRSC is OIHW's NHWC: [m, kernel_h, kernel_w, c / groups].
   const std::vector<float> filter =
       AsNchw(a.w, nhwc, a.m, cg, a.kernel_h, a.kernel_w);
-  const bool half = a.x.is_half();
+  const bool half = a.x.is_16bit();
   const kc::Activation act = ToKernel(a.activation.kind);
   for (int64_t n = 0; n < a.n; ++n) {
     for (int64_t m = 0; m < a.m; ++m) {
@@ -66,9 +66,9 @@ void RunSimulatedConv2D(const ConvArgs& a) {
           const int64_t at = Offset4(nhwc, a.m, a.out_h, a.out_w, n, m, p, q);
           float v = static_cast<float>(sum);
           if (half) {
-            const Half rounded = kc::FloatToHalfBits(v);
-            if (!a.y.is_half()) a.y_scratch[at] = rounded;
-            v = kc::HalfBitsToFloat(rounded);
+            const Half rounded = NarrowBits(v, a.x.type);
+            if (!a.y.is_16bit()) a.y_scratch[at] = rounded;
+            v = WidenBits(rounded, a.x.type);
           }
           if (a.bias != nullptr) v += a.bias[m];
           if (a.z.data != nullptr) v += Load(a.z, at);

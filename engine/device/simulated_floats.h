@@ -1,6 +1,6 @@
 // Reading and writing the float tensors of the simulated device's kernels
 // (simulated_kernels.cc, simulated_cnn.cc) as DeviceKernels stores them:
-// float32, or float16 bits rounded as the CUDA kernels round
+// float32, or float16 or bfloat16 bits rounded as the CUDA kernels round
 // (kernels/cuda/half_math.h); and element offsets of NCHW and NHWC
 // tensors. Internal to engine/device/.
 #ifndef COALESCE_ENGINE_DEVICE_SIMULATED_FLOATS_H_
@@ -13,16 +13,33 @@
 
 namespace coalesce {
 
-inline float Load(FloatIn x, int64_t i) {
-  return x.is_half() ? kernels::cuda::HalfBitsToFloat(
-                           static_cast<const Half*>(x.data)[i])
-                     : static_cast<const float*>(x.data)[i];
+// 16-bit `bits` of `type` (kHalf or kBFloat16) as a float (exact).
+inline float WidenBits(Half bits, DeviceFloat type) {
+  return type == DeviceFloat::kBFloat16
+             ? kernels::cuda::BFloat16BitsToFloat(bits)
+             : kernels::cuda::HalfBitsToFloat(bits);
 }
 
-// Stores v, rounded to nearest even in float16.
+// v in 16-bit `type`, rounded to nearest even.
+inline Half NarrowBits(float v, DeviceFloat type) {
+  return type == DeviceFloat::kBFloat16 ? kernels::cuda::FloatToBFloat16Bits(v)
+                                        : kernels::cuda::FloatToHalfBits(v);
+}
+
+// v as `type` stores it, back as a float.
+inline float RoundTo(DeviceFloat type, float v) {
+  return type == DeviceFloat::kFloat ? v : WidenBits(NarrowBits(v, type), type);
+}
+
+inline float Load(FloatIn x, int64_t i) {
+  return x.is_16bit() ? WidenBits(static_cast<const Half*>(x.data)[i], x.type)
+                      : static_cast<const float*>(x.data)[i];
+}
+
+// Stores v, rounded to nearest even in a 16-bit type.
 inline void Store(FloatOut y, int64_t i, float v) {
-  if (y.is_half()) {
-    static_cast<Half*>(y.data)[i] = kernels::cuda::FloatToHalfBits(v);
+  if (y.is_16bit()) {
+    static_cast<Half*>(y.data)[i] = NarrowBits(v, y.type);
   } else {
     static_cast<float*>(y.data)[i] = v;
   }

@@ -38,14 +38,14 @@ Region Halves(const Half* p, int64_t count) {
   return {p, static_cast<size_t>(count) * sizeof(Half)};
 }
 
-// `count` float16 values as floats (exact).
-std::vector<float> Widen(const Half* x, int64_t count) {
+// `count` 16-bit values of `type` as floats (exact).
+std::vector<float> Widen(const Half* x, int64_t count, DeviceFloat type) {
   std::vector<float> y(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) y[i] = kc::HalfBitsToFloat(x[i]);
+  for (int64_t i = 0; i < count; ++i) y[i] = WidenBits(x[i], type);
   return y;
 }
 
-// A float tensor of `count` elements as stored (float32 or float16).
+// A float tensor of `count` elements as stored (float32 or 16 bits).
 Region Elements(FloatIn x, int64_t count) {
   return {x.data, static_cast<size_t>(count) * DeviceFloatBytes(x.type)};
 }
@@ -168,9 +168,14 @@ class SimulatedKernels : public DeviceKernels {
     const int64_t a_count = (g.batch - 1) * g.stride_a + g.m * g.k;
     const int64_t b_count = (g.batch - 1) * g.stride_b + g.k * g.n;
     const bool half = g.a_half != nullptr;
-    if (!half && (g.c.is_half() || g.bias.is_half())) {
+    if (!half && (g.c.is_16bit() || g.bias.is_16bit())) {
       return absl::InvalidArgumentError(
-          "Gemm: float16 c or bias needs float16 operands");
+          "Gemm: a 16-bit c or bias needs 16-bit operands");
+    }
+    if (half && (g.half_type == DeviceFloat::kFloat ||
+                 (g.c.is_16bit() && g.c.type != g.half_type))) {
+      return absl::InvalidArgumentError(
+          "Gemm: a 16-bit c must have the operands' 16-bit type");
     }
     if (g.bias.data != nullptr && g.bias.type != g.c.type) {
       return absl::InvalidArgumentError("Gemm: bias must have c's type");
@@ -185,34 +190,38 @@ class SimulatedKernels : public DeviceKernels {
     if (g.bias.data != nullptr) reads.push_back(Elements(g.bias, g.n));
     const int64_t c_count = (g.batch - 1) * g.stride_c + g.m * g.n;
     if (g.z.data != nullptr) reads.push_back(Elements(g.z, c_count));
-    return Launch(stream, "gemm", std::move(reads), {Elements(g.c, c_count)},
-                  [=] {
-                    if (!half) return RunGemm(g);
-                    // float16 products are exact in float32: widen and run.
-                    const std::vector<float> a = Widen(g.a_half, a_count);
-                    const std::vector<float> b = Widen(g.b_half, b_count);
-                    GemmArgs wide = g;
-                    wide.a = a.data();
-                    wide.b = b.data();
-                    RunGemm(wide);
-                  });
+    return Launch(
+        stream, "gemm", std::move(reads), {Elements(g.c, c_count)}, [=] {
+          if (!half) return RunGemm(g);
+          // 16-bit products are exact in float32: widen and run.
+          const std::vector<float> a = Widen(g.a_half, a_count, g.half_type);
+          const std::vector<float> b = Widen(g.b_half, b_count, g.half_type);
+          GemmArgs wide = g;
+          wide.a = a.data();
+          wide.b = b.data();
+          RunGemm(wide);
+        });
   }
 
   absl::Status ToHalf(DeviceStream& stream, const float* x, Half* y,
-                      int64_t count) override {
+                      int64_t count, DeviceFloat type) override {
+    if (type == DeviceFloat::kFloat)
+      return absl::InvalidArgumentError("ToHalf: not a 16-bit type");
     return Launch(stream, "to_half", {Floats(x, count)}, {Halves(y, count)},
                   [=] {
                     for (int64_t i = 0; i < count; ++i)
-                      y[i] = kc::FloatToHalfBits(x[i]);
+                      y[i] = NarrowBits(x[i], type);
                   });
   }
 
   absl::Status FromHalf(DeviceStream& stream, const Half* x, float* y,
-                        int64_t count) override {
+                        int64_t count, DeviceFloat type) override {
+    if (type == DeviceFloat::kFloat)
+      return absl::InvalidArgumentError("FromHalf: not a 16-bit type");
     return Launch(stream, "from_half", {Halves(x, count)}, {Floats(y, count)},
                   [=] {
                     for (int64_t i = 0; i < count; ++i)
-                      y[i] = kc::HalfBitsToFloat(x[i]);
+                      y[i] = WidenBits(x[i], type);
                   });
   }
 
@@ -498,21 +507,21 @@ class SimulatedKernels : public DeviceKernels {
     const int64_t x_count = a.n * a.c * a.in_h * a.in_w;
     const int64_t w_count = a.m * (a.c / a.groups) * a.kernel_h * a.kernel_w;
     const int64_t y_count = a.n * a.m * a.out_h * a.out_w;
-    const bool half = a.x.is_half();
-    if (a.w.is_half() != half) {
+    const bool half = a.x.is_16bit();
+    if (a.w.type != a.x.type) {
       return absl::InvalidArgumentError(
-          "Conv2D: x and w must both be float32 or both float16");
+          "Conv2D: x and w must both be float32 or of one 16-bit type");
     }
-    if (half && !a.y.is_half() && a.y_scratch == nullptr) {
+    if (half && !a.y.is_16bit() && a.y_scratch == nullptr) {
       return absl::InvalidArgumentError(
-          "Conv2D: a float16 convolution into float32 y needs y_scratch");
+          "Conv2D: a 16-bit convolution into float32 y needs y_scratch");
     }
     std::vector<Region> reads = {Elements(a.x, x_count),
                                  Elements(a.w, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));
     if (a.z.data != nullptr) reads.push_back(Elements(a.z, y_count));
     std::vector<Region> writes = {Elements(a.y, y_count)};
-    if (half && !a.y.is_half()) writes.push_back(Halves(a.y_scratch, y_count));
+    if (half && !a.y.is_16bit()) writes.push_back(Halves(a.y_scratch, y_count));
     return Launch(stream, half ? "conv2d_half" : "conv2d", std::move(reads),
                   std::move(writes), [=] { RunSimulatedConv2D(a); });
   }
@@ -622,7 +631,7 @@ class SimulatedKernels : public DeviceKernels {
         const int64_t from = (r % a.residual_rows) * a.cols;
         for (int64_t c = 0; c < a.cols; ++c) {
           in[c] = kc::RoundSum(in[c] + Load(a.residual, from + c),
-                               a.sum.type == DeviceFloat::kHalf);
+                               ToKernel(a.sum.type));
           if (a.sum.data != nullptr) Store(a.sum, r * a.cols + c, in[c]);
         }
       }

@@ -1,3 +1,4 @@
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <stdint.h>
@@ -17,12 +18,12 @@
 // TileKeyEnd). Per key tile: the block loads K, V (and the mask, into the score
 // tile); each warp computes its rows' scores, two lanes a row update the
 // running max and sum and write the weights over the scores, and the warp
-// rescales its accumulator and adds weights . V. Float16 operands go
-// through tensor cores (wmma 16x16x16, float16 inputs, float32
-// accumulation; the weights are rounded to float16 for the second product,
-// and the row sums add the rounded weights, so each row's weights sum to
-// 1); float32 ones through float32 FMA (no TF32). The tiling per padded
-// head dim is MakeAttentionTiling's.
+// rescales its accumulator and adds weights . V. Float16 and bfloat16
+// operands go through tensor cores (wmma 16x16x16, 16-bit inputs, float32
+// accumulation; the weights are rounded to the operands' 16-bit type for
+// the second product, and the row sums add the rounded weights, so each
+// row's weights sum to 1); float32 ones through float32 FMA (no TF32). The
+// tiling per padded head dim is MakeAttentionTiling's.
 
 namespace coalesce::kernels::cuda {
 namespace {
@@ -35,8 +36,8 @@ static_assert(AttentionPaddedHeadDim(kMaxAttentionHeadDim) ==
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kWarpRows = kAttentionWarpRows;
 
-// The kernel's operands: T (q, k, v), M (mask) and Y (out) are float, or
-// uint16_t for float16 bits (float_storage.h).
+// The kernel's operands: T (q, k, v), M (mask) and Y (out) are float,
+// uint16_t for float16 bits, or BFloat16Bits (float_storage.h).
 template <typename T, typename M, typename Y>
 struct AttentionParams {
   const T* q;
@@ -57,7 +58,8 @@ struct AttentionParams {
 // type T and padded head dim kD.
 template <typename T, int kD>
 struct Tiles {
-  static constexpr bool kHalf = std::is_same_v<T, uint16_t>;
+  // 16-bit q, k and v (float16 or bfloat16): products on tensor cores.
+  static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr AttentionTiling kT = MakeAttentionTiling(kHalf, kD);
   static constexpr int kWarps = kT.warps;
   static constexpr int kThreads = 32 * kWarps;
@@ -97,8 +99,23 @@ __device__ SharedTiles<T> CarveShared(unsigned char* base) {
           reinterpret_cast<float*>(base + Tl::kSumOffset)};
 }
 
-__device__ __forceinline__ const __half* AsHalf(const uint16_t* bits) {
-  return reinterpret_cast<const __half*>(bits);
+// The tensor-core element type of 16-bit storage T.
+template <typename T>
+struct MmaElement;
+template <>
+struct MmaElement<uint16_t> {
+  using Type = __half;
+};
+template <>
+struct MmaElement<BFloat16Bits> {
+  using Type = __nv_bfloat16;
+};
+template <typename T>
+using Mma = typename MmaElement<T>::Type;
+
+template <typename T>
+__device__ __forceinline__ const Mma<T>* AsMma(const T* bits) {
+  return reinterpret_cast<const Mma<T>*>(bits);
 }
 
 // Stores 16 bytes of elements at dst: one vector store where the row
@@ -171,22 +188,22 @@ __device__ void LoadMask(const M* __restrict__ mask,
 // k[kRowsK, kD]^T (+ the mask already in s when has_mask). Columns of q and
 // k at or past head_dim are zeros; whole 16-column steps of them are
 // skipped.
-template <int kD, int kRowsK, int kLdQ, int kLdK, int kLdS>
-__device__ void ScoresMma(const uint16_t* q, const uint16_t* k, float* s,
-                          int head_dim, float scale, bool has_mask) {
+template <typename T, int kD, int kRowsK, int kLdQ, int kLdK, int kLdS>
+__device__ void ScoresMma(const T* q, const T* k, float* s, int head_dim,
+                          float scale, bool has_mask) {
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kRowsK / 16];
 #pragma unroll
   for (int n = 0; n < kRowsK / 16; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
     if (kk * 16 >= head_dim) break;
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-    wmma::load_matrix_sync(a, AsHalf(q + kk * 16), kLdQ);
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, Mma<T>, wmma::row_major> a;
+    wmma::load_matrix_sync(a, AsMma(q + kk * 16), kLdQ);
 #pragma unroll
     for (int n = 0; n < kRowsK / 16; ++n) {
       // K's rows are Kᵀ's columns: Kᵀ as a column-major matrix.
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
-      wmma::load_matrix_sync(b, AsHalf(k + n * 16 * kLdK + kk * 16), kLdK);
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, Mma<T>, wmma::col_major> b;
+      wmma::load_matrix_sync(b, AsMma(k + n * 16 * kLdK + kk * 16), kLdK);
       wmma::mma_sync(acc[n], a, b, acc[n]);
     }
   }
@@ -254,6 +271,12 @@ __device__ __forceinline__ float StoreWeight(float w, __half* p) {
   return __half2float(rounded);
 }
 
+__device__ __forceinline__ float StoreWeight(float w, __nv_bfloat16* p) {
+  const __nv_bfloat16 rounded = __float2bfloat16_rn(w);
+  *p = rounded;
+  return __bfloat162float(rounded);
+}
+
 // One warp's 16 rows of a key tile, two lanes a row (lane / 2; columns of
 // the lane's parity): reads the scores s (keys at or past `keys` count as
 // -inf), updates the lane's row `row`, writes the weights over the scores
@@ -291,8 +314,8 @@ __device__ RunningSoftmax SoftmaxTile(float* s, int keys, RunningSoftmax row,
 // One warp's o[16, kD] = o * row_scale (per row) + p[16, kRowsK] . v[kRowsK,
 // kD] on tensor cores; p: float16 weights over the float score tile s.
 // Whole 16-column steps at or past head_dim are skipped (never written out).
-template <int kD, int kRowsK, int kLdS, int kLdV, int kLdO>
-__device__ void AccumulateMma(const float* s, const uint16_t* v,
+template <typename T, int kD, int kRowsK, int kLdS, int kLdV, int kLdO>
+__device__ void AccumulateMma(const float* s, const T* v,
                               const float* row_scale, float* o, int head_dim) {
   const int lane = threadIdx.x % 32;
   for (int item = lane; item < kWarpRows * kD; item += 32) {
@@ -300,9 +323,9 @@ __device__ void AccumulateMma(const float* s, const uint16_t* v,
     o[r * kLdO + item % kD] *= row_scale[r];
   }
   __syncwarp();
-  const __half* p = reinterpret_cast<const __half*>(s);
+  const Mma<T>* p = reinterpret_cast<const Mma<T>*>(s);
   constexpr int kLdP = 2 * kLdS;
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, Mma<T>, wmma::row_major>
       a[kRowsK / 16];
 #pragma unroll
   for (int kk = 0; kk < kRowsK / 16; ++kk) {
@@ -315,8 +338,8 @@ __device__ void AccumulateMma(const float* s, const uint16_t* v,
     wmma::load_matrix_sync(acc, o + n * 16, kLdO, wmma::mem_row_major);
 #pragma unroll
     for (int kk = 0; kk < kRowsK / 16; ++kk) {
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
-      wmma::load_matrix_sync(b, AsHalf(v + kk * 16 * kLdV + n * 16), kLdV);
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, Mma<T>, wmma::row_major> b;
+      wmma::load_matrix_sync(b, AsMma(v + kk * 16 * kLdV + n * 16), kLdV);
       wmma::mma_sync(acc, a[kk], b, acc);
     }
     wmma::store_matrix_sync(o + n * 16, acc, kLdO, wmma::mem_row_major);
@@ -383,12 +406,12 @@ __device__ RunningSoftmax WarpTile(const SharedTiles<T>& sh, int warp, int keys,
   float* o = sh.o + first * Tl::kLdO;
   float* row_scale = sh.scale + first;
   if constexpr (Tl::kHalf) {
-    ScoresMma<kD, Tl::kRowsK, Tl::kLdQ, Tl::kLdK, Tl::kLdS>(
+    ScoresMma<T, kD, Tl::kRowsK, Tl::kLdQ, Tl::kLdK, Tl::kLdS>(
         sh.q + first * Tl::kLdQ, sh.k, s, head_dim, scale, has_mask);
     __syncwarp();
-    row = SoftmaxTile<Tl::kRowsK, Tl::kLdS, __half>(s, keys, row, row_scale);
+    row = SoftmaxTile<Tl::kRowsK, Tl::kLdS, Mma<T>>(s, keys, row, row_scale);
     __syncwarp();
-    AccumulateMma<kD, Tl::kRowsK, Tl::kLdS, Tl::kLdV, Tl::kLdO>(
+    AccumulateMma<T, kD, Tl::kRowsK, Tl::kLdS, Tl::kLdV, Tl::kLdO>(
         s, sh.v, row_scale, o, head_dim);
   } else {
     ScoresFma<Tl::kRowsK, Tl::kLdQ, Tl::kLdK, Tl::kLdS>(
@@ -622,14 +645,12 @@ cudaError_t LaunchAttention(const AttentionArgs& args, cudaStream_t stream) {
   if (n.batch == 0 || n.heads == 0 || n.q_len == 0 || n.head_dim == 0) {
     return cudaSuccess;  // out is empty
   }
-  return WithFloatType(args.q.data.storage, [&](auto t_tag) {
-    return WithFloatType(args.mask.data.storage, [&](auto m_tag) {
-      return WithFloatType(args.out.data.storage, [&](auto y_tag) {
+  return WithFloatTypes(
+      [&](auto t_tag, auto m_tag, auto y_tag) {
         return LaunchTyped<decltype(t_tag), decltype(m_tag), decltype(y_tag)>(
             args, stream);
-      });
-    });
-  });
+      },
+      args.q.data.storage, args.mask.data.storage, args.out.data.storage);
 }
 
 }  // namespace coalesce::kernels::cuda

@@ -739,6 +739,64 @@ TEST(CudaMathTest, FloatStorageLoadsExactlyAndStoresToNearestEven) {
   EXPECT_EQ(FromFloat<uint16_t>(1.0f + 0x1.2p-11f), 0x3c01);
   EXPECT_EQ(FromFloat<uint16_t>(-70000.0f), 0xfc00);
   EXPECT_EQ(FromFloat<uint16_t>(0.1f), FloatToHalfBits(0.1f));
+  EXPECT_EQ(ToFloat(BFloat16Bits{0x3f81}), 1.0f + 0x1p-7f);
+  EXPECT_EQ(FromFloat<BFloat16Bits>(1.0f + 0x1p-8f).bits, 0x3f80);  // tie
+  EXPECT_EQ(FromFloat<BFloat16Bits>(1.0f + 0x3p-8f).bits, 0x3f82);  // tie
+  EXPECT_EQ(FromFloat<BFloat16Bits>(1.0f + 0x1.2p-8f).bits, 0x3f81);
+}
+
+// Every bfloat16 is the top half of a float: decoding is exact, and every
+// non-NaN encodes back to its own bits; NaNs stay NaNs of their sign.
+TEST(CudaMathTest, EveryBFloat16DecodesExactlyAndEncodesBack) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const uint16_t b = static_cast<uint16_t>(bits);
+    const float got = BFloat16BitsToFloat(b);
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), bits << 16) << "bf16 " << bits;
+    if (std::isnan(got)) {
+      const uint16_t back = FloatToBFloat16Bits(got);
+      ASSERT_TRUE(std::isnan(BFloat16BitsToFloat(back))) << "bf16 " << bits;
+      ASSERT_EQ(back & 0x8000, b & 0x8000) << "bf16 " << bits;
+      continue;
+    }
+    ASSERT_EQ(FloatToBFloat16Bits(got), b) << "bf16 " << bits;
+  }
+}
+
+// Between each pair of neighboring positive bfloat16s (and from the largest
+// to the next step, infinity): the midpoint goes to the even one, the
+// floats beside it to the nearer one. Negatives mirror. A NaN whose payload
+// lies in the dropped half stays a (quiet) NaN.
+TEST(CudaMathTest, FloatToBFloat16RoundsToNearestEven) {
+  for (uint32_t low = 0; low <= 0x7f7f; ++low) {
+    const uint32_t mid = (low << 16) | 0x8000u;
+    const uint16_t even = (low & 1) == 0 ? low : low + 1;
+    for (const uint32_t sign : {0u, 0x80000000u}) {
+      const uint16_t s16 = static_cast<uint16_t>(sign >> 16);
+      ASSERT_EQ(FloatToBFloat16Bits(std::bit_cast<float>(sign | mid)),
+                s16 | even)
+          << "midpoint above " << low;
+      ASSERT_EQ(FloatToBFloat16Bits(std::bit_cast<float>(sign | (mid - 1))),
+                s16 | low)
+          << "below the midpoint above " << low;
+      ASSERT_EQ(FloatToBFloat16Bits(std::bit_cast<float>(sign | (mid + 1))),
+                s16 | (low + 1))
+          << "above the midpoint above " << low;
+    }
+  }
+  EXPECT_EQ(FloatToBFloat16Bits(std::numeric_limits<float>::max()), 0x7f80);
+  EXPECT_EQ(FloatToBFloat16Bits(-INFINITY), 0xff80);
+  const float low_payload_nan = std::bit_cast<float>(0x7f800001u);
+  EXPECT_TRUE(
+      std::isnan(BFloat16BitsToFloat(FloatToBFloat16Bits(low_payload_nan))));
+}
+
+// A fused residual's sum rounds as the Add's result type stores it.
+TEST(CudaMathTest, RoundSumRoundsToTheSumsStorage) {
+  const float v = 1.0f + 0x1p-9f;  // a float16, not a bfloat16
+  EXPECT_EQ(RoundSum(v, FloatStorage::kFloat), v);
+  EXPECT_EQ(RoundSum(v, FloatStorage::kHalf), v);
+  EXPECT_EQ(RoundSum(v, FloatStorage::kBFloat16), 1.0f);
+  EXPECT_EQ(RoundSum(1.0f + 0x1p-12f, FloatStorage::kHalf), 1.0f);
 }
 
 // A pooling geometry with asymmetric pads, dilation and a window past the

@@ -6,8 +6,13 @@
 namespace coalesce::kernels::cuda {
 namespace {
 
-// Four elements of T in one aligned load or store: float4 (16 bytes) or
-// ushort4 (8 bytes of float16 bits).
+// Four bfloat16 elements, one 8-byte load or store.
+struct alignas(8) BFloat16x4 {
+  BFloat16Bits x, y, z, w;
+};
+
+// Four elements of T in one aligned load or store: float4 (16 bytes),
+// ushort4 (8 bytes of float16 bits) or BFloat16x4.
 template <typename T>
 struct Vector4;
 template <>
@@ -17,6 +22,10 @@ struct Vector4<float> {
 template <>
 struct Vector4<uint16_t> {
   using Type = ushort4;
+};
+template <>
+struct Vector4<BFloat16Bits> {
+  using Type = BFloat16x4;
 };
 
 template <typename T>
@@ -72,21 +81,21 @@ bool Aligned(const void* p, uintptr_t bytes) {
 cudaError_t LaunchActivation(const ActivationFn& f, FloatSource x,
                              FloatTarget y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  return WithFloatType(x.storage, [&](auto x_tag) {
-    return WithFloatType(y.storage, [&](auto y_tag) {
-      using X = decltype(x_tag);
-      using Y = decltype(y_tag);
-      const bool vector = Aligned(x.data, kVector4Bytes<X>) &&
-                          Aligned(y.data, kVector4Bytes<Y>);
-      const int64_t vectors = vector ? n / 4 : 0;
-      // With vectors, fewer than four elements are left for the loop after.
-      ActivationKernel<X, Y>
-          <<<LoopBlocks(vectors > 0 ? vectors : n), kLoopThreads, 0, stream>>>(
-              f, static_cast<const X*>(x.data), static_cast<Y*>(y.data), n,
-              vectors);
-      return cudaGetLastError();
-    });
-  });
+  return WithFloatTypes(
+      [&](auto x_tag, auto y_tag) {
+        using X = decltype(x_tag);
+        using Y = decltype(y_tag);
+        const bool vector = Aligned(x.data, kVector4Bytes<X>) &&
+                            Aligned(y.data, kVector4Bytes<Y>);
+        const int64_t vectors = vector ? n / 4 : 0;
+        // With vectors, fewer than four elements are left for the loop.
+        ActivationKernel<X, Y>
+            <<<LoopBlocks(vectors > 0 ? vectors : n), kLoopThreads, 0,
+               stream>>>(f, static_cast<const X*>(x.data),
+                         static_cast<Y*>(y.data), n, vectors);
+        return cudaGetLastError();
+      },
+      x.storage, y.storage);
 }
 
 cudaError_t LaunchBinary(BinaryOp op, const BroadcastIndexer& ix, FloatSource a,
@@ -94,9 +103,8 @@ cudaError_t LaunchBinary(BinaryOp op, const BroadcastIndexer& ix, FloatSource a,
                          cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const bool identity = BroadcastIsIdentity(ix);
-  return WithFloatType(a.storage, [&](auto a_tag) {
-    return WithFloatType(b.storage, [&](auto b_tag) {
-      return WithFloatType(y.storage, [&](auto y_tag) {
+  return WithFloatTypes(
+      [&](auto a_tag, auto b_tag, auto y_tag) {
         using A = decltype(a_tag);
         using B = decltype(b_tag);
         using Y = decltype(y_tag);
@@ -104,9 +112,8 @@ cudaError_t LaunchBinary(BinaryOp op, const BroadcastIndexer& ix, FloatSource a,
             op, ix, identity, static_cast<const A*>(a.data),
             static_cast<const B*>(b.data), static_cast<Y*>(y.data), n);
         return cudaGetLastError();
-      });
-    });
-  });
+      },
+      a.storage, b.storage, y.storage);
 }
 
 }  // namespace coalesce::kernels::cuda

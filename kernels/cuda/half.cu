@@ -14,36 +14,41 @@ constexpr int kThreads = kLoopThreads;
 
 int Blocks(int64_t n) { return LoopBlocks(n); }
 
-__global__ void ToHalfKernel(const float* __restrict__ x,
-                             uint16_t* __restrict__ y, int64_t n) {
+// y[i] = x[i] as Y (float_storage.h's conversions).
+template <typename X, typename Y>
+__global__ void ConvertKernel(const X* __restrict__ x, Y* __restrict__ y,
+                              int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    y[i] = FloatToHalfBits(x[i]);
+    y[i] = FromFloat<Y>(ToFloat(x[i]));
   }
 }
 
-__global__ void FromHalfKernel(const uint16_t* __restrict__ x,
-                               float* __restrict__ y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    y[i] = HalfBitsToFloat(x[i]);
-  }
+template <typename X, typename Y>
+cudaError_t Convert(const void* x, void* y, int64_t count,
+                    cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  ConvertKernel<X, Y><<<Blocks(count), kThreads, 0, stream>>>(
+      static_cast<const X*>(x), static_cast<Y*>(y), count);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t LaunchToHalf(const float* x, uint16_t* y, int64_t count,
-                         cudaStream_t stream) {
-  if (count == 0) return cudaSuccess;
-  ToHalfKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, count);
-  return cudaGetLastError();
+                         FloatStorage format, cudaStream_t stream) {
+  if (format == FloatStorage::kBFloat16)
+    return Convert<float, BFloat16Bits>(x, y, count, stream);
+  if (format != FloatStorage::kHalf) return cudaErrorInvalidValue;
+  return Convert<float, uint16_t>(x, y, count, stream);
 }
 
 cudaError_t LaunchFromHalf(const uint16_t* x, float* y, int64_t count,
-                           cudaStream_t stream) {
-  if (count == 0) return cudaSuccess;
-  FromHalfKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, count);
-  return cudaGetLastError();
+                           FloatStorage format, cudaStream_t stream) {
+  if (format == FloatStorage::kBFloat16)
+    return Convert<BFloat16Bits, float>(x, y, count, stream);
+  if (format != FloatStorage::kHalf) return cudaErrorInvalidValue;
+  return Convert<uint16_t, float>(x, y, count, stream);
 }
 
 }  // namespace coalesce::kernels::cuda

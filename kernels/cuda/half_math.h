@@ -1,8 +1,8 @@
-// Float16 (IEEE 754 binary16) to and from float, for the GPU path's FP16
-// mode: the conversions of the CUDA kernels in half.cu and of the host code
-// that prepares their operands (constants converted once, on the host), so
-// both give the same bits. Pure functions; host and device; unit-tested on
-// the host (cuda_math_test.cc).
+// Float16 (IEEE 754 binary16) and bfloat16 to and from float, for the GPU
+// path's FP16 and BF16 modes: the conversions of the CUDA kernels in half.cu
+// and of the host code that prepares their operands (constants converted once,
+// on the host), so both give the same bits. Pure functions; host and device;
+// unit-tested on the host (cuda_math_test.cc).
 //
 // From float: round to nearest, ties to even. Results below 2^-14 are
 // subnormal halves; what rounds below the smallest of those (2^-24) is a
@@ -88,6 +88,25 @@ COALESCE_HD float HalfBitsToFloat(uint16_t h) {
   }
   return FloatOfBits(sign | (float_exponent << 23) |
                      ((mantissa & 0x3ffu) << 13));
+}
+
+// Bfloat16 (float32's sign, exponent and top 7 mantissa bits) from float:
+// round to nearest, ties to even, on the dropped 16 bits. Finite values
+// that round past the largest bfloat16 become infinities, as in float32;
+// NaN becomes a quiet NaN of the same sign (payload's top bits kept).
+// Subnormals round as any other value (bfloat16 has float32's range).
+COALESCE_HD uint16_t FloatToBFloat16Bits(float x) {
+  const uint32_t bits = BitsOfFloat(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  }
+  const uint32_t odd = (bits >> 16) & 1u;
+  return static_cast<uint16_t>((bits + 0x7fffu + odd) >> 16);
+}
+
+// Exact: a bfloat16 is the top half of a float.
+COALESCE_HD float BFloat16BitsToFloat(uint16_t b) {
+  return FloatOfBits(static_cast<uint32_t>(b) << 16);
 }
 
 }  // namespace coalesce::kernels::cuda

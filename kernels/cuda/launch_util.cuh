@@ -1,6 +1,6 @@
 // Shared by the .cu files of kernels/cuda/: the grid of a grid-stride loop,
-// one block's tree reduction, and the dispatch from a FloatStorage to the
-// element type of a templated kernel. CUDA only (not a math header).
+// one block's tree reduction, and the dispatch from FloatStorages to the
+// element types of a templated kernel. CUDA only (not a math header).
 #ifndef COALESCE_KERNELS_CUDA_LAUNCH_UTIL_CUH_
 #define COALESCE_KERNELS_CUDA_LAUNCH_UTIL_CUH_
 
@@ -37,12 +37,38 @@ __device__ T BlockReduce(T part, Combine combine) {
   return parts[0];
 }
 
-// fn(T{}) with T the element type `storage` stands for (float_storage.h):
-// float, or uint16_t for float16 bits. Nest calls for several operands.
-template <typename Fn>
-cudaError_t WithFloatType(FloatStorage storage, Fn fn) {
-  if (storage == FloatStorage::kHalf) return fn(uint16_t{});
-  return fn(float{});
+namespace launch_detail {
+
+template <typename H, typename Fn>
+cudaError_t DispatchFloats(Fn fn) {
+  return fn();
+}
+
+template <typename H, typename Fn, typename... Rest>
+cudaError_t DispatchFloats(Fn fn, FloatStorage first, Rest... rest) {
+  if (first == FloatStorage::kFloat) {
+    return DispatchFloats<H>([&](auto... tags) { return fn(float{}, tags...); },
+                             rest...);
+  }
+  return DispatchFloats<H>([&](auto... tags) { return fn(H{}, tags...); },
+                           rest...);
+}
+
+}  // namespace launch_detail
+
+// fn(T1{}, ..., Tn{}) with Ti the element type of storages[i], for a launch
+// whose operands are float32 or one 16-bit format: a launch mixing float16
+// and bfloat16 is cudaErrorInvalidValue. So a kernel of n floating operands
+// is instantiated for float and each 16-bit type in 2 * 2^n ways, not 3^n.
+template <typename Fn, typename... Storages>
+cudaError_t WithFloatTypes(Fn fn, Storages... storages) {
+  const bool half = ((storages == FloatStorage::kHalf) || ...);
+  const bool bfloat16 = ((storages == FloatStorage::kBFloat16) || ...);
+  if (half && bfloat16) return cudaErrorInvalidValue;
+  if (bfloat16) {
+    return launch_detail::DispatchFloats<BFloat16Bits>(fn, storages...);
+  }
+  return launch_detail::DispatchFloats<uint16_t>(fn, storages...);
 }
 
 }  // namespace coalesce::kernels::cuda

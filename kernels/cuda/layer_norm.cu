@@ -13,29 +13,33 @@ template <typename X, typename R>
 struct RowSource {
   const X* x;
   const R* residual;  // this row's residual row, or null
-  bool sum_half;
+  FloatStorage sum_storage;
   __device__ float operator()(int64_t j) const {
     const float v = ToFloat(x[j]);
     if (residual == nullptr) return v;
-    return RoundSum(v + ToFloat(residual[j]), sum_half);
+    return RoundSum(v + ToFloat(residual[j]), sum_storage);
   }
 };
 
-__device__ void StoreSum(void* sum, bool half, int64_t i, float v) {
-  if (half) {
+__device__ void StoreSum(void* sum, FloatStorage storage, int64_t i, float v) {
+  if (storage == FloatStorage::kHalf) {
     static_cast<uint16_t*>(sum)[i] = FloatToHalfBits(v);
+  } else if (storage == FloatStorage::kBFloat16) {
+    static_cast<uint16_t*>(sum)[i] = FloatToBFloat16Bits(v);
   } else {
     static_cast<float*>(sum)[i] = v;
   }
 }
 
-// X, R and Y: float, or uint16_t for float16 bits (float_storage.h). Without
+// X, R and Y: float, uint16_t for float16 bits, or BFloat16Bits
+// (float_storage.h). Without
 // a residual x and y may be the same array (no __restrict__ on them): each
 // element is read before it is written, by the thread that writes it,
 // after the whole row was read for the statistics.
 template <typename X, typename R, typename Y>
 __global__ void LayerNormKernel(const X* x, const R* residual,
-                                int64_t residual_rows, void* sum, bool sum_half,
+                                int64_t residual_rows, void* sum,
+                                FloatStorage sum_storage,
                                 const float* __restrict__ scale,
                                 const float* __restrict__ bias, Y* y,
                                 int64_t cols, float epsilon) {
@@ -43,10 +47,12 @@ __global__ void LayerNormKernel(const X* x, const R* residual,
   const RowSource<X, R> source{
       x + row * cols,
       residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
-      sum_half};
+      sum_storage};
   void* row_sum = nullptr;
-  if (sum != nullptr)
-    row_sum = static_cast<char*>(sum) + row * cols * (sum_half ? 2 : 4);
+  if (sum != nullptr) {
+    row_sum = static_cast<char*>(sum) +
+              row * cols * (sum_storage == FloatStorage::kFloat ? 4 : 2);
+  }
   Y* row_out = y + row * cols;
   float cached[kCached];
   MeanM2 part = EmptyMeanM2();
@@ -56,14 +62,14 @@ __global__ void LayerNormKernel(const X* x, const R* residual,
     if (j < cols) {
       cached[k] = source(j);
       part = AddValue(part, cached[k]);
-      if (row_sum != nullptr) StoreSum(row_sum, sum_half, j, cached[k]);
+      if (row_sum != nullptr) StoreSum(row_sum, sum_storage, j, cached[k]);
     }
   }
   for (int64_t j = threadIdx.x + kLayerNormCachedCols; j < cols;
        j += kThreads) {
     const float v = source(j);
     part = AddValue(part, v);
-    if (row_sum != nullptr) StoreSum(row_sum, sum_half, j, v);
+    if (row_sum != nullptr) StoreSum(row_sum, sum_storage, j, v);
   }
   const MeanM2 stats = BlockReduce<kThreads>(
       part, [](MeanM2 a, MeanM2 b) { return Combine(a, b); });
@@ -92,10 +98,12 @@ cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const FloatStorage residual_storage =
       has_residual ? a.residual.storage : a.x.storage;
-  const bool sum_half = a.sum.storage == FloatStorage::kHalf;
-  return WithFloatType(a.x.storage, [&](auto x_tag) {
-    return WithFloatType(residual_storage, [&](auto r_tag) {
-      return WithFloatType(a.y.storage, [&](auto y_tag) {
+  if (a.sum.data != nullptr && a.sum.storage != FloatStorage::kFloat &&
+      a.sum.storage != a.x.storage && a.sum.storage != residual_storage) {
+    return cudaErrorInvalidValue;  // one 16-bit format per launch
+  }
+  return WithFloatTypes(
+      [&](auto x_tag, auto r_tag, auto y_tag) {
         using X = decltype(x_tag);
         using R = decltype(r_tag);
         using Y = decltype(y_tag);
@@ -103,12 +111,11 @@ cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
             <<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(
                 static_cast<const X*>(a.x.data),
                 static_cast<const R*>(a.residual.data), a.residual_rows,
-                a.sum.data, sum_half, a.scale, a.bias,
+                a.sum.data, a.sum.storage, a.scale, a.bias,
                 static_cast<Y*>(a.y.data), a.cols, a.epsilon);
         return cudaGetLastError();
-      });
-    });
-  });
+      },
+      a.x.storage, residual_storage, a.y.storage);
 }
 
 }  // namespace coalesce::kernels::cuda

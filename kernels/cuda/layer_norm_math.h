@@ -10,6 +10,7 @@
 
 #include <math.h>
 
+#include "kernels/cuda/float_storage.h"
 #include "kernels/cuda/half_math.h"
 #include "kernels/cuda/host_device.h"
 
@@ -49,9 +50,13 @@ COALESCE_HD float InvStdDev(MeanM2 row, float epsilon) {
 }
 
 // A fused residual's sum as its Add would store it: float32, or rounded
-// to float16 (to nearest even) and back when the Add's result is float16.
-COALESCE_HD float RoundSum(float value, bool half) {
-  return half ? HalfBitsToFloat(FloatToHalfBits(value)) : value;
+// (to nearest even) to the Add's 16-bit result type and back.
+COALESCE_HD float RoundSum(float value, FloatStorage storage) {
+  if (storage == FloatStorage::kHalf)
+    return HalfBitsToFloat(FloatToHalfBits(value));
+  if (storage == FloatStorage::kBFloat16)
+    return BFloat16BitsToFloat(FloatToBFloat16Bits(value));
+  return value;
 }
 
 // One output element: (x - mean) * inv_std * scale + bias.

@@ -236,20 +236,20 @@ cudaError_t LaunchPool2D(const Pool2DGeometry& g, const PoolLayout& layout,
                          FloatSource x, FloatTarget y, cudaStream_t stream) {
   const int64_t n = layout.planes * g.out_h * g.out_w;
   if (n == 0) return cudaSuccess;
-  return WithFloatType(x.storage, [&](auto x_tag) {
-    return WithFloatType(y.storage, [&](auto y_tag) {
-      using X = decltype(x_tag);
-      using Y = decltype(y_tag);
-      const auto* x_data = static_cast<const X*>(x.data);
-      auto* y_data = static_cast<Y*>(y.data);
-      if (TakesGlobalPath(g, layout)) {
-        return LaunchGlobalPool2D(g, layout, x_data, y_data, stream);
-      }
-      Pool2DKernel<X, Y><<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
-          g, layout, x_data, y_data, n);
-      return cudaGetLastError();
-    });
-  });
+  return WithFloatTypes(
+      [&](auto x_tag, auto y_tag) {
+        using X = decltype(x_tag);
+        using Y = decltype(y_tag);
+        const auto* x_data = static_cast<const X*>(x.data);
+        auto* y_data = static_cast<Y*>(y.data);
+        if (TakesGlobalPath(g, layout)) {
+          return LaunchGlobalPool2D(g, layout, x_data, y_data, stream);
+        }
+        Pool2DKernel<X, Y><<<LoopBlocks(n), kLoopThreads, 0, stream>>>(
+            g, layout, x_data, y_data, n);
+        return cudaGetLastError();
+      },
+      x.storage, y.storage);
 }
 
 cudaError_t LaunchLrn(const float* x, float* y, int64_t batch, int64_t channels,
@@ -267,9 +267,8 @@ cudaError_t LaunchChannelAffine(const ChannelAffineMap& m, FloatSource x,
                                 cudaStream_t stream) {
   const int64_t n = ElementCount(m.layout);
   if (n == 0) return cudaSuccess;
-  return WithFloatType(x.storage, [&](auto x_tag) {
-    return WithFloatType(z.storage, [&](auto z_tag) {
-      return WithFloatType(y.storage, [&](auto y_tag) {
+  return WithFloatTypes(
+      [&](auto x_tag, auto z_tag, auto y_tag) {
         using X = decltype(x_tag);
         using Z = decltype(z_tag);
         using Y = decltype(y_tag);
@@ -278,9 +277,8 @@ cudaError_t LaunchChannelAffine(const ChannelAffineMap& m, FloatSource x,
                 m, static_cast<const X*>(x.data), static_cast<const Z*>(z.data),
                 static_cast<Y*>(y.data), n);
         return cudaGetLastError();
-      });
-    });
-  });
+      },
+      x.storage, z.storage, y.storage);
 }
 
 }  // namespace coalesce::kernels::cuda

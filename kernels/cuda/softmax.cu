@@ -7,7 +7,8 @@ namespace {
 
 constexpr int kThreads = 256;  // a power of two: the tree reduction halves it
 
-// X and Y: float, or uint16_t for float16 bits (float_storage.h). x and y
+// X and Y: float, uint16_t for float16 bits, or BFloat16Bits
+// (float_storage.h). x and y
 // may be the same array (no __restrict__): each element is read before it
 // is written, by the thread that writes it, after the whole row was read
 // for the max and sum.
@@ -32,15 +33,16 @@ cudaError_t LaunchSoftmax(FloatSource x, FloatTarget y, int64_t rows,
                           int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
   if (rows > 2147483647) return cudaErrorInvalidConfiguration;
-  return WithFloatType(x.storage, [&](auto x_tag) {
-    return WithFloatType(y.storage, [&](auto y_tag) {
-      using X = decltype(x_tag);
-      using Y = decltype(y_tag);
-      SoftmaxKernel<X, Y><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-          static_cast<const X*>(x.data), static_cast<Y*>(y.data), cols);
-      return cudaGetLastError();
-    });
-  });
+  return WithFloatTypes(
+      [&](auto x_tag, auto y_tag) {
+        using X = decltype(x_tag);
+        using Y = decltype(y_tag);
+        SoftmaxKernel<X, Y>
+            <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+                static_cast<const X*>(x.data), static_cast<Y*>(y.data), cols);
+        return cudaGetLastError();
+      },
+      x.storage, y.storage);
 }
 
 }  // namespace coalesce::kernels::cuda
