@@ -18,11 +18,14 @@
 //                    elementwise, Concat, Transpose, views; float32
 //                    accumulation and statistics), weights are converted
 //                    once at load, and the wire, Softmax, LayerNorm and
-//                    the rest stay float32 (engine/device/device_storage.h).
+//                    the rest stay float32 (engine/device/device_storage.h),
+//                    or "bf16": the same with bfloat16 (float32's range,
+//                    7 mantissa bits).
 //   gpu_layout       "nhwc" or "nchw": the layout of 2-D convolutions,
 //                    pooling and BatchNormalization on the GPU (NHWC: the
 //                    load-time layout pass, engine/model.h ForDevice).
-//                    Default: "nhwc" with gpu_precision "fp16", else "nchw".
+//                    Default: "nhwc" with gpu_precision "fp16" or "bf16",
+//                    else "nchw".
 //   cuda_graphs      "true" (default) or "false": GPU instances capture a
 //                    batch's kernels as a CUDA graph per shape set and
 //                    buffers after one warm-up batch, and replay it

@@ -181,7 +181,9 @@ struct GemmArgs {
   float alpha = 1.0f;
   const Half* a_half = nullptr;
   const Half* b_half = nullptr;
-  DeviceFloat half_type = DeviceFloat::kHalf;  // a_half's and b_half's
+  // a_half's and b_half's: kHalf or kBFloat16, always set with them (the
+  // default fails the call, so a missing type is never read as another).
+  DeviceFloat half_type = DeviceFloat::kFloat;
   // Implementations fuse what their library fuses (cuBLASLt: Relu, and
   // GeluTanh: its GELU epilogue is the tanh form, which also stands for
   // GeluErf into a 16-bit c: within 4.8e-4, under 16-bit rounding) and

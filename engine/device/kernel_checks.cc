@@ -133,9 +133,32 @@ absl::Status CheckGatherElements(const GatherElementsArgs& a,
   return absl::OkStatus();
 }
 
+absl::Status CheckOne16BitType(std::initializer_list<DeviceFloat> types,
+                               absl::string_view primitive) {
+  DeviceFloat seen = DeviceFloat::kFloat;
+  for (DeviceFloat t : types) {
+    if (t == DeviceFloat::kFloat) continue;
+    if (seen != DeviceFloat::kFloat && t != seen) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(primitive, ": operands of two 16-bit types (",
+                       DeviceFloatName(seen), ", ", DeviceFloatName(t), ")"));
+    }
+    seen = t;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckLayerNorm(const LayerNormArgs& a) {
   if (a.rows < 0 || a.cols < 0)
     return absl::InvalidArgumentError("layer norm size below 0");
+  const DeviceFloat none = DeviceFloat::kFloat;
+  if (absl::Status s = CheckOne16BitType(
+          {a.x.type, a.residual.data != nullptr ? a.residual.type : none,
+           a.sum.data != nullptr ? a.sum.type : none, a.y.type},
+          "layer norm");
+      !s.ok()) {
+    return s;
+  }
   if (a.residual.data == nullptr) return absl::OkStatus();
   if (a.residual_rows <= 0 || a.rows % a.residual_rows != 0) {
     return absl::InvalidArgumentError(

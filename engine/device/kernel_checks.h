@@ -11,6 +11,7 @@
 #define COALESCE_ENGINE_DEVICE_KERNEL_CHECKS_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -77,8 +78,14 @@ absl::Status CheckGatherNd(const GatherNdArgs& a,
 absl::Status CheckGatherElements(const GatherElementsArgs& a,
                                  kernels::cuda::GatherElementsIndexer* ix);
 
-// Non-negative sizes; with a residual, rows a multiple of residual_rows
-// (> 0), and y overlapping neither x nor the residual.
+// InvalidArgument, naming `primitive`, when `types` hold both 16-bit types
+// (a launch computes in float32 from float32 and ONE 16-bit type).
+absl::Status CheckOne16BitType(std::initializer_list<DeviceFloat> types,
+                               absl::string_view primitive);
+
+// Non-negative sizes; one 16-bit type among x, the residual, sum and y;
+// with a residual, rows a multiple of residual_rows (> 0), and y
+// overlapping neither x nor the residual.
 absl::Status CheckLayerNorm(const LayerNormArgs& a);
 
 // Non-negative sizes, head_dim <= kMaxAttentionHeadDim, q, k and v of one

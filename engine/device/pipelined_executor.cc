@@ -99,6 +99,9 @@ class PipelineSlot : public BatchSlot {
   }
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
+    // First: a failed call leaves no registration of the last batch.
+    for (auto& pieces : input_pieces_) pieces.clear();
+    for (auto& pieces : output_pieces_) pieces.clear();
     if (absl::Status health = health_(); !health.ok()) return health;
     const ModelSignature& sig = program_->signature();
     if (shapes.size() != sig.inputs.size()) {
@@ -109,8 +112,6 @@ class PipelineSlot : public BatchSlot {
     if (!output_shapes.ok()) return output_shapes.status();
     input_shapes_ = shapes;
     output_shapes_ = *std::move(output_shapes);
-    for (auto& pieces : input_pieces_) pieces.clear();
-    for (auto& pieces : output_pieces_) pieces.clear();
     for (size_t i = 0; i < inputs_.size(); ++i) {
       absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
       if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
@@ -417,6 +418,9 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
                            const std::vector<DevicePiece>& pieces) {
     char* device = static_cast<char*>(t.device->data());
     const char* host = static_cast<const char*>(t.host->data());
+    if (pieces.empty()) {  // the common case: no std::function built
+      return device_->CopyToDevice(*copy_in_stream_, device, host, t.bytes);
+    }
     return SplitCopy(
         t.bytes, pieces,
         [&](size_t at, size_t bytes) {
@@ -435,6 +439,9 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
                              const std::vector<DevicePiece>& pieces) {
     const char* device = static_cast<const char*>(t.device->data());
     char* host = static_cast<char*>(t.host->data());
+    if (pieces.empty()) {  // the common case: no std::function built
+      return device_->CopyToHost(*copy_out_stream_, host, device, t.bytes);
+    }
     return SplitCopy(
         t.bytes, pieces,
         [&](size_t at, size_t bytes) {
@@ -447,14 +454,12 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
         });
   }
 
-  // A tensor of `total` bytes copied in one `staged` call when no piece is
-  // in shared device memory; else `staged` for each range no piece covers,
-  // then `shared` for each piece.
+  // A tensor of `total` bytes with pieces in shared device memory: `staged`
+  // for each range no piece covers, then `shared` for each piece.
   static absl::Status SplitCopy(
       size_t total, const std::vector<DevicePiece>& pieces,
       const std::function<absl::Status(size_t at, size_t bytes)>& staged,
       const std::function<absl::Status(const DevicePiece&)>& shared) {
-    if (pieces.empty()) return staged(0, total);
     for (const auto& [begin, end] : Uncovered(pieces, total)) {
       if (absl::Status s = staged(begin, end - begin); !s.ok()) return s;
     }

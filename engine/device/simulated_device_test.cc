@@ -1,11 +1,16 @@
 // The simulated device itself: stream order, events across streams, the race
-// and pinned-memory checks, memory capacity, and sticky faults.
+// and pinned-memory checks, memory capacity, and sticky faults; and one
+// rule its kernels share with the CUDA ones (kernel_checks.h): a launch
+// takes one 16-bit type.
 #include "engine/device/simulated_device.h"
 
 #include <cstring>
+#include <vector>
 
+#include "engine/device/simulated_kernels.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/half_math.h"
 
 namespace coalesce {
 namespace {
@@ -156,6 +161,48 @@ TEST(SimulatedDeviceTest, EnqueueFailureIsNotStickyButARunFaultIs) {
   EXPECT_TRUE(device.IsSticky(fault));
   EXPECT_EQ(device.Launch(*stream, Fill(buf->data(), 8, 3)), fault);
   EXPECT_EQ(device.AllocateDevice(8).status(), fault);
+}
+
+// A residual LayerNorm may read float32 operands and write a 16-bit sum
+// (an Add of two model inputs whose result is stored in 16 bits), but no
+// launch mixes float16 and bfloat16 operands.
+TEST(SimulatedKernelsTest, ALaunchTakesOneSixteenBitType) {
+  SimulatedDevice device;
+  auto simulated = CreateSimulatedKernels(&device);
+  auto stream = Must(device.CreateStream());
+  auto event = Must(device.CreateEvent());
+  auto memory = Must(device.AllocateDevice(256));
+  float* x = static_cast<float*>(memory->data());
+  float* r = x + 4;
+  float* scale = x + 8;
+  Half* sum = reinterpret_cast<Half*>(x + 12);
+  Half* y = sum + 4;
+  const float fine = 1.0f + 1.0f / 512;  // a float16, not a bfloat16
+  for (int i = 0; i < 4; ++i) {
+    x[i] = fine;
+    r[i] = static_cast<float>(i);
+    scale[i] = 1.0f;
+  }
+  LayerNormArgs a;
+  a.x = x;
+  a.residual = r;
+  a.residual_rows = 1;
+  a.scale = scale;
+  a.rows = 1;
+  a.cols = 4;
+  a.sum = FloatOut(sum, DeviceFloat::kBFloat16);
+  a.y = FloatOut(y, DeviceFloat::kBFloat16);
+  ASSERT_TRUE(simulated->LayerNorm(*stream, a).ok());
+  ASSERT_TRUE(device.RecordEvent(*event, *stream).ok());
+  ASSERT_TRUE(device.SynchronizeEvent(*event).ok());
+  EXPECT_EQ(kernels::cuda::BFloat16BitsToFloat(sum[0]), 1.0f);  // rounded
+  EXPECT_EQ(kernels::cuda::BFloat16BitsToFloat(sum[2]), 3.0f);
+
+  LayerNormArgs mixed = a;
+  mixed.x = FloatIn(reinterpret_cast<const Half*>(x), DeviceFloat::kHalf);
+  const absl::Status refused = simulated->LayerNorm(*stream, mixed);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("two 16-bit types"));
 }
 
 }  // namespace

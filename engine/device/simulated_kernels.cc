@@ -516,6 +516,11 @@ class SimulatedKernels : public DeviceKernels {
       return absl::InvalidArgumentError(
           "Conv2D: a 16-bit convolution into float32 y needs y_scratch");
     }
+    if (absl::Status s =
+            CheckOne16BitType({a.x.type, a.y.type, a.z.type}, "Conv2D");
+        !s.ok()) {
+      return s;
+    }
     std::vector<Region> reads = {Elements(a.x, x_count),
                                  Elements(a.w, w_count)};
     if (a.bias != nullptr) reads.push_back(Floats(a.bias, a.m));

@@ -1,5 +1,5 @@
 // CUDA elementwise kernels computed in float32: activations and
-// broadcasting binary arithmetic. Each operand is float32 or float16
+// broadcasting binary arithmetic. Each operand is float32 or 16-bit
 // (float_storage.h), independently of the others: loaded as float32, the
 // result stored rounding to nearest even. Each launcher enqueues one kernel
 // on `stream` (none for an empty output) and returns the launch's error

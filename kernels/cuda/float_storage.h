@@ -30,14 +30,14 @@ struct BFloat16Bits {
   uint16_t bits;
 };
 
-// A float32 or float16 array in device memory that a kernel reads; `data`
+// A float32 or 16-bit array in device memory that a kernel reads; `data`
 // null stands for an absent optional operand where a launcher allows one.
 struct FloatSource {
   const void* data = nullptr;
   FloatStorage storage = FloatStorage::kFloat;
 };
 
-// A float32 or float16 array in device memory that a kernel writes.
+// A float32 or 16-bit array in device memory that a kernel writes.
 struct FloatTarget {
   void* data = nullptr;
   FloatStorage storage = FloatStorage::kFloat;

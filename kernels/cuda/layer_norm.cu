@@ -98,9 +98,14 @@ cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const FloatStorage residual_storage =
       has_residual ? a.residual.storage : a.x.storage;
+  // One 16-bit type per launch: a 16-bit sum may come from float32
+  // operands, never from operands of the other 16-bit type.
+  auto clash = [&](FloatStorage s) {
+    return s != FloatStorage::kFloat && s != a.sum.storage;
+  };
   if (a.sum.data != nullptr && a.sum.storage != FloatStorage::kFloat &&
-      a.sum.storage != a.x.storage && a.sum.storage != residual_storage) {
-    return cudaErrorInvalidValue;  // one 16-bit format per launch
+      (clash(a.x.storage) || clash(residual_storage) || clash(a.y.storage))) {
+    return cudaErrorInvalidValue;
   }
   return WithFloatTypes(
       [&](auto x_tag, auto r_tag, auto y_tag) {

@@ -4,7 +4,7 @@
 // x + residual rounded as the Add would store it (sum's storage), written
 // to sum when sum.data is set. The residual is [residual_rows, cols],
 // repeated over x's rows. scale and bias are float32 of cols elements (bias
-// may be null). x, residual, y and sum are float32 or float16 each
+// may be null). x, residual, y and sum are float32 or 16-bit each
 // (float_storage.h): the statistics and the affine map are float32
 // whatever their storage, y rounded once to nearest even. One block per
 // row; each thread keeps its first elements of s in registers, so a row of

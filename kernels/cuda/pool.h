@@ -3,7 +3,7 @@
 // (NCHW, float32); and the per-channel map y = act(x * scale[c] +
 // shift[c] + z) over NCHW or NHWC (Conv's epilogue: bias, residual and
 // activation; BatchNormalization at inference). Pooling and the
-// per-channel map compute in float32 and read and write float32 or float16,
+// per-channel map compute in float32 and read and write float32 or 16-bit,
 // each operand independently (float_storage.h). The math is in pool_math.h
 // and elementwise_math.h. Each launcher enqueues one kernel (none for an
 // empty output) and returns the launch's error.

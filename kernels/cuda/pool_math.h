@@ -1,6 +1,6 @@
 // The math of the CUDA pooling, LRN and per-channel kernels (pool.cu), one
 // output element at a time, over NCHW or (pooling, per-channel) NHWC
-// tensors of float32 or float16 elements (float_storage.h), computed in
+// tensors of float32 or 16-bit elements (float_storage.h), computed in
 // float32. Host and device; unit-tested on the host (cuda_math_test.cc).
 #ifndef COALESCE_KERNELS_CUDA_POOL_MATH_H_
 #define COALESCE_KERNELS_CUDA_POOL_MATH_H_
@@ -27,10 +27,10 @@ struct Pool2DGeometry {
 };
 
 // Output (p, q) of `plane`, whose pixel (h, w) is plane[(h * in_w + w) *
-// pixel_stride] (1 in NCHW, the channel count in NHWC), of float or
-// uint16_t (float16 bits) elements. Max ignores padding; average divides
-// by the window's positions inside the input, or, with count_include_pad,
-// inside the padded input (never past the end padding).
+// pixel_stride] (1 in NCHW, the channel count in NHWC), of float, uint16_t
+// (float16 bits) or BFloat16Bits elements. Max ignores padding; average
+// divides by the window's positions inside the input, or, with
+// count_include_pad, inside the padded input (never past the end padding).
 template <typename T>
 COALESCE_HD float PoolValue(const Pool2DGeometry& g, const T* plane, int64_t p,
                             int64_t q, int64_t pixel_stride = 1) {
@@ -151,7 +151,7 @@ struct ChannelAffineMap {
 };
 
 // Element i of the map's result for x of element type X and z (null for
-// none) of type Z, each float or uint16_t (float16 bits).
+// none) of type Z, each float, uint16_t (float16 bits) or BFloat16Bits.
 template <typename X, typename Z>
 COALESCE_HD float ChannelAffineValue(const ChannelAffineMap& m, const X* x,
                                      const Z* z, int64_t i) {

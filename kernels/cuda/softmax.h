@@ -1,6 +1,6 @@
 // CUDA Softmax over the last axis of a [rows, cols] tensor (ONNX Softmax,
 // opset 13+, axis = -1, after the caller flattens the leading axes). x and
-// y are float32 or float16 each (float_storage.h): the row's max and sum
+// y are float32 or 16-bit each (float_storage.h): the row's max and sum
 // are float32 whatever their storage, y rounded once to nearest even. One
 // block per row; the math is in softmax_math.h. y may be x (same storage),
 // never another part of it. Enqueues one kernel on `stream` and returns the

@@ -7,9 +7,9 @@ Every model runs through coalesce-onnx-run on the CPU and, as a GPU
 instance, on the simulated device (the capability check KIND_GPU uses, then
 the device kernels' math on the host), for each committed data set (batch 1
 and batch 4), compared as real_corpus.problems says. The device runs each
-model twice: in float32, and in FP16 mode as `gpu_precision: "fp16"` serves
-it (float16 activations, NHWC convolutions, the fused plan), within FP16's
-tolerance.
+model three times: in float32, in FP16 mode as `gpu_precision: "fp16"`
+serves it (float16 activations, NHWC convolutions, the fused plan), and in
+BF16 mode likewise, each within its mode's tolerance.
 
 A model the engine refuses fails its test unless known_refusals.txt lists it
 for that target with the reason, which must appear in the error; a listed
@@ -24,10 +24,11 @@ import pytest
 import real_corpus
 import runners
 
-# target -> (--device, more arguments, refusals listed for this target)
-DEVICES = {"cpu": ("cpu", [], "cpu"),
-           "device": ("simulated", [], "device"),
-           "device_fp16": ("simulated", ["--gpu-precision", "fp16"], "device")}
+# target -> (--device, precision, refusals listed for this target)
+DEVICES = {"cpu": ("cpu", "fp32", "cpu"),
+           "device": ("simulated", "fp32", "device"),
+           "device_fp16": ("simulated", "fp16", "device"),
+           "device_bf16": ("simulated", "bf16", "device")}
 MODELS = sorted(real_corpus.manifest())
 REFUSALS = real_corpus.known_refusals()
 
@@ -37,7 +38,8 @@ REFUSALS = real_corpus.known_refusals()
 def test_real_export(model, target, onnx_run, tmp_path):
     folder = real_corpus.CORPUS / model
     kind = real_corpus.manifest()[model]["kind"]
-    device, extra_args, refusal_target = DEVICES[target]
+    device, precision, refusal_target = DEVICES[target]
+    extra_args = [] if precision == "fp32" else ["--gpu-precision", precision]
     reason = REFUSALS.get((model, refusal_target))
     sets = real_corpus.data_sets(folder)
     assert sets, f"{model}: no test_data_set_* folders"
@@ -52,8 +54,7 @@ def test_real_export(model, target, onnx_run, tmp_path):
                             f"known_refusals.txt with the reason:\n{err.stderr}", pytrace=False)
             assert reason in err.stderr, f"listed reason {reason!r} not in:\n{err.stderr}"
             return
-        found = real_corpus.problems(folder, kind, run.outputs, expected,
-                                     fp16=target == "device_fp16")
+        found = real_corpus.problems(folder, kind, run.outputs, expected, precision)
         assert not found, f"{model} ({target}, {name}):\n" + "\n".join(found)
     assert reason is None, (f"{model} ({target}) now runs: remove it from known_refusals.txt "
                             f"(listed: {reason})")
