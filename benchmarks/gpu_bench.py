@@ -375,7 +375,20 @@ def hf_bert_case(work: Path, batches: list, seq: int) -> ModelCase | None:
     model = transformers.BertModel(transformers.BertConfig()).eval()
     path = work / f"bert-hf-s{seq}.onnx"
     dummy = (torch.ones(1, seq, dtype=torch.int64), torch.ones(1, seq, dtype=torch.int64))
-    torch.onnx.export(model, dummy, str(path), opset_version=17,
+
+    class ByName(torch.nn.Module):
+        """The two inputs by name: newer transformers' forward takes more
+        arguments after attention_mask than a positional trace can fill."""
+
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask):
+            return self.bert(input_ids=input_ids,
+                             attention_mask=attention_mask).last_hidden_state
+
+    torch.onnx.export(ByName(model), dummy, str(path), opset_version=17,
                       input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state"],
                       dynamic_axes={n: {0: "batch", 1: "sequence"}
