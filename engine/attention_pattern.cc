@@ -72,6 +72,15 @@ std::optional<int64_t> SingleStride(const Axis& axis) {
   return axis.back().stride;
 }
 
+// What q, k and v may share at their start, absorbed only when the three
+// are all of its readers: a Split's outputs (key: the Split node), or
+// Gathers of one value at constant indices (key: plan node count + that
+// value) with the moves that made the value from a float one.
+struct Shared {
+  int64_t key = -1;  // -1: none
+  std::vector<int> nodes;
+};
+
 class Matcher {
  public:
   explicit Matcher(const NeutralPlan& plan) : plan_(plan) {
@@ -126,11 +135,15 @@ class Matcher {
   std::optional<View> Apply(const View& view, const PlanNode& node,
                             bool inverse) const;
   std::optional<View> SplitView(int split, int output, int64_t* offset) const;
+  std::optional<int64_t> ScalarIndex(int value) const;
+  std::optional<View> GatherView(int gather, int64_t* offset, Shared* shared,
+                                 int* source) const;
   std::optional<AttentionOperand> ReadOperand(int value, bool transposed,
-                                              bool through_split, float* scale,
+                                              bool through_shared, float* scale,
                                               std::vector<int>* nodes,
-                                              int* split) const;
-  bool ReadOperands(const PlanNode& qk, const PlanNode& pv, bool through_split,
+                                              Shared* shared) const;
+  size_t Readers(const Shared& shared) const;
+  bool ReadOperands(const PlanNode& qk, const PlanNode& pv, bool through_shared,
                     AttentionSite* site, std::vector<int>* nodes) const;
   std::optional<AttentionOperand> MaskOperand(int mask,
                                               const Shape& scores) const;
@@ -243,17 +256,85 @@ std::optional<View> Matcher::SplitView(int split, int output,
   return view;
 }
 
+// A constant integer scalar (a Gather's index), else nullopt.
+std::optional<int64_t> Matcher::ScalarIndex(int value) const {
+  const TensorInfo& info = plan_.values[value].info;
+  if (info.constant_data == nullptr || !info.shape.empty()) return std::nullopt;
+  if (info.dtype == DataType::kInt64) {
+    int64_t i;
+    std::memcpy(&i, info.constant_data, sizeof i);
+    return i;
+  }
+  if (info.dtype == DataType::kInt32) {
+    int32_t i;
+    std::memcpy(&i, info.constant_data, sizeof i);
+    return i;
+  }
+  return std::nullopt;
+}
+
+// Gather node `gather` of one entry (a scalar constant index) along an
+// axis of its data Y, where Y is made from a float value by moves (each
+// value between them read once): the Gather's output as a view of that
+// value, which goes to *source; *offset is where the entry starts.
+// nn.MultiheadAttention's exports take q, k and v so from one packed
+// projection ([S, B, 3, E] -> [3, S, B, E], then entries 0, 1 and 2).
+std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
+                                        Shared* shared, int* source) const {
+  const PlanNode& node = plan_.nodes[gather];
+  if (node.inputs.size() != 2) return std::nullopt;
+  const int data = node.inputs[0];
+  const std::optional<int64_t> index = ScalarIndex(node.inputs[1]);
+  const int64_t rank = static_cast<int64_t>(DimsOf(data).size());
+  int64_t axis = 0;
+  if (node.attributes != nullptr) {
+    absl::StatusOr<int64_t> a = node.attributes->GetInt("axis", 0);
+    if (!a.ok()) return std::nullopt;
+    axis = *a < 0 ? *a + rank : *a;
+  }
+  if (!index || axis < 0 || axis >= rank) return std::nullopt;
+  const int64_t size = DimsOf(data)[axis];
+  const int64_t entry = *index < 0 ? *index + size : *index;
+  if (entry < 0 || entry >= size) return std::nullopt;
+  if (std::find(plan_.outputs.begin(), plan_.outputs.end(), data) !=
+      plan_.outputs.end())
+    return std::nullopt;
+  // Back from Y over its moves to the value they start from.
+  std::vector<int> stem;
+  int from = data;
+  for (int n = producer_[data]; n >= 0 && IsMove(plan_.nodes[n]);
+       n = SoleProducer(from)) {
+    stem.push_back(n);
+    from = plan_.nodes[n].inputs[0];
+  }
+  if (!IsFloat(from)) return std::nullopt;
+  std::optional<View> view = Contiguous(DimsOf(from));
+  for (auto n = stem.rbegin(); n != stem.rend() && view; ++n)
+    view = Apply(*view, plan_.nodes[*n], /*inverse=*/false);
+  if (!view || static_cast<int64_t>(view->size()) != rank) return std::nullopt;
+  std::optional<int64_t> stride = SingleStride((*view)[axis]);
+  if (!stride) return std::nullopt;
+  view->erase(view->begin() + axis);
+  *offset = entry * *stride;
+  *source = from;
+  shared->key = static_cast<int64_t>(plan_.nodes.size()) + data;
+  shared->nodes = stem;
+  shared->nodes.push_back(gather);
+  return view;
+}
+
 // How a product reads `value` (its operand), walking back over moves and
 // scalar factors to the value they start from, and then, when
-// `through_split`, over a Split (its node goes to *split; else -1).
+// `through_shared`, over a Split or a Gather of a packed projection (what
+// it would absorb goes to *shared; else its key is -1).
 // `transposed`: the operand is [.., cols, rows] (K before the first
 // product). Adds the walked moves and factors to *nodes, the factors to
 // *scale.
 std::optional<AttentionOperand> Matcher::ReadOperand(int value, bool transposed,
-                                                     bool through_split,
+                                                     bool through_shared,
                                                      float* scale,
                                                      std::vector<int>* nodes,
-                                                     int* split) const {
+                                                     Shared* shared) const {
   std::vector<int> walked;
   int source = value;
   for (int n = SoleProducer(source); n >= 0; n = SoleProducer(source)) {
@@ -267,19 +348,22 @@ std::optional<AttentionOperand> Matcher::ReadOperand(int value, bool transposed,
     walked.push_back(n);
     source = next;
   }
-  *split = -1;
+  *shared = Shared{};
   int64_t offset = 0;
   std::optional<View> start;
-  const int producer = through_split ? SoleProducer(source) : -1;
+  const int producer = through_shared ? SoleProducer(source) : -1;
   if (producer >= 0 && Is(plan_.nodes[producer], "Split")) {
     const std::vector<int>& outs = plan_.nodes[producer].outputs;
     const int output = static_cast<int>(
         std::find(outs.begin(), outs.end(), source) - outs.begin());
     start = SplitView(producer, output, &offset);
     if (start) {
-      *split = producer;
+      *shared = Shared{producer, {producer}};
       source = plan_.nodes[producer].inputs[0];
     }
+  } else if (producer >= 0 && Is(plan_.nodes[producer], "Gather")) {
+    start = GatherView(producer, &offset, shared, &source);
+    if (!start) *shared = Shared{};
   }
   if (!start) {
     if (!IsFloat(source)) return std::nullopt;
@@ -312,30 +396,42 @@ std::optional<AttentionOperand> Matcher::ReadOperand(int value, bool transposed,
   return AttentionOperand{source, strides, offset};
 }
 
+// How many readers a Shared start has: a Split's outputs, or the Gathered
+// value's consumers (when it is read by nodes only).
+size_t Matcher::Readers(const Shared& shared) const {
+  const int64_t nodes = static_cast<int64_t>(plan_.nodes.size());
+  if (shared.key < nodes) return plan_.nodes[shared.key].outputs.size();
+  const int64_t value = shared.key - nodes;
+  if (static_cast<size_t>(uses_[value]) != consumers_[value].size()) return 0;
+  return consumers_[value].size();
+}
+
 // Reads q, k and v of the products `qk` and `pv` into *site. With
-// `through_split`, a Split they start from is absorbed only when every one
-// of its outputs is one of the three; false when that fails.
+// `through_shared`, a Split or a packed projection's Gathers they start
+// from are absorbed only when the three are all of its readers; false when
+// that fails.
 bool Matcher::ReadOperands(const PlanNode& qk, const PlanNode& pv,
-                           bool through_split, AttentionSite* site,
+                           bool through_shared, AttentionSite* site,
                            std::vector<int>* nodes) const {
-  int splits[3];
+  Shared shared[3];
   float v_scale = 1.0f;
   std::optional<AttentionOperand> q = ReadOperand(
-      qk.inputs[0], false, through_split, &site->scale, nodes, &splits[0]);
+      qk.inputs[0], false, through_shared, &site->scale, nodes, &shared[0]);
   std::optional<AttentionOperand> k = ReadOperand(
-      qk.inputs[1], true, through_split, &site->scale, nodes, &splits[1]);
+      qk.inputs[1], true, through_shared, &site->scale, nodes, &shared[1]);
   std::optional<AttentionOperand> v = ReadOperand(
-      pv.inputs[1], false, through_split, &v_scale, nodes, &splits[2]);
+      pv.inputs[1], false, through_shared, &v_scale, nodes, &shared[2]);
   if (!q || !k || !v || v_scale != 1.0f) return false;
   std::vector<int> absorbed;
-  for (int split : splits) {
-    if (split < 0) continue;
-    const size_t outputs = plan_.nodes[split].outputs.size();
-    if (std::count(std::begin(splits), std::end(splits), split) !=
-        static_cast<std::ptrdiff_t>(outputs))
-      return false;
-    if (std::find(absorbed.begin(), absorbed.end(), split) == absorbed.end())
-      absorbed.push_back(split);
+  for (const Shared& s : shared) {
+    if (s.key < 0) continue;
+    const auto readers =
+        std::count_if(std::begin(shared), std::end(shared),
+                      [&](const Shared& other) { return other.key == s.key; });
+    if (static_cast<size_t>(readers) != Readers(s)) return false;
+    for (int n : s.nodes)
+      if (std::find(absorbed.begin(), absorbed.end(), n) == absorbed.end())
+        absorbed.push_back(n);
   }
   nodes->insert(nodes->end(), absorbed.begin(), absorbed.end());
   site->q = *q;
@@ -489,10 +585,10 @@ std::optional<AttentionSite> Matcher::MatchSoftmax(int softmax) {
   site.head_dim = qd[r - 1];
   const float scale = site.scale;
   const size_t before = nodes.size();
-  if (!ReadOperands(qk, pv_node, /*through_split=*/true, &site, &nodes)) {
+  if (!ReadOperands(qk, pv_node, /*through_shared=*/true, &site, &nodes)) {
     site.scale = scale;
     nodes.resize(before);
-    if (!ReadOperands(qk, pv_node, /*through_split=*/false, &site, &nodes))
+    if (!ReadOperands(qk, pv_node, /*through_shared=*/false, &site, &nodes))
       return std::nullopt;
   }
   if (!WriteOperand(pv, &site.out, &nodes)) return std::nullopt;

@@ -11,7 +11,11 @@
 //             start a Split, when each of its outputs is one of this
 //             site's q, k and v (one packed QKV projection, as GPT-2's or
 //             the projection fusion's): they are then views, at offsets,
-//             of the Split's input;
+//             of the Split's input; or Gathers of one entry each (a
+//             constant scalar index) of a value made by moves from a float
+//             one, when they are all of that value's readers and each is
+//             one of q, k and v (nn.MultiheadAttention's exports): views,
+//             at offsets, of that float value;
 //   s = MatMul(q', k')  [.., q_len, head_dim] x [.., head_dim, kv_len];
 //   then scalar Mul/Div by constants, then at most one Add of a mask (any
 //   float value that broadcasts to s), then Softmax over the last axis;

@@ -37,6 +37,13 @@ struct Variant {
   // split_extra, the Split has a fourth output that is a model output.
   bool packed = false;
   bool split_extra = false;
+  // q, k and v are entries 0, 1, 2 of a sequence-first packed input "qkv"
+  // [S, B, 3E], as nn.MultiheadAttention's exports take them: Reshape to
+  // [S, B, 3, E], Unsqueeze, Transpose to [3, S, B, 1, E], Squeeze, one
+  // Gather per entry, each then transposed to [B, S, E]. With
+  // gather_extra, a fourth Gather of the same value is a model output.
+  bool gathered = false;
+  bool gather_extra = false;
 };
 
 // Attention over inputs q, k, v [B, S, E] (and mask), output y [B, S, E].
@@ -53,6 +60,30 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
     }
     b.Int64Initializer("sizes", {static_cast<int64_t>(sizes.size())}, sizes);
     testing::SetIntAttr(b.Node("Split", {"qkv", "sizes"}, outs), "axis", -1);
+  } else if (v.gathered) {
+    b.Input("qkv", {kS, kB, 3 * kE});
+    b.Int64Initializer("sb3e", {4}, {kS, kB, 3, kE});
+    b.Int64Initializer("ax0", {1}, {0});
+    b.Int64Initializer("ax3", {1}, {3});
+    b.Node("Reshape", {"qkv", "sb3e"}, {"p4"});
+    b.Node("Unsqueeze", {"p4", "ax0"}, {"p5"});
+    testing::SetIntsAttr(b.Node("Transpose", {"p5"}, {"p5t"}), "perm",
+                         {3, 1, 2, 0, 4});
+    b.Node("Squeeze", {"p5t", "ax3"}, {"packed"});
+    const char* const names[] = {"q", "k", "v"};
+    for (int64_t i = 0; i < 3; ++i) {
+      const std::string entry = std::string(names[i]) + "_entry";
+      b.Int64Initializer(entry, {}, {i});
+      testing::SetIntAttr(
+          b.Node("Gather", {"packed", entry}, {std::string(names[i]) + "sb"}),
+          "axis", 0);
+      testing::SetIntsAttr(
+          b.Node("Transpose", {std::string(names[i]) + "sb"}, {names[i]}),
+          "perm", {1, 0, 2});
+    }
+    if (v.gather_extra)
+      testing::SetIntAttr(b.Node("Gather", {"packed", "q_entry"}, {"rest"}),
+                          "axis", 0);
   } else {
     b.Input("q", {kB, kS, kE}).Input("k", {kB, kS, kE});
     b.Input("v", {kB, kS, kE});
@@ -110,7 +141,7 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
   b.Node("Reshape", {"ot", "merge"}, {"y"});
   b.Output("y");
   if (v.softmax_is_output) b.Output("p");
-  if (v.split_extra) b.Output("rest");
+  if (v.split_extra || v.gather_extra) b.Output("rest");
   auto model = b.Load();
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *model : nullptr;
@@ -121,6 +152,9 @@ std::vector<HostTensor> Inputs(const Variant& v) {
   if (v.packed) {
     const int64_t e = 3 * kE + (v.split_extra ? 1 : 0);
     in.push_back({{kB, kS, e}, testing::RandomFloats(kB * kS * e, 1)});
+  } else if (v.gathered) {
+    in.push_back(
+        {{kS, kB, 3 * kE}, testing::RandomFloats(kB * kS * 3 * kE, 1)});
   } else {
     for (uint64_t seed = 1; seed <= 3; ++seed)
       in.push_back({{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, seed)});
@@ -257,6 +291,42 @@ TEST(AttentionPatternTest, SplitWithOtherOutputsStays) {
   EXPECT_EQ(sites[0].q.offset, 0);
   EXPECT_EQ(sites[0].k.offset, 0);
   EXPECT_EQ(sites[0].q.strides[2], kE);
+}
+
+// nn.MultiheadAttention's packed projection (torchvision's ViT): the
+// Gathers of its entries and the moves before them are absorbed, q, k and
+// v are views of the sequence-first packed input at offsets 0, E and 2E.
+TEST(AttentionPatternTest, GatheredEntriesOfAPackedProjectionAreAbsorbed) {
+  ExpectFusedAndRight({.gathered = true}, 0.5f * 0.75f);
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.gathered = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  const AttentionSite& s = sites[0];
+  EXPECT_EQ(s.q.value, plan->inputs[0]);
+  EXPECT_EQ(s.k.value, plan->inputs[0]);
+  EXPECT_EQ(s.v.value, plan->inputs[0]);
+  EXPECT_EQ(s.q.offset, 0);
+  EXPECT_EQ(s.k.offset, kE);
+  EXPECT_EQ(s.v.offset, 2 * kE);
+  EXPECT_EQ(s.q.strides[0], 3 * kE);       // batch: a row of [S, B, 3E]
+  EXPECT_EQ(s.q.strides[2], kB * 3 * kE);  // position: B rows on
+  int gathers = 0;
+  for (int n : s.nodes) gathers += *plan->nodes[n].op_type == "Gather";
+  EXPECT_EQ(gathers, 3);
+}
+
+// A fourth reader of the gathered value (a model output) keeps the
+// Gathers: the site reads their outputs as values of their own.
+TEST(AttentionPatternTest, GatheredValueWithOtherReadersStays) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.gathered = true, .gather_extra = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  for (int n : sites[0].nodes) EXPECT_NE(*plan->nodes[n].op_type, "Gather");
+  EXPECT_NE(sites[0].q.value, plan->inputs[0]);
+  EXPECT_NE(sites[0].q.value, sites[0].k.value);
+  EXPECT_EQ(sites[0].k.offset, 0);
 }
 
 void ExpectNotFused(const Variant& v) {

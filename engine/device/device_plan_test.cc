@@ -258,6 +258,30 @@ TEST(DevicePlanTest, ExportedAttentionRunsFusedInHalf) {
   }
 }
 
+// torchvision's ViT (nn.MultiheadAttention, both exporters): the packed
+// in-projection reads the layer's rows, its entries are the attention's
+// views, so no Gather and no Transpose runs inside an attention but the
+// head merge's one after the out-projection (a GEMM's rows reordered, not
+// a view); the patch embedding's Transpose and the class token's Gather
+// are the rest. Without transpose sinking, the Transpose before each
+// in-projection is back, so the check tells the two apart.
+TEST(DevicePlanTest, MultiheadAttentionCopiesOnlyItsHeadMerge) {
+  for (const char* name : {"vit_tiny__torchscript", "vit_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    ModelOptions unsunk = ModelOptions::ForDevice();
+    unsunk.optimizer.transpose_sinking = false;
+    const DevicePlanSummary sunk =
+        PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice());
+    const DevicePlanSummary kept = PlanOf(name, DeviceFloat::kHalf, unsunk);
+    const int attentions = Count(sunk, "Attention");
+    EXPECT_GT(attentions, 0);
+    EXPECT_EQ(Count(sunk, "Transpose"), 1 + attentions);
+    EXPECT_EQ(Count(kept, "Transpose"), 1 + 2 * attentions);
+    EXPECT_EQ(Count(sunk, "Gather"), 1);
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(sunk);
+  }
+}
+
 // BF16 mode plans every transformer export as FP16 mode does, node for
 // node (the fused attention, the GEMM epilogues, the residuals in GEMMs and
 // LayerNorms), with bfloat16 where FP16 has float16: the checks above hold

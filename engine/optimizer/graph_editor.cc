@@ -198,4 +198,13 @@ bool IsDefaultDomain(const onnx::NodeProto& node) {
   return node.domain().empty() || node.domain() == "ai.onnx";
 }
 
+bool IsMove(const onnx::NodeProto& node) {
+  static const char* const kMoves[] = {"Reshape",   "Transpose", "Squeeze",
+                                       "Unsqueeze", "Flatten",   "Identity"};
+  if (!IsDefaultDomain(node)) return false;
+  for (const char* op : kMoves)
+    if (node.op_type() == op) return true;
+  return false;
+}
+
 }  // namespace coalesce

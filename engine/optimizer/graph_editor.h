@@ -99,6 +99,9 @@ void SetStringAttr(onnx::NodeProto& node, const std::string& name,
                    const std::string& value);
 void SetFloatAttr(onnx::NodeProto& node, const std::string& name, float value);
 bool IsDefaultDomain(const onnx::NodeProto& node);
+// A move: Reshape, Transpose, Squeeze, Unsqueeze, Flatten or Identity of
+// ONNX's domain (its output is its input 0's elements, re-indexed).
+bool IsMove(const onnx::NodeProto& node);
 
 }  // namespace coalesce
 

@@ -60,15 +60,6 @@ std::optional<Projection> AsProjection(const GraphEditor& editor,
   return p;
 }
 
-bool IsMove(const onnx::NodeProto& node) {
-  static const char* const kMoves[] = {"Reshape",   "Transpose", "Squeeze",
-                                       "Unsqueeze", "Flatten",   "Identity"};
-  if (!IsDefaultDomain(node)) return false;
-  for (const char* op : kMoves)
-    if (node.op_type() == op) return true;
-  return false;
-}
-
 // The one node that reads `value` for more than its shape (Shape nodes
 // aside: a Split's output has the shape of what it replaces), or null.
 const onnx::NodeProto* SoleDataConsumer(GraphEditor& editor,

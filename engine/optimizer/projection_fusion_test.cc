@@ -4,7 +4,6 @@
 // fusion then reads the Split in place, and projections that do not feed
 // attention's products are left alone.
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,12 +12,12 @@
 #include "engine/neutral_planner.h"
 #include "engine/optimizer/graph_optimizer.h"
 #include "engine/testing/onnx_model_builder.h"
+#include "engine/testing/optimizer_compare.h"
 #include "gtest/gtest.h"
 
 namespace coalesce {
 namespace {
 
-using testing::HostTensor;
 using testing::OnnxModelBuilder;
 
 constexpr int64_t kB = 2, kS = 4, kH = 2, kD = 3, kE = kH * kD;
@@ -74,32 +73,11 @@ int Count(const Model& model, const std::string& op) {
                     [&](const GraphNode& n) { return n.op_type == op; }));
 }
 
-// Loads `b` with every pass and with none, expects the same outputs, and
-// returns the optimized model.
+// `b` loaded with every pass and without, compared on the CPU.
 std::shared_ptr<const Model> LoadBothAndCompare(const OnnxModelBuilder& b) {
-  const std::string bytes = b.Serialize();
-  auto plain = Model::LoadFromBytes(bytes, {OptimizerOptions::None()});
-  auto optimized = Model::LoadFromBytes(bytes, {OptimizerOptions{}});
-  EXPECT_TRUE(plain.ok()) << plain.status();
-  EXPECT_TRUE(optimized.ok()) << optimized.status();
-  if (!plain.ok() || !optimized.ok()) return nullptr;
-  const std::vector<HostTensor> in = {
-      {{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, 1)}};
-  auto want = testing::RunModelOnce(*plain, in);
-  auto got = testing::RunModelOnce(*optimized, in);
-  EXPECT_TRUE(want.ok()) << want.status();
-  EXPECT_TRUE(got.ok()) << got.status();
-  if (!want.ok() || !got.ok()) return nullptr;
-  EXPECT_EQ(want->size(), got->size());
-  for (size_t o = 0; o < want->size() && o < got->size(); ++o) {
-    const std::vector<float>& w = (*want)[o].data;
-    const std::vector<float>& g = (*got)[o].data;
-    EXPECT_EQ(w.size(), g.size());
-    for (size_t i = 0; i < w.size() && i < g.size(); ++i)
-      EXPECT_NEAR(g[i], w[i], 1e-5 + 1e-5 * std::abs(w[i]))
-          << "output " << o << " at " << i;
-  }
-  return *optimized;
+  return testing::LoadOptimizedAndCompare(
+      b.Serialize(), {OptimizerOptions{}},
+      {{{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, 1)}});
 }
 
 TEST(ProjectionFusionTest, QkvBecomeOneGemmThatAttentionReadsInPlace) {

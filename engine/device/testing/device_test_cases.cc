@@ -263,6 +263,74 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
 //     PyTorch's Where(IsNaN(p), 0, p) guard, which makes that row 0;
 //   attention_dynamo: K transposed through [batch * heads, 5, 8], the
 //     scores divided by a constant, no mask.
+// nn.MultiheadAttention as torchvision's ViT exports it, x [batch, 5, 16]:
+// transposed to [5, batch, 16], one packed in-projection [16, 48] with its
+// bias, reshaped to [5, batch, 3, 16] and through a 5-D transpose to
+// [3, 5, batch, 16], entries 0, 1, 2 gathered as q, k and v, heads split
+// through [5, batch * 2, 8], the merge through [5 * batch, 16] into the
+// out-projection and a transpose back. On a device the transpose moves
+// after the in-projection (transpose sinking) and the Gathers are the
+// attention's strides into its result (attention_pattern.h).
+void AddMultiheadAttentionCase(std::vector<DeviceTestCase>& cases) {
+  constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, kS, kE});
+  // Weights in [-1/4, 1/4): outputs of about 1, which the FP16 cases'
+  // tolerance (relative to max(1, |expected|)) is made for.
+  auto quarter = [](std::vector<float> w) {
+    for (float& v : w) v *= 0.25f;
+    return w;
+  };
+  b.FloatInitializer("w_in", {kE, 3 * kE},
+                     quarter(RandomFloats(kE * 3 * kE, 31)));
+  b.FloatInitializer("b_in", {3 * kE}, RandomFloats(3 * kE, 32));
+  b.FloatInitializer("w_out", {kE, kE}, quarter(RandomFloats(kE * kE, 33)));
+  b.FloatInitializer("b_out", {kE}, RandomFloats(kE, 34));
+  b.FloatInitializer("root_scale", {}, {0.5946036f});  // 8^-1/4
+  b.Int64Initializer("sb3e", {4}, {0, 0, 3, kE});
+  b.Int64Initializer("axis0", {1}, {0});
+  b.Int64Initializer("axis3", {1}, {3});
+  b.Int64Initializer("s_bh_d", {3}, {0, -1, kD});
+  b.Int64Initializer("b_h_s_d", {4}, {-1, kH, kS, kD});
+  b.Int64Initializer("rows_e", {2}, {-1, kE});
+  b.Int64Initializer("s_b_e", {3}, {kS, -1, kE});
+  SetIntsAttr(b.Node("Transpose", {"x"}, {"xt"}), "perm", {1, 0, 2});
+  b.Node("MatMul", {"xt", "w_in"}, {"proj0"});
+  b.Node("Add", {"proj0", "b_in"}, {"proj"});
+  b.Node("Reshape", {"proj", "sb3e"}, {"p4"});
+  b.Node("Unsqueeze", {"p4", "axis0"}, {"p5"});
+  SetIntsAttr(b.Node("Transpose", {"p5"}, {"p5t"}), "perm", {3, 1, 2, 0, 4});
+  b.Node("Squeeze", {"p5t", "axis3"}, {"packed"});
+  const char* const names[] = {"q", "k", "v"};
+  for (int64_t i = 0; i < 3; ++i) {
+    const std::string n = names[i];
+    b.Int64Initializer(n + "_entry", {}, {i});
+    SetIntAttr(b.Node("Gather", {"packed", n + "_entry"}, {n + "sb"}), "axis",
+               0);
+    b.Node("Reshape", {n + "sb", "s_bh_d"}, {n + "3"});
+    SetIntsAttr(b.Node("Transpose", {n + "3"}, {n + "3t"}), "perm", {1, 0, 2});
+    b.Node("Reshape", {n + "3t", "b_h_s_d"}, {n + "h"});
+  }
+  b.Node("Mul", {"qh", "root_scale"}, {"qs"});
+  SetIntsAttr(b.Node("Transpose", {"kh"}, {"kt"}), "perm", {0, 1, 3, 2});
+  b.Node("Mul", {"kt", "root_scale"}, {"ks"});
+  b.Node("MatMul", {"qs", "ks"}, {"s"});
+  SetIntAttr(b.Node("Softmax", {"s"}, {"p"}), "axis", -1);
+  b.Node("MatMul", {"p", "vh"}, {"o"});
+  SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm", {2, 0, 1, 3});
+  b.Node("Reshape", {"ot", "rows_e"}, {"rows"});
+  b.Node("MatMul", {"rows", "w_out"}, {"out0"});
+  b.Node("Add", {"out0", "b_out"}, {"out1"});
+  b.Node("Reshape", {"out1", "s_b_e"}, {"out2"});
+  SetIntsAttr(b.Node("Transpose", {"out2"}, {"y"}), "perm", {1, 0, 2});
+  b.Output("y");
+  cases.push_back({"attention_multihead",
+                   std::move(b),
+                   true,
+                   {{Shape{3, kS, kE}}, {Shape{1, kS, kE}}},
+                   1e-5f});
+}
+
 void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
   constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
   for (const bool dynamo : {false, true}) {
@@ -360,6 +428,7 @@ void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
   shapes.push_back({3, kLong});
   cases.push_back(
       {"attention_padding_mask", std::move(b), true, {shapes}, 1e-5f});
+  AddMultiheadAttentionCase(cases);
 }
 
 // Expand of a batched input along a middle axis and to a higher rank; and
