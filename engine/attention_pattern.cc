@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "engine/schema/op_schema.h"
+
 namespace coalesce {
 namespace {
 
@@ -79,6 +81,7 @@ std::optional<int64_t> SingleStride(const Axis& axis) {
 struct Shared {
   int64_t key = -1;  // -1: none
   std::vector<int> nodes;
+  int row_view = -1;  // AttentionSite::row_views's Transpose, or -1
 };
 
 class Matcher {
@@ -138,6 +141,7 @@ class Matcher {
   std::optional<int64_t> ScalarIndex(int value) const;
   std::optional<View> GatherView(int gather, int64_t* offset, Shared* shared,
                                  int* source) const;
+  std::optional<View> RowOrderView(int value, int* transpose) const;
   std::optional<AttentionOperand> ReadOperand(int value, bool transposed,
                                               bool through_shared, float* scale,
                                               std::vector<int>* nodes,
@@ -308,7 +312,9 @@ std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
     from = plan_.nodes[n].inputs[0];
   }
   if (!IsFloat(from)) return std::nullopt;
-  std::optional<View> view = Contiguous(DimsOf(from));
+  int row_view = -1;
+  std::optional<View> view = RowOrderView(from, &row_view);
+  if (!view) view = Contiguous(DimsOf(from));
   for (auto n = stem.rbegin(); n != stem.rend() && view; ++n)
     view = Apply(*view, plan_.nodes[*n], /*inverse=*/false);
   if (!view || static_cast<int64_t>(view->size()) != rank) return std::nullopt;
@@ -320,6 +326,49 @@ std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
   shared->key = static_cast<int64_t>(plan_.nodes.size()) + data;
   shared->nodes = stem;
   shared->nodes.push_back(gather);
+  shared->row_view = row_view;
+  return view;
+}
+
+// When `value` is a dense layer's result (MatMul, or FusedMatMul without a
+// residual, by a 2-D float constant) read only by the site, whose input a
+// Transpose that keeps the last axis made and only that layer reads:
+// `value` as it is when that Transpose is a view of its input (the layer
+// then computes the same rows in the input's order), and the Transpose in
+// *transpose. nn.MultiheadAttention's exports transpose [B, S, E] to
+// [S, B, E] before the packed in-projection. Else nullopt.
+std::optional<View> Matcher::RowOrderView(int value, int* transpose) const {
+  const int dense = SoleProducer(value);
+  if (dense < 0) return std::nullopt;
+  const PlanNode& d = plan_.nodes[dense];
+  const bool matmul = Is(d, "MatMul") && d.inputs.size() == 2;
+  const bool fused = *d.domain == SchemaRegistry::kInternalDomain &&
+                     *d.op_type == "FusedMatMul" && d.inputs.size() <= 3;
+  if ((!matmul && !fused) || d.outputs.size() != 1 || d.inputs[0] < 0 ||
+      plan_.values[d.inputs[1]].info.constant_data == nullptr ||
+      DimsOf(d.inputs[1]).size() != 2)
+    return std::nullopt;
+  const int t = SoleProducer(d.inputs[0]);
+  if (t < 0 || !Is(plan_.nodes[t], "Transpose") ||
+      !IsFloat(plan_.nodes[t].inputs[0]))
+    return std::nullopt;
+  const PlanNode& node = plan_.nodes[t];
+  Shape rows = DimsOf(node.inputs[0]);
+  const Shape& dims = DimsOf(value);
+  if (rows.size() != dims.size() || rows.size() < 2) return std::nullopt;
+  rows.back() = dims.back();
+  std::optional<View> view = Apply(Contiguous(rows), node, /*inverse=*/false);
+  // The Transpose must keep the last axis (rows stay rows): then the view's
+  // last axis is the rows' own, stride 1, and the rest is `value`'s dims.
+  if (!view || view->size() != dims.size() || view->back().size() > 1 ||
+      (!view->back().empty() && view->back()[0].stride != 1))
+    return std::nullopt;
+  for (size_t a = 0; a + 1 < dims.size(); ++a) {
+    int64_t size = 1;
+    for (const Factor& f : (*view)[a]) size *= f.size;
+    if (size != dims[a]) return std::nullopt;
+  }
+  *transpose = t;
   return view;
 }
 
@@ -422,7 +471,7 @@ bool Matcher::ReadOperands(const PlanNode& qk, const PlanNode& pv,
   std::optional<AttentionOperand> v = ReadOperand(
       pv.inputs[1], false, through_shared, &v_scale, nodes, &shared[2]);
   if (!q || !k || !v || v_scale != 1.0f) return false;
-  std::vector<int> absorbed;
+  std::vector<int> absorbed, row_views;
   for (const Shared& s : shared) {
     if (s.key < 0) continue;
     const auto readers =
@@ -432,8 +481,12 @@ bool Matcher::ReadOperands(const PlanNode& qk, const PlanNode& pv,
     for (int n : s.nodes)
       if (std::find(absorbed.begin(), absorbed.end(), n) == absorbed.end())
         absorbed.push_back(n);
+    if (s.row_view >= 0 && std::find(row_views.begin(), row_views.end(),
+                                     s.row_view) == row_views.end())
+      row_views.push_back(s.row_view);
   }
   nodes->insert(nodes->end(), absorbed.begin(), absorbed.end());
+  site->row_views = std::move(row_views);
   site->q = *q;
   site->k = *k;
   site->v = *v;

@@ -15,7 +15,9 @@
 //             constant scalar index) of a value made by moves from a float
 //             one, when they are all of that value's readers and each is
 //             one of q, k and v (nn.MultiheadAttention's exports): views,
-//             at offsets, of that float value;
+//             at offsets, of that float value, or of the rows of the dense
+//             layer that made it, in their order before a Transpose that
+//             only reordered them (row_views below);
 //   s = MatMul(q', k')  [.., q_len, head_dim] x [.., head_dim, kv_len];
 //   then scalar Mul/Div by constants, then at most one Add of a mask (any
 //   float value that broadcasts to s), then Softmax over the last axis;
@@ -58,6 +60,14 @@ struct AttentionSite {
   // The plan nodes the fused attention replaces, ascending; the last one
   // writes out.value, and no other node reads their interior values.
   std::vector<int> nodes;
+  // Transpose nodes (each keeping the last axis) that an executor must run
+  // as views of their inputs, moving nothing: each is read only by a dense
+  // layer (rows computed independently) whose result only this site reads,
+  // and the site's strides read that result in the order the rows then
+  // have. nn.MultiheadAttention's exports transpose [B, S, E] to
+  // [S, B, E] before the packed in-projection. Not among `nodes`: the
+  // Transpose and the dense layer still run (as a view, as a GEMM).
+  std::vector<int> row_views;
 };
 
 // Every attention of `plan`, in the order of their last nodes. Sites never

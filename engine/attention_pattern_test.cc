@@ -44,6 +44,11 @@ struct Variant {
   // gather_extra, a fourth Gather of the same value is a model output.
   bool gathered = false;
   bool gather_extra = false;
+  // With gathered: "qkv" is computed, not an input: x [B, S, E] transposed
+  // to [S, B, E], times a [E, 3E] weight (the in-projection). With
+  // rows_extra, that product is also a model output.
+  bool transposed_rows = false;
+  bool rows_extra = false;
 };
 
 // Attention over inputs q, k, v [B, S, E] (and mask), output y [B, S, E].
@@ -61,7 +66,17 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
     b.Int64Initializer("sizes", {static_cast<int64_t>(sizes.size())}, sizes);
     testing::SetIntAttr(b.Node("Split", {"qkv", "sizes"}, outs), "axis", -1);
   } else if (v.gathered) {
-    b.Input("qkv", {kS, kB, 3 * kE});
+    if (v.transposed_rows) {
+      b.Input("x", {kB, kS, kE});
+      b.FloatInitializer("w_in", {kE, 3 * kE},
+                         testing::RandomFloats(kE * 3 * kE, 9));
+      testing::SetIntsAttr(b.Node("Transpose", {"x"}, {"xt"}), "perm",
+                           {1, 0, 2});
+      b.Node("MatMul", {"xt", "w_in"}, {"qkv"});
+      if (v.rows_extra) b.Output("qkv");
+    } else {
+      b.Input("qkv", {kS, kB, 3 * kE});
+    }
     b.Int64Initializer("sb3e", {4}, {kS, kB, 3, kE});
     b.Int64Initializer("ax0", {1}, {0});
     b.Int64Initializer("ax3", {1}, {3});
@@ -152,6 +167,8 @@ std::vector<HostTensor> Inputs(const Variant& v) {
   if (v.packed) {
     const int64_t e = 3 * kE + (v.split_extra ? 1 : 0);
     in.push_back({{kB, kS, e}, testing::RandomFloats(kB * kS * e, 1)});
+  } else if (v.gathered && v.transposed_rows) {
+    in.push_back({{kB, kS, kE}, testing::RandomFloats(kB * kS * kE, 1)});
   } else if (v.gathered) {
     in.push_back(
         {{kS, kB, 3 * kE}, testing::RandomFloats(kB * kS * 3 * kE, 1)});
@@ -314,6 +331,45 @@ TEST(AttentionPatternTest, GatheredEntriesOfAPackedProjectionAreAbsorbed) {
   int gathers = 0;
   for (int n : s.nodes) gathers += *plan->nodes[n].op_type == "Gather";
   EXPECT_EQ(gathers, 3);
+}
+
+// The packed projection computed from rows transposed to [S, B, E] before
+// it: the site reads the product's rows in x's order ([B, S, 3E]), and the
+// Transpose is a row view (moving nothing) while the product still runs.
+TEST(AttentionPatternTest, RowsTransposedBeforeTheProjectionAreAView) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.gathered = true, .transposed_rows = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  const AttentionSite& s = sites[0];
+  ASSERT_EQ(s.row_views.size(), 1u);
+  const PlanNode& transpose = plan->nodes[s.row_views[0]];
+  EXPECT_EQ(*transpose.op_type, "Transpose");
+  EXPECT_EQ(transpose.inputs[0], plan->inputs[0]);
+  EXPECT_EQ(std::count(s.nodes.begin(), s.nodes.end(), s.row_views[0]), 0);
+  EXPECT_EQ(s.q.value, s.k.value);
+  EXPECT_EQ(s.k.offset, kE);
+  EXPECT_EQ(s.v.offset, 2 * kE);
+  EXPECT_EQ(s.q.strides[0], kS * 3 * kE);  // batch: S rows of x's order
+  EXPECT_EQ(s.q.strides[2], 3 * kE);       // position: the next row
+  for (int n : s.nodes) {                  // the product still runs
+    const PlanNode& node = plan->nodes[n];
+    EXPECT_FALSE(*node.op_type == "MatMul" && node.outputs[0] == s.q.value);
+  }
+}
+
+// The product is also a model output: its rows stay in [S, B] order, the
+// Transpose copies, and the site reads the product as it is.
+TEST(AttentionPatternTest, RowsReadElsewhereKeepTheirTranspose) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites = Sites(
+      AttentionModel(
+          {.gathered = true, .transposed_rows = true, .rows_extra = true}),
+      &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_TRUE(sites[0].row_views.empty());
+  EXPECT_EQ(sites[0].q.strides[0], 3 * kE);       // batch: [S, B, 3E]
+  EXPECT_EQ(sites[0].q.strides[2], kB * 3 * kE);  // position
 }
 
 // A fourth reader of the gathered value (a model output) keeps the

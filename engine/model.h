@@ -28,9 +28,7 @@ struct ModelOptions {
   OptimizerOptions optimizer;
 
   // For a model a device program (engine/device/graph_program.h) runs: the
-  // default rewrites and transpose sinking into attention (which helps only
-  // where attention runs fused), with the layout pass only when
-  // `channels_last`. With
+  // default rewrites, with the layout pass only when `channels_last`. With
   // it, 2-D convolutions, pooling and BatchNormalization run NHWC and the
   // transposes between layouts stay only at the graph's edges and around
   // NCHW-only operators (channels_last.cc); the device lowers either
@@ -39,7 +37,6 @@ struct ModelOptions {
   static ModelOptions ForDevice(bool channels_last = false) {
     ModelOptions options;
     options.optimizer.channels_last = channels_last;
-    options.optimizer.transpose_sinking = true;
     return options;
   }
 };

@@ -9,6 +9,7 @@ namespace coalesce {
 PlanLowering::PlanLowering(const NeutralPlan& plan, bool fuse_attention)
     : plan_(plan),
       site_of_node_(plan.nodes.size(), -1),
+      row_view_(plan.nodes.size(), false),
       residual_into_(plan.nodes.size()),
       norm_of_add_(plan.nodes.size(), -1) {
   if (fuse_attention) {
@@ -16,6 +17,7 @@ PlanLowering::PlanLowering(const NeutralPlan& plan, bool fuse_attention)
       if (site.head_dim > kMaxAttentionHeadDim) continue;
       for (int n : site.nodes)
         site_of_node_[n] = static_cast<int>(attention_.size());
+      for (int n : site.row_views) row_view_[n] = true;
       attention_.push_back(std::move(site));
     }
   }
@@ -129,6 +131,18 @@ absl::StatusOr<LoweredNode> PlanLowering::Lower(int n, bool allow_view,
   if (norm_of_add_[n] >= 0) return LoweredNode{};  // its LayerNorm adds it
   if (const FusedResidual* fused = ResidualInto(n))
     return LowerResidualLayerNorm(plan_, plan_.nodes[n], *fused, options);
+  if (row_view_[n]) {
+    // Its site reads the dense layer's rows in this order (row_views).
+    const PlanNode& node = plan_.nodes[n];
+    if (!allow_view) {
+      return absl::InternalError(
+          "a Transpose an attention reads as a view cannot be one");
+    }
+    LoweredNode lowered;
+    lowered.reads = {node.inputs[0]};
+    lowered.view_of = node.inputs[0];
+    return lowered;
+  }
   return LowerDeviceNode(plan_, plan_.nodes[n], allow_view, options);
 }
 

@@ -10,7 +10,9 @@
 //     result's only reader, else it keeps its result's memory, which the
 //     LayerNorm writes (its other readers come after the LayerNorm).
 //     One operand has the result's shape; the other too, or it repeats
-//     over the leading axes (a position embedding [1, S, E]).
+//     over the leading axes (a position embedding [1, S, E]);
+//   - a fused attention's row_views: Transposes lowered as views of their
+//     inputs, moving nothing (the site reads the rows in that order).
 // Shared by GraphProgram (which binds the steps) and DescribeDevicePlan
 // (which reports them), so both see the same plan. Immutable after
 // construction; `plan` must outlive it.
@@ -65,6 +67,7 @@ class PlanLowering {
   const NeutralPlan& plan_;
   std::vector<AttentionSite> attention_;
   std::vector<int> site_of_node_;  // by node: index in attention_, or -1
+  std::vector<bool> row_view_;     // by node: one of a site's row_views
   // By LayerNormalization node: the Add fused into it (residual >= 0).
   std::vector<FusedResidual> residual_into_;
   std::vector<int> norm_of_add_;  // by Add node: its LayerNorm, or -1

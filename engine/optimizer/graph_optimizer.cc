@@ -32,7 +32,6 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   if (options.gelu_fusion) FuseGelu(editor);
   if (options.activation_fusion) FuseActivations(opset, editor);
   if (options.projection_fusion) FuseSharedInputProjections(opset, editor);
-  if (options.transpose_sinking) SinkTransposesIntoAttention(editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
   if (options.channels_last) UseChannelsLast(editor);
   if (options.dead_node_removal) RemoveDeadNodes(editor);

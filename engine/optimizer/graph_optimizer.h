@@ -39,22 +39,15 @@
 //      and each feed attention's products through moves (Q, K and V) become
 //      one FusedMatMul by their weights side by side, then a Split, which
 //      the attention fusion reads in place (projection_fusion.cc);
-//   8. transpose sinking, for device programs only (ModelOptions::ForDevice;
-//      off in OptimizerOptions{}): a Transpose that keeps the last axis and
-//      feeds only a dense layer whose result only reaches attention's
-//      products (through moves, one-entry Gathers and scalar factors) moves
-//      after the layer, where the attention fusion reads it in place
-//      (nn.MultiheadAttention's [B, S, E] -> [S, B, E] before its packed
-//      in-projection; transpose_sinking.cc);
-//   9. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
+//   8. LayerNorm fusion: the ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/
 //      Add chain exporters emit becomes one LayerNormalization;
-//  10. channels last: 2-D convolutions become FusedConv with
+//   9. channels last: 2-D convolutions become FusedConv with
 //      channels_last=1 between Transposes to and from NHWC; the transposes
 //      then move through layout-blind operators (elementwise, Concat) and
 //      cancel in pairs, so convolutions pass NHWC values to each other
 //      without reordering (channels_last.cc). For the CPU engine only:
 //      device programs lower NCHW convolutions (ModelOptions::ForDevice);
-//  11. dead node removal: nodes and initializers no graph output depends on.
+//  10. dead node removal: nodes and initializers no graph output depends on.
 // Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
 // what it fully matched, so a graph it does not recognize is left as is.
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
@@ -83,10 +76,9 @@ struct OptimizerOptions {
   bool channels_last = true;
   bool dead_node_removal = true;
   bool projection_fusion = true;
-  bool transpose_sinking = false;  // ModelOptions::ForDevice turns it on
 
   static OptimizerOptions None() {
-    return {false, false, false, false, false, false,
+    return {false, false, false, false, false,
             false, false, false, false, false};
   }
 };

@@ -17,7 +17,6 @@ void FuseMatMulBias(GraphEditor& editor);
 void FuseConvResidual(GraphEditor& editor);
 void FuseActivations(int64_t opset, GraphEditor& editor);
 void FuseSharedInputProjections(int64_t opset, GraphEditor& editor);
-void SinkTransposesIntoAttention(GraphEditor& editor);
 void FuseLayerNorm(GraphEditor& editor);
 void FuseGelu(GraphEditor& editor);
 void UseChannelsLast(GraphEditor& editor);

@@ -268,9 +268,10 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
 // bias, reshaped to [5, batch, 3, 16] and through a 5-D transpose to
 // [3, 5, batch, 16], entries 0, 1, 2 gathered as q, k and v, heads split
 // through [5, batch * 2, 8], the merge through [5 * batch, 16] into the
-// out-projection and a transpose back. On a device the transpose moves
-// after the in-projection (transpose sinking) and the Gathers are the
-// attention's strides into its result (attention_pattern.h).
+// out-projection and a transpose back. On a device the first transpose is
+// a view (the in-projection computes the rows in x's order) and the
+// Gathers are the attention's strides into its result
+// (attention_pattern.h, row_views).
 void AddMultiheadAttentionCase(std::vector<DeviceTestCase>& cases) {
   constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
   OnnxModelBuilder b(17);
