@@ -141,7 +141,10 @@ class Matcher {
   std::optional<int64_t> ScalarIndex(int value) const;
   std::optional<View> GatherView(int gather, int64_t* offset, Shared* shared,
                                  int* source) const;
+  bool IsRowWiseDense(const PlanNode& node) const;
+  bool KeepsLastAxis(const PlanNode& transpose) const;
   std::optional<View> RowOrderView(int value, int* transpose) const;
+  std::optional<View> RowOrderTarget(int value, int* transpose) const;
   std::optional<AttentionOperand> ReadOperand(int value, bool transposed,
                                               bool through_shared, float* scale,
                                               std::vector<int>* nodes,
@@ -151,8 +154,8 @@ class Matcher {
                     AttentionSite* site, std::vector<int>* nodes) const;
   std::optional<AttentionOperand> MaskOperand(int mask,
                                               const Shape& scores) const;
-  bool WriteOperand(int product, AttentionOperand* out,
-                    std::vector<int>* nodes) const;
+  bool WriteOperand(int product, AttentionOperand* out, std::vector<int>* nodes,
+                    int* row_view) const;
 
   const NeutralPlan& plan_;
   std::vector<int> producer_;
@@ -330,6 +333,41 @@ std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
   return view;
 }
 
+// A dense layer that computes each row of its input 0 on its own: MatMul,
+// or FusedMatMul without a residual, by a 2-D float constant; or Gemm /
+// FusedGemm without transA, by a 2-D constant, its C (if any) a constant
+// repeated over the rows.
+bool Matcher::IsRowWiseDense(const PlanNode& d) const {
+  const bool internal = *d.domain == SchemaRegistry::kInternalDomain;
+  const bool matmul =
+      (Is(d, "MatMul") && d.inputs.size() == 2) ||
+      (internal && *d.op_type == "FusedMatMul" && d.inputs.size() <= 3);
+  const bool gemm = Is(d, "Gemm") || (internal && *d.op_type == "FusedGemm");
+  if ((!matmul && !gemm) || d.outputs.size() != 1 || d.inputs.size() < 2 ||
+      d.inputs[0] < 0 || d.inputs[1] < 0 || !IsFloat(d.inputs[0]) ||
+      plan_.values[d.inputs[1]].info.constant_data == nullptr ||
+      DimsOf(d.inputs[1]).size() != 2)
+    return false;
+  if (!gemm) return true;
+  if (d.attributes != nullptr) {
+    absl::StatusOr<int64_t> trans_a = d.attributes->GetInt("transA", 0);
+    if (!trans_a.ok() || *trans_a != 0) return false;
+  }
+  if (d.inputs.size() < 3 || d.inputs[2] < 0) return true;
+  const TensorInfo& c = plan_.values[d.inputs[2]].info;
+  return c.constant_data != nullptr &&
+         (c.shape.size() <= 1 || (c.shape.size() == 2 && c.shape[0] == 1));
+}
+
+// A Transpose whose perm keeps the last axis last (rows stay rows).
+bool Matcher::KeepsLastAxis(const PlanNode& transpose) const {
+  if (transpose.attributes == nullptr) return false;
+  absl::StatusOr<std::vector<int64_t>> perm =
+      transpose.attributes->GetInts("perm");
+  return perm.ok() && perm->size() >= 2 &&
+         perm->back() == static_cast<int64_t>(perm->size()) - 1;
+}
+
 // When `value` is a dense layer's result (MatMul, or FusedMatMul without a
 // residual, by a 2-D float constant) read only by the site, whose input a
 // Transpose that keeps the last axis made and only that layer reads:
@@ -341,16 +379,10 @@ std::optional<View> Matcher::RowOrderView(int value, int* transpose) const {
   const int dense = SoleProducer(value);
   if (dense < 0) return std::nullopt;
   const PlanNode& d = plan_.nodes[dense];
-  const bool matmul = Is(d, "MatMul") && d.inputs.size() == 2;
-  const bool fused = *d.domain == SchemaRegistry::kInternalDomain &&
-                     *d.op_type == "FusedMatMul" && d.inputs.size() <= 3;
-  if ((!matmul && !fused) || d.outputs.size() != 1 || d.inputs[0] < 0 ||
-      plan_.values[d.inputs[1]].info.constant_data == nullptr ||
-      DimsOf(d.inputs[1]).size() != 2)
-    return std::nullopt;
+  if (!IsRowWiseDense(d)) return std::nullopt;
   const int t = SoleProducer(d.inputs[0]);
   if (t < 0 || !Is(plan_.nodes[t], "Transpose") ||
-      !IsFloat(plan_.nodes[t].inputs[0]))
+      !KeepsLastAxis(plan_.nodes[t]) || !IsFloat(plan_.nodes[t].inputs[0]))
     return std::nullopt;
   const PlanNode& node = plan_.nodes[t];
   Shape rows = DimsOf(node.inputs[0]);
@@ -455,6 +487,59 @@ size_t Matcher::Readers(const Shared& shared) const {
   return consumers_[value].size();
 }
 
+// When what a site writes, `value`, is read only by a dense layer
+// (IsRowWiseDense) whose result reaches a Transpose that keeps the last
+// axis through moves (each value read once): `value` as stored when that
+// Transpose and the moves before it are views, so that the site writes
+// the rows in the order the Transpose gives them and the dense layer keeps
+// it (nn.MultiheadAttention's head merge: [S * B, E] into the
+// out-projection, then [S, B, E] transposed to [B, S, E]); the Transpose
+// in *transpose. Else nullopt.
+std::optional<View> Matcher::RowOrderTarget(int value, int* transpose) const {
+  if (SoleProducer(value) < 0 || consumers_[value].size() != 1)
+    return std::nullopt;
+  const PlanNode& d = plan_.nodes[consumers_[value].front()];
+  if (!IsRowWiseDense(d) || d.inputs[0] != value) return std::nullopt;
+  std::vector<int> chain;  // moves after the dense layer, to the Transpose
+  int v = d.outputs[0];
+  while (chain.empty() || !Is(plan_.nodes[chain.back()], "Transpose")) {
+    if (chain.size() == 8 || SoleProducer(v) < 0 || consumers_[v].size() != 1)
+      return std::nullopt;
+    const int n = consumers_[v].front();
+    if (!IsMove(plan_.nodes[n]) || plan_.nodes[n].inputs[0] != v)
+      return std::nullopt;
+    chain.push_back(n);
+    v = plan_.nodes[n].outputs[0];
+  }
+  if (!KeepsLastAxis(plan_.nodes[chain.back()]) ||
+      std::find(plan_.outputs.begin(), plan_.outputs.end(), v) !=
+          plan_.outputs.end())
+    return std::nullopt;  // a model output is no view
+  // The dense layer's result as the Transpose's output lies contiguous.
+  std::optional<View> view = Contiguous(DimsOf(v));
+  for (size_t i = chain.size(); i-- > 0 && view;)
+    view = Apply(*view, plan_.nodes[chain[i]], /*inverse=*/true);
+  const Shape& y = DimsOf(d.outputs[0]);
+  const Shape& x = DimsOf(value);
+  if (!view || view->size() != y.size() || x.size() != y.size() ||
+      !std::equal(x.begin(), x.end() - 1, y.begin()))
+    return std::nullopt;
+  const int64_t n = y.back(), k = x.back();
+  if (n <= 1 || k <= 1 || view->back().size() != 1 ||
+      view->back()[0].stride != 1 || view->back()[0].size != n)
+    return std::nullopt;
+  // The same rows, k wide instead of n.
+  for (size_t a = 0; a + 1 < view->size(); ++a) {
+    for (Factor& f : (*view)[a]) {
+      if (f.stride % n != 0) return std::nullopt;
+      f.stride = f.stride / n * k;
+    }
+  }
+  view->back() = {Factor{k, 1}};
+  *transpose = chain.back();
+  return view;
+}
+
 // Reads q, k and v of the products `qk` and `pv` into *site. With
 // `through_shared`, a Split or a packed projection's Gathers they start
 // from are absorbed only when the three are all of its readers; false when
@@ -516,7 +601,7 @@ std::optional<AttentionOperand> Matcher::MaskOperand(
 // value has one use, the last value of which the product's [.., rows,
 // head_dim] is still a strided view. Adds the absorbed moves to *nodes.
 bool Matcher::WriteOperand(int product, AttentionOperand* out,
-                           std::vector<int>* nodes) const {
+                           std::vector<int>* nodes, int* row_view) const {
   std::vector<int> chain;  // moves after the product, in order
   for (int v = plan_.nodes[product].outputs[0];;) {
     if (SoleProducer(v) < 0 || consumers_[v].size() != 1) break;
@@ -527,25 +612,38 @@ bool Matcher::WriteOperand(int product, AttentionOperand* out,
   }
   const int result = plan_.nodes[product].outputs[0];
   const size_t rank = DimsOf(result).size();
+  // The product's result as a view of how `target` is stored.
+  auto strides_into =
+      [&](std::optional<View> view,
+          size_t keep) -> std::optional<std::array<int64_t, 4>> {
+    for (size_t i = keep; i-- > 0 && view;)
+      view = Apply(*view, plan_.nodes[chain[i]], /*inverse=*/true);
+    if (!view || view->size() != rank) return std::nullopt;
+    std::array<int64_t, 4> strides = {0, 0, 0, 0};
+    for (size_t d = 0; d < rank; ++d) {
+      std::optional<int64_t> s = SingleStride((*view)[d]);
+      if (!s) return std::nullopt;
+      strides[d + 4 - rank] = *s;
+    }
+    if (rank == 3) std::swap(strides[0], strides[1]);
+    if (strides[3] != 1 && DimsOf(result).back() != 1) return std::nullopt;
+    strides[3] = 1;
+    return strides;
+  };
   for (size_t keep = chain.size() + 1; keep-- > 0;) {
     const int target =
         keep == 0 ? result : plan_.nodes[chain[keep - 1]].outputs[0];
-    std::optional<View> view = Contiguous(DimsOf(target));
-    for (size_t i = keep; i-- > 0 && view;)
-      view = Apply(*view, plan_.nodes[chain[i]], /*inverse=*/true);
-    if (!view || view->size() != rank) continue;
-    std::array<int64_t, 4> strides = {0, 0, 0, 0};
-    bool single = true;
-    for (size_t d = 0; d < rank && single; ++d) {
-      std::optional<int64_t> s = SingleStride((*view)[d]);
-      single = s.has_value();
-      if (single) strides[d + 4 - rank] = *s;
+    int transpose = -1;
+    std::optional<std::array<int64_t, 4>> strides;
+    if (std::optional<View> reordered = RowOrderTarget(target, &transpose))
+      strides = strides_into(std::move(reordered), keep);
+    if (strides) {
+      *row_view = transpose;
+    } else {
+      strides = strides_into(Contiguous(DimsOf(target)), keep);
     }
-    if (!single) continue;
-    if (rank == 3) std::swap(strides[0], strides[1]);
-    if (strides[3] != 1 && DimsOf(result).back() != 1) continue;
-    strides[3] = 1;
-    *out = AttentionOperand{target, strides};
+    if (!strides) continue;
+    *out = AttentionOperand{target, *strides};
     nodes->insert(nodes->end(), chain.begin(), chain.begin() + keep);
     return true;
   }
@@ -644,7 +742,9 @@ std::optional<AttentionSite> Matcher::MatchSoftmax(int softmax) {
     if (!ReadOperands(qk, pv_node, /*through_shared=*/false, &site, &nodes))
       return std::nullopt;
   }
-  if (!WriteOperand(pv, &site.out, &nodes)) return std::nullopt;
+  int out_row_view = -1;
+  if (!WriteOperand(pv, &site.out, &nodes, &out_row_view)) return std::nullopt;
+  if (out_row_view >= 0) site.row_views.push_back(out_row_view);
   std::sort(nodes.begin(), nodes.end());
   if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end())
     return std::nullopt;
@@ -665,10 +765,14 @@ std::vector<AttentionSite> FindAttention(const NeutralPlan& plan) {
     std::optional<AttentionSite> site =
         matcher.MatchSoftmax(static_cast<int>(n));
     if (!site) continue;
-    if (std::any_of(site->nodes.begin(), site->nodes.end(),
-                    [&](int i) { return taken[i]; }))
+    // Sites share no node, and no Transpose is two sites' row view (one
+    // could read the rows in the order the other wrote them out of).
+    auto is_taken = [&](int i) { return taken[i]; };
+    if (std::any_of(site->nodes.begin(), site->nodes.end(), is_taken) ||
+        std::any_of(site->row_views.begin(), site->row_views.end(), is_taken))
       continue;
     for (int i : site->nodes) taken[i] = true;
+    for (int i : site->row_views) taken[i] = true;
     sites.push_back(*std::move(site));
   }
   std::sort(sites.begin(), sites.end(),

@@ -24,7 +24,9 @@
 //   optionally Where(IsNaN(p), 0, p) (PyTorch's guard for fully masked rows);
 //   o = MatMul(p, v')  [.., q_len, head_dim];
 //   then moves of o (the head merge) as far as o stays a strided view of
-//   the last value reached.
+//   the last value reached, its rows in the order a Transpose after the
+//   out-projection gives them where that Transpose can be a view
+//   (row_views below).
 //
 // Every interior value must have its one use inside the pattern and must
 // not be a model output; q, k and v must be read with the head dimension
@@ -61,12 +63,16 @@ struct AttentionSite {
   // writes out.value, and no other node reads their interior values.
   std::vector<int> nodes;
   // Transpose nodes (each keeping the last axis) that an executor must run
-  // as views of their inputs, moving nothing: each is read only by a dense
-  // layer (rows computed independently) whose result only this site reads,
-  // and the site's strides read that result in the order the rows then
-  // have. nn.MultiheadAttention's exports transpose [B, S, E] to
-  // [S, B, E] before the packed in-projection. Not among `nodes`: the
-  // Transpose and the dense layer still run (as a view, as a GEMM).
+  // as views of their inputs, moving nothing, because a dense layer next
+  // to them (rows computed independently) takes its rows in the other
+  // order: one read only by the in-projection whose result only this site
+  // reads (the site's strides read the projection's rows in the
+  // Transpose's input order), or one that the out-projection's result
+  // reaches through moves, when out.value is read only by that projection
+  // (the site writes the rows in the Transpose's output order, the moves
+  // between are views). nn.MultiheadAttention's exports transpose [B, S,
+  // E] to [S, B, E] before the in-projection and back after the
+  // out-projection. Not among `nodes`: the projections still run.
   std::vector<int> row_views;
 };
 

@@ -49,6 +49,12 @@ struct Variant {
   // rows_extra, that product is also a model output.
   bool transposed_rows = false;
   bool rows_extra = false;
+  // The merge as nn.MultiheadAttention's exports spell it: [S * B, E]
+  // rows into an out-projection by a [E, E] weight, then [S, B, E]
+  // transposed to y [B, S, E]. With merged_extra, the [S, B, E] value is
+  // also a model output.
+  bool projected_merge = false;
+  bool merged_extra = false;
 };
 
 // Attention over inputs q, k, v [B, S, E] (and mask), output y [B, S, E].
@@ -151,9 +157,24 @@ std::shared_ptr<const Model> AttentionModel(const Variant& v) {
     p = "pg";
   }
   b.Node("MatMul", {p, vh}, {"o"});
-  testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
-                       {0, 2, 1, 3});
-  b.Node("Reshape", {"ot", "merge"}, {"y"});
+  if (v.projected_merge) {
+    b.Int64Initializer("rows_e", {2}, {kS * kB, kE});
+    b.Int64Initializer("s_b_e", {3}, {kS, kB, kE});
+    b.FloatInitializer("w_out", {kE, kE}, testing::RandomFloats(kE * kE, 10));
+    testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
+                         {2, 0, 1, 3});
+    b.Node("Reshape", {"ot", "rows_e"}, {"rows"});
+    b.Node("MatMul", {"rows", "w_out"}, {"proj"});
+    b.Node("Reshape", {"proj", "s_b_e"}, {"sbe"});
+    testing::SetIntsAttr(b.Node("Transpose", {"sbe"}, {"bse"}), "perm",
+                         {1, 0, 2});
+    b.Node("Relu", {"bse"}, {"y"});  // a model output is no view
+    if (v.merged_extra) b.Output("sbe");
+  } else {
+    testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
+                         {0, 2, 1, 3});
+    b.Node("Reshape", {"ot", "merge"}, {"y"});
+  }
   b.Output("y");
   if (v.softmax_is_output) b.Output("p");
   if (v.split_extra || v.gather_extra) b.Output("rest");
@@ -370,6 +391,42 @@ TEST(AttentionPatternTest, RowsReadElsewhereKeepTheirTranspose) {
   EXPECT_TRUE(sites[0].row_views.empty());
   EXPECT_EQ(sites[0].q.strides[0], 3 * kE);       // batch: [S, B, 3E]
   EXPECT_EQ(sites[0].q.strides[2], kB * 3 * kE);  // position
+}
+
+// The head merge into an out-projection whose result is transposed back
+// to [B, S, E]: the site writes the rows in [B, S] order (out strides:
+// batch S * E, position E), so the Transpose after the projection is a
+// row view, moving nothing, and y is the projection's result as it lies.
+TEST(AttentionPatternTest, MergedRowsAreWrittenInTheOrderTheTransposeGives) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites =
+      Sites(AttentionModel({.projected_merge = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  const AttentionSite& s = sites[0];
+  ASSERT_EQ(s.row_views.size(), 1u);
+  const PlanNode& transpose = plan->nodes[s.row_views[0]];
+  EXPECT_EQ(*transpose.op_type, "Transpose");
+  const auto relu =
+      std::find_if(plan->nodes.begin(), plan->nodes.end(),
+                   [](const PlanNode& n) { return *n.op_type == "Relu"; });
+  ASSERT_NE(relu, plan->nodes.end());
+  EXPECT_EQ(relu->inputs[0], transpose.outputs[0]);  // the one before y
+  EXPECT_EQ(s.out.strides[0], kS * kE);              // batch
+  EXPECT_EQ(s.out.strides[1], kD);                   // head
+  EXPECT_EQ(s.out.strides[2], kE);                   // position: the next row
+}
+
+// Perturbed: the [S, B, E] value before the Transpose is also a model
+// output, so the rows keep the graph's [S, B] order and the Transpose
+// copies.
+TEST(AttentionPatternTest, MergedRowsReadElsewhereKeepTheirOrder) {
+  std::shared_ptr<const NeutralPlan> plan;
+  const std::vector<AttentionSite> sites = Sites(
+      AttentionModel({.projected_merge = true, .merged_extra = true}), &plan);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_TRUE(sites[0].row_views.empty());
+  EXPECT_EQ(sites[0].out.strides[0], kE);       // batch: [S * B] rows
+  EXPECT_EQ(sites[0].out.strides[2], kB * kE);  // position
 }
 
 // A fourth reader of the gathered value (a model output) keeps the

@@ -268,10 +268,10 @@ void AddSoftmaxCases(std::vector<DeviceTestCase>& cases) {
 // bias, reshaped to [5, batch, 3, 16] and through a 5-D transpose to
 // [3, 5, batch, 16], entries 0, 1, 2 gathered as q, k and v, heads split
 // through [5, batch * 2, 8], the merge through [5 * batch, 16] into the
-// out-projection and a transpose back. On a device the first transpose is
-// a view (the in-projection computes the rows in x's order) and the
-// Gathers are the attention's strides into its result
-// (attention_pattern.h, row_views).
+// out-projection, a transpose back and the residual add. On a device both
+// transposes are views (the projections compute the rows in x's order)
+// and the Gathers are the attention's strides into the in-projection's
+// result (attention_pattern.h, row_views).
 void AddMultiheadAttentionCase(std::vector<DeviceTestCase>& cases) {
   constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
   OnnxModelBuilder b(17);
@@ -323,7 +323,8 @@ void AddMultiheadAttentionCase(std::vector<DeviceTestCase>& cases) {
   b.Node("MatMul", {"rows", "w_out"}, {"out0"});
   b.Node("Add", {"out0", "b_out"}, {"out1"});
   b.Node("Reshape", {"out1", "s_b_e"}, {"out2"});
-  SetIntsAttr(b.Node("Transpose", {"out2"}, {"y"}), "perm", {1, 0, 2});
+  SetIntsAttr(b.Node("Transpose", {"out2"}, {"attended"}), "perm", {1, 0, 2});
+  b.Node("Add", {"x", "attended"}, {"y"});  // the residual
   b.Output("y");
   cases.push_back({"attention_multihead",
                    std::move(b),
