@@ -315,14 +315,27 @@ std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
     from = plan_.nodes[n].inputs[0];
   }
   if (!IsFloat(from)) return std::nullopt;
+  // Y's view of `from` as it lies, or of the rows of the dense layer that
+  // made it in their order before a Transpose (RowOrderView), if that one
+  // is a strided view too.
+  auto through_stem = [&](std::optional<View> view) -> std::optional<View> {
+    for (auto n = stem.rbegin(); n != stem.rend() && view; ++n)
+      view = Apply(*view, plan_.nodes[*n], /*inverse=*/false);
+    if (!view || static_cast<int64_t>(view->size()) != rank ||
+        !SingleStride((*view)[axis]))
+      return std::nullopt;
+    return view;
+  };
   int row_view = -1;
-  std::optional<View> view = RowOrderView(from, &row_view);
-  if (!view) view = Contiguous(DimsOf(from));
-  for (auto n = stem.rbegin(); n != stem.rend() && view; ++n)
-    view = Apply(*view, plan_.nodes[*n], /*inverse=*/false);
-  if (!view || static_cast<int64_t>(view->size()) != rank) return std::nullopt;
-  std::optional<int64_t> stride = SingleStride((*view)[axis]);
-  if (!stride) return std::nullopt;
+  std::optional<View> view;
+  if (std::optional<View> rows = RowOrderView(from, &row_view))
+    view = through_stem(std::move(rows));
+  if (!view) {
+    row_view = -1;
+    view = through_stem(Contiguous(DimsOf(from)));
+  }
+  if (!view) return std::nullopt;
+  const std::optional<int64_t> stride = SingleStride((*view)[axis]);
   view->erase(view->begin() + axis);
   *offset = entry * *stride;
   *source = from;
@@ -368,13 +381,12 @@ bool Matcher::KeepsLastAxis(const PlanNode& transpose) const {
          perm->back() == static_cast<int64_t>(perm->size()) - 1;
 }
 
-// When `value` is a dense layer's result (MatMul, or FusedMatMul without a
-// residual, by a 2-D float constant) read only by the site, whose input a
-// Transpose that keeps the last axis made and only that layer reads:
-// `value` as it is when that Transpose is a view of its input (the layer
-// then computes the same rows in the input's order), and the Transpose in
-// *transpose. nn.MultiheadAttention's exports transpose [B, S, E] to
-// [S, B, E] before the packed in-projection. Else nullopt.
+// When `value` is a dense layer's result (IsRowWiseDense) read only by the
+// site, whose input a Transpose that keeps the last axis made and only
+// that layer reads: `value` as it is when that Transpose is a view of its
+// input (the layer then computes the same rows in the input's order), and
+// the Transpose in *transpose. nn.MultiheadAttention's exports transpose
+// [B, S, E] to [S, B, E] before the packed in-projection. Else nullopt.
 std::optional<View> Matcher::RowOrderView(int value, int* transpose) const {
   const int dense = SoleProducer(value);
   if (dense < 0) return std::nullopt;

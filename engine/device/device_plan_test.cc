@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device/testing/device_test_cases.h"
 #include "engine/model.h"
 #include "engine/neutral_planner.h"
 #include "gtest/gtest.h"
@@ -289,6 +290,32 @@ TEST(DevicePlanTest, MultiheadAttentionCopiesNothing) {
     EXPECT_EQ(Copying(unfused, "Gather"), 1 + 3 * attentions);
     if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(fused);
   }
+}
+
+// The device case attention_multihead (nn.MultiheadAttention's form with
+// its residual, which the device tests run against the CPU engine): both
+// of its transposes are views and no Gather runs, so those runs check the
+// row views' numbers; node by node they copy.
+TEST(DevicePlanTest, MultiheadAttentionCaseRunsItsRowViews) {
+  for (const testing::DeviceTestCase& c : testing::DeviceTestCases()) {
+    if (c.name != "attention_multihead") continue;
+    auto model =
+        Model::LoadFromBytes(c.model.Serialize(), ModelOptions::ForDevice());
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto plan = MakeNeutralPlanner(*model)(c.runs.front());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const bool fused : {true, false}) {
+      SCOPED_TRACE(fused);
+      auto s = DescribeDevicePlan(**plan, DeviceFloat::kHalf, fused);
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_EQ(Count(*s, "Attention"), fused ? 1 : 0);
+      EXPECT_EQ(Copying(*s, "Transpose") == 0, fused);
+      EXPECT_EQ(Copying(*s, "Gather") == 0, fused);
+      if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(*s);
+    }
+    return;
+  }
+  FAIL() << "no device case attention_multihead";
 }
 
 // BF16 mode plans every transformer export as FP16 mode does, node for
