@@ -126,11 +126,12 @@ class Matcher {
   }
   // The node writing `value` when it has exactly one use (by a node) and is
   // not a model output: only then can the pattern absorb that node.
+  bool IsModelOutput(int value) const {
+    return std::find(plan_.outputs.begin(), plan_.outputs.end(), value) !=
+           plan_.outputs.end();
+  }
   int SoleProducer(int value) const {
-    if (value < 0 || uses_[value] != 1) return -1;
-    if (std::find(plan_.outputs.begin(), plan_.outputs.end(), value) !=
-        plan_.outputs.end())
-      return -1;
+    if (value < 0 || uses_[value] != 1 || IsModelOutput(value)) return -1;
     return producer_[value];
   }
   std::optional<float> ScalarConstant(int value) const;
@@ -303,9 +304,7 @@ std::optional<View> Matcher::GatherView(int gather, int64_t* offset,
   const int64_t size = DimsOf(data)[axis];
   const int64_t entry = *index < 0 ? *index + size : *index;
   if (entry < 0 || entry >= size) return std::nullopt;
-  if (std::find(plan_.outputs.begin(), plan_.outputs.end(), data) !=
-      plan_.outputs.end())
-    return std::nullopt;
+  if (IsModelOutput(data)) return std::nullopt;
   // Back from Y over its moves to the value they start from.
   std::vector<int> stem;
   int from = data;
@@ -401,17 +400,10 @@ std::optional<View> Matcher::RowOrderView(int value, int* transpose) const {
   const Shape& dims = DimsOf(value);
   if (rows.size() != dims.size() || rows.size() < 2) return std::nullopt;
   rows.back() = dims.back();
+  // The Transpose keeps the last axis, so the view's last axis is the rows'
+  // own (stride 1) and its other axes are `value`'s.
   std::optional<View> view = Apply(Contiguous(rows), node, /*inverse=*/false);
-  // The Transpose must keep the last axis (rows stay rows): then the view's
-  // last axis is the rows' own, stride 1, and the rest is `value`'s dims.
-  if (!view || view->size() != dims.size() || view->back().size() > 1 ||
-      (!view->back().empty() && view->back()[0].stride != 1))
-    return std::nullopt;
-  for (size_t a = 0; a + 1 < dims.size(); ++a) {
-    int64_t size = 1;
-    for (const Factor& f : (*view)[a]) size *= f.size;
-    if (size != dims[a]) return std::nullopt;
-  }
+  if (!view) return std::nullopt;
   *transpose = t;
   return view;
 }
@@ -523,9 +515,7 @@ std::optional<View> Matcher::RowOrderTarget(int value, int* transpose) const {
     chain.push_back(n);
     v = plan_.nodes[n].outputs[0];
   }
-  if (!KeepsLastAxis(plan_.nodes[chain.back()]) ||
-      std::find(plan_.outputs.begin(), plan_.outputs.end(), v) !=
-          plan_.outputs.end())
+  if (!KeepsLastAxis(plan_.nodes[chain.back()]) || IsModelOutput(v))
     return std::nullopt;  // a model output is no view
   // The dense layer's result as the Transpose's output lies contiguous.
   std::optional<View> view = Contiguous(DimsOf(v));
