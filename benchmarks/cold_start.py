@@ -105,7 +105,8 @@ def cold_start_section(bundle: Path, cases: list, work: Path, report, deadline,
     import gpu_bench
     table = report.part([
         "", "### Served from a cold start (issue 28)", "",
-        f"A fresh server per row (KIND_GPU, max_batch_size 64, 1 ms delay), coalesce-bench "
+        f"A fresh server per row (KIND_GPU, max_batch_size 64, 1 ms delay, every input's dims "
+        "fixed at the served shape so that warm-up prepares every batch size), coalesce-bench "
         f"closed loop from READY: {WINDOWS} windows of {window_s} s, no warm-up. p99 first: "
         f"window 1; steady: median p99 of windows 2-{WINDOWS}. Engine: coalesce-onnx-run at "
         "the batch the server formed. Setup batches: coalesce_setup_batches_total.", "",
@@ -134,7 +135,8 @@ def cold_start_section(bundle: Path, cases: list, work: Path, report, deadline,
                 (repo / name / "1").mkdir(parents=True)
                 (repo / name / "1" / "model.onnx").symlink_to(case.path)
                 (repo / name / "config.pbtxt").write_text(
-                    gpu_bench.served_config(name, proto, precision, 64))
+                    gpu_bench.served_config(name, proto, precision, 64,
+                                            {k: v.shape[1:] for k, v in feeds.items()}))
                 log_path = work / f"cold_{name}_c{conc}.log"
                 server = gpu_bench.start_server(bundle, repo, log_path, None, None,
                                                 GRPC_PORT, METRICS_PORT)

@@ -15,6 +15,23 @@ def window(seconds, items_per_s, p99):
             "latency_ms": {"p99": p99}}
 
 
+def served_config_fixes_the_served_dims() -> None:
+    """The config of a model with a variable sequence dim: -1 as the model
+    says, or the served length where the caller gives it (warm-up prepares
+    batch sizes only when every non-batch dim is fixed)."""
+    import gpu_bench
+    from onnx import TensorProto, helper
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])
+    out = helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", "seq"])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["input_ids"], ["y"])], "g", [ids], [out]))
+    dynamic = gpu_bench.served_config("m", model, "fp16", 64)
+    fixed = gpu_bench.served_config("m", model, "fp16", 64, {"input_ids": (128,)})
+    assert 'name: "input_ids" data_type: TYPE_INT64 dims: [-1]' in dynamic, dynamic
+    assert 'name: "input_ids" data_type: TYPE_INT64 dims: [128]' in fixed, fixed
+    assert 'name: "y" data_type: TYPE_INT64 dims: [-1]' in fixed, fixed
+
+
 def main() -> int:
     bench = {"levels": [{"windows": [window(10, 100, 30.0), window(10, 200, 8.0),
                                      window(20, 500, 12.0), window(10, 300, 10.0)],
@@ -41,6 +58,7 @@ def main() -> int:
            "created in 0.2 s, warm-up 4.250 s (14 batch(es) run; 0 model_warmup sample(s))")
     assert cold_start.load_seconds(log, "bert_fp16") == "4.250 s"
     assert cold_start.load_seconds(log, "other") == "?"
+    served_config_fixes_the_served_dims()
     print("cold_start_test: OK")
     return 0
 

@@ -1087,21 +1087,30 @@ def start_server(bundle: Path, repo: Path, log_path: Path, report: Report | None
 
 
 def stop_server(server: subprocess.Popen):
+    """SIGTERM, then SIGKILL after 60 s; returns once the process is gone, so
+    that the next server finds its ports free."""
     server.send_signal(signal.SIGTERM)
     try:
         server.wait(timeout=60)
     except subprocess.TimeoutExpired:
         server.kill()
+        server.wait()
 
 
-def served_config(name: str, model: onnx.ModelProto, precision: str, max_batch: int) -> str:
+def served_config(name: str, model: onnx.ModelProto, precision: str, max_batch: int,
+                  input_dims: dict | None = None) -> str:
     """A KIND_GPU config for `model` (batch dim first on every input and
-    output, the other -1 dims given by the caller's --shape), dynamic
-    batching up to `max_batch` with a 1 ms queue delay."""
+    output), dynamic batching up to `max_batch` with a 1 ms queue delay.
+    An input's non-batch dims are `input_dims[name]` where given (a model
+    served at one sequence length, as users write it: the server's warm-up
+    then prepares every batch size), else the model's, -1 where variable
+    (the caller's --shape gives them)."""
     def tensors(values):
         out = []
         for vi in values:
             dims = [d.dim_value if d.dim_value > 0 else -1 for d in vi.type.tensor_type.shape.dim][1:]
+            if input_dims and vi.name in input_dims:
+                dims = [int(d) for d in input_dims[vi.name]]
             dtype = {TensorProto.FLOAT: "TYPE_FP32", TensorProto.INT64: "TYPE_INT64"}[
                 vi.type.tensor_type.elem_type]
             out.append(f'{{ name: "{vi.name}" data_type: {dtype} dims: {dims} }}')
@@ -1129,7 +1138,8 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
             name = f"{case.name}_{precision}".replace("-", "_")
             (repo / name / "1").mkdir(parents=True)
             os.link(case.path, repo / name / "1" / "model.onnx")
-            (repo / name / "config.pbtxt").write_text(served_config(name, proto, precision, 64))
+            (repo / name / "config.pbtxt").write_text(served_config(
+                name, proto, precision, 64, {k: v.shape[1:] for k, v in case.feeds(1).items()}))
         feeds = case.feeds(1)
         shapes[case.name] = [f"{k}:{','.join(str(d) for d in v.shape[1:])}"
                              for k, v in feeds.items()]

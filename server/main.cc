@@ -2,11 +2,14 @@
 // over KServe v2 gRPC. See --help.
 #include <malloc.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "server/server.h"
@@ -53,6 +56,48 @@ void ConfigureMutexChecks() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
+// Until the server is about to turn ready, a shutdown signal ends the
+// process at once, with status 128 + the signal (a shell's "killed by"):
+// loading cannot be interrupted (a GPU model's warm-up tunes kernels, for
+// minutes on a cold tuning cache), and nothing is served yet, so nothing is
+// lost; waiting for the load would leave the signal unanswered until then.
+// End() (Server::Start's before_ready) stops the watch: a signal the watch
+// takes after that is raised again, pending for main's sigwait, which then
+// shuts down gracefully. Polls with sigtimedwait.
+class StartupSignalWatch {
+ public:
+  explicit StartupSignalWatch(const sigset_t& signals)
+      : signals_(signals), thread_([this] { Watch(); }) {}
+  ~StartupSignalWatch() {
+    End();
+    thread_.join();
+  }
+  StartupSignalWatch(const StartupSignalWatch&) = delete;
+  StartupSignalWatch& operator=(const StartupSignalWatch&) = delete;
+
+  void End() { ended_ = true; }
+
+ private:
+  void Watch() {
+    const timespec poll{0, 100'000'000};
+    while (!ended_) {
+      const int number = sigtimedwait(&signals_, nullptr, &poll);
+      if (number <= 0) continue;
+      if (ended_) {
+        kill(getpid(), number);
+        return;
+      }
+      spdlog::warn("received signal {} while loading models: exiting", number);
+      spdlog::shutdown();
+      std::_Exit(128 + number);
+    }
+  }
+
+  const sigset_t signals_;
+  std::atomic<bool> ended_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,7 +119,10 @@ int main(int argc, char** argv) {
   spdlog::flush_on(spdlog::level::info);
 
   const sigset_t signals = BlockShutdownSignals();
-  auto server = coalesce::Server::Start(*options);
+  auto server = [&] {
+    StartupSignalWatch watch(signals);
+    return coalesce::Server::Start(*options, [&watch] { watch.End(); });
+  }();
   if (!server.ok()) {
     spdlog::critical("{}", std::string(server.status().message()));
     return 1;

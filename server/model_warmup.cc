@@ -407,6 +407,7 @@ absl::StatusOr<WarmupReport> WarmUpInstances(
     if (absl::Status s = SizeEverySlot(*instances[i], prepared); !s.ok())
       return failed(s);
     for (const WarmupBatch& batch : batches) {
+      const auto batch_start = std::chrono::steady_clock::now();
       for (int run = 0; run < batch.runs; ++run) {
         if (absl::Status s = RunBatch(*instances[i], batch); !s.ok()) {
           return absl::Status(s.code(), absl::StrCat("warm-up '", batch.name,
@@ -415,6 +416,14 @@ absl::StatusOr<WarmupReport> WarmUpInstances(
         }
         ++report.batches;
       }
+      // Each one, so that a slow load says where its time goes (a GPU
+      // size's first run tunes its kernels).
+      spdlog::info("model '{}': instance {}: warm-up '{}' {:.3f} s ({} run(s))",
+                   config.name(), i, batch.name,
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - batch_start)
+                       .count(),
+                   batch.runs);
     }
     absl::Status s = ReadyOtherSlots(*instances[i], prepared, &report.batches);
     if (!s.ok()) return failed(s);

@@ -78,7 +78,7 @@ absl::Status LoadModels(const ServerOptions& options, ModelManager* manager) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
-    const ServerOptions& options) {
+    const ServerOptions& options, const std::function<void()>& before_ready) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       Credentials(options);
   if (!credentials.ok()) return credentials.status();
@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         options.repository_poll);
     server->poller_->Start();
   }
+  if (before_ready) before_ready();
   server->kserve_->set_ready(true);
   SetServing(server->grpc_server_.get(), true);
   spdlog::info("ready");

@@ -9,6 +9,7 @@
 #define COALESCE_SERVER_SERVER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -34,8 +35,12 @@ class Server {
   // Binds, starts serving (live, not ready), loads the models the control
   // mode asks for (failures are recorded per model, not fatal), then turns
   // ready. Fails when the port cannot be bound or the repository read.
+  // `before_ready`, when given, is called once the models are loaded, just
+  // before the server turns ready (main ends its start-up signal watch
+  // there).
   static absl::StatusOr<std::unique_ptr<Server>> Start(
-      const ServerOptions& options);
+      const ServerOptions& options,
+      const std::function<void()>& before_ready = nullptr);
 
   ~Server();
 

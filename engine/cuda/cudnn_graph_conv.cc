@@ -362,15 +362,22 @@ class FusedConvPlan {
         packs_(dnn, {kUidX, kUidW, kUidBias, kUidZ, kUidY}) {}
 
   // Builds the graph and chooses its engine: the one recorded under
-  // `tuning_key`, else the fastest candidate, timed with the call's
-  // buffers (writing y) unless its stream is capturing. Unimplemented when
-  // no engine runs it, which Execute answers from then on.
+  // `tuning_key`, else `sibling` (the choice tuned for the same convolution
+  // at another batch size, BatchSiblingChoices) when it still builds and
+  // fits, else the fastest candidate, timed with the call's buffers
+  // (writing y) unless its stream is capturing. Unimplemented when no
+  // engine runs it, which Execute answers from then on.
   absl::Status Prepare(const GraphConvCall& call, const GraphConvKey& key,
                        const std::string& tuning_key,
+                       const std::optional<std::string>& sibling,
                        const CudnnGraphConv::Options& options) {
-    unsupported_ = Choose(call, key, tuning_key, options);
+    unsupported_ = Choose(call, key, tuning_key, sibling, options);
     return unsupported_;
   }
+  // The chosen engine ("" without one), and whether it was tuned for this
+  // shape (recorded or timed) rather than taken from a sibling.
+  const std::string& choice() const { return choice_; }
+  bool tuned() const { return tuned_; }
   // Enqueues the chosen plan on the call's buffers; its error, if any.
   absl::Status Execute(const GraphConvCall& call);
 
@@ -382,6 +389,7 @@ class FusedConvPlan {
   };
   absl::Status Choose(const GraphConvCall& call, const GraphConvKey& key,
                       const std::string& tuning_key,
+                      const std::optional<std::string>& sibling,
                       const CudnnGraphConv::Options& options);
   // The configuration recorded as `text`, if it still builds and fits.
   absl::Status Rebuild(cudnnHandle_t handle, absl::string_view text,
@@ -394,6 +402,13 @@ class FusedConvPlan {
   absl::StatusOr<double> Keep(const GraphConvCall& call,
                               std::vector<Candidate> candidates, bool timed);
   void Adopt(Candidate winner);
+  // Whether the adopted plan runs on the call's buffers (writing y).
+  bool RunsOnce(const GraphConvCall& call) {
+    auto pack = PackFor(call.pointers);
+    return pack.ok() && TimeBackendPlan(dnn_, call.handle, plan_.get(), *pack,
+                                        call.stream, /*runs=*/1)
+                            .ok();
+  }
   // The variant pack of `pointers`.
   absl::StatusOr<cudnnBackendDescriptor_t> PackFor(const Pointers& pointers) {
     return packs_.Get(absl::MakeConstSpan(pointers.p.data(), 5),
@@ -407,6 +422,7 @@ class FusedConvPlan {
   BackendDesc plan_;  // null until chosen
   int64_t workspace_bytes_ = 0;
   std::string choice_;
+  bool tuned_ = false;
   absl::Status unsupported_;  // why plan_ is null
   VariantPackCache packs_;    // x, w, bias, z, y
 };
@@ -414,6 +430,7 @@ class FusedConvPlan {
 absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
                                    const GraphConvKey& key,
                                    const std::string& tuning_key,
+                                   const std::optional<std::string>& sibling,
                                    const CudnnGraphConv::Options& options) {
   auto graph = GraphBuilder(dnn_, key, &parts_).Build(call.handle);
   if (!graph.ok()) return Unsupported(graph.status());
@@ -423,8 +440,20 @@ absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
     std::optional<TuningChoice> known = cache->Find(tuning_key);
     if (known.has_value() &&
         Rebuild(call.handle, known->choice, call.workspace_bytes).ok()) {
+      tuned_ = true;
       return absl::OkStatus();
     }
+  }
+  // One plan built instead of up to max_timed_candidates, and run once
+  // (unless capturing) so that one that builds but does not run at this
+  // size falls back to the candidates; not recorded in the cache, which
+  // keeps only what was timed for the key.
+  if (sibling.has_value() &&
+      Rebuild(call.handle, *sibling, call.workspace_bytes).ok()) {
+    if (StreamIsCapturing(call.stream) || RunsOnce(call)) {
+      return absl::OkStatus();
+    }
+    Adopt({BackendDesc(dnn_), {BackendDesc(dnn_), 0}, ""});  // none kept
   }
   // While capturing nothing can be timed, and every plan finalized
   // compiles kernels: only the first candidate is built.
@@ -440,6 +469,7 @@ absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
   }
   auto microseconds = Keep(call, *std::move(candidates), timed);
   if (!microseconds.ok()) return microseconds.status();
+  tuned_ = timed;
   if (timed && cache != nullptr) {
     cache->Insert(tuning_key, {choice_, *microseconds});
   }
@@ -576,12 +606,22 @@ absl::StatusOr<FusedConvPlan*> CudnnGraphConv::PlanFor(
     const GraphConvKey& key, const GraphConvCall& call) {
   auto it = plans_.find(key);
   if (it == plans_.end()) {
+    GraphConvKey any_batch = key;
+    any_batch.shape.n = 0;
+    const std::string operation = ShapeKeyOf(any_batch);
     auto plan = std::make_unique<FusedConvPlan>(dnn_);
-    absl::Status s = plan->Prepare(
-        call, key, absl::StrCat(key_prefix_, ShapeKeyOf(key)), options_);
+    absl::Status s =
+        plan->Prepare(call, key, absl::StrCat(key_prefix_, ShapeKeyOf(key)),
+                      options_.adopt_batch_siblings
+                          ? siblings_.Nearest(operation, key.shape.n)
+                          : std::nullopt,
+                      options_);
     // An unsupported shape is remembered (its plan stays null and answers
     // Unimplemented); anything else may pass and is tried again next time.
     if (!s.ok() && !absl::IsUnimplemented(s)) return s;
+    if (s.ok() && plan->tuned()) {
+      siblings_.Record(operation, key.shape.n, plan->choice());
+    }
     it = plans_.emplace(key, std::move(plan)).first;
   }
   return it->second.get();

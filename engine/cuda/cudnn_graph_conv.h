@@ -14,14 +14,18 @@
 //
 // Choosing an engine: at the first Run of a shape (everything that decides
 // the graph), the engine configuration recorded in the TuningCache for it is
-// rebuilt; failing that, the heuristics' candidates (modes A, then
-// FALLBACK) that finalize and fit the workspace are each timed on this
-// call's buffers and the fastest is kept and recorded. Timing runs write y
-// (1 warm-up and 3 runs per candidate, each the same result); the chosen
-// plan then runs once more, and its error, if any, is Run's: a y written by
-// the timing runs is not a success. On a capturing stream nothing is timed
-// or recorded: the first candidate is kept. The plan, and the result of an
-// unsupported shape, are kept for the life of the object.
+// rebuilt; failing that, the one tuned for the same convolution at the
+// nearest other batch size (engine/device/batch_sibling_choices.h: warm-up
+// tunes the largest graph bucket first, and the smaller ones then build one
+// plan each, not recorded); failing that, the heuristics' candidates
+// (modes A, then FALLBACK) that finalize and fit the workspace are each
+// timed on this call's buffers and the fastest is kept and recorded.
+// Timing runs write y (1 warm-up and 3 runs per candidate, each the same
+// result); the chosen plan then runs once more, and its error, if any, is
+// Run's: a y written by the timing runs is not a success. On a capturing
+// stream nothing is timed or recorded: the first candidate is kept. The
+// plan, and the result of an unsupported shape, are kept for the life of
+// the object.
 //
 // Tuning keys: "<CudnnTuningIdentity> | cudnn-graph-conv/1 <key>"
 // (cudnn_backend.h), the identity computed once by Create, so that one cache
@@ -49,6 +53,7 @@
 #include "engine/cuda/conv_shape_key.h"
 #include "engine/cuda/cudnn_library.h"
 #include "engine/cuda/library_handles.h"
+#include "engine/device/batch_sibling_choices.h"
 #include "engine/device/device_kernels.h"
 #include "engine/device/tuning_cache.h"
 
@@ -83,6 +88,9 @@ class CudnnGraphConv {
     // The most candidates timed at a shape's first Run (each costs a
     // finalize, which may compile a kernel, and 4 runs).
     int max_timed_candidates = 8;
+    // Whether a new batch size of a tuned convolution adopts the nearest
+    // tuned size's engine (above) instead of timing its own candidates.
+    bool adopt_batch_siblings = true;
   };
 
   // Loads cuDNN (once per process), reads the identity of device
@@ -117,6 +125,7 @@ class CudnnGraphConv {
   const std::string key_prefix_;  // "<identity> | ", before every tuning key
   DnnHandle handle_;
   std::map<GraphConvKey, std::unique_ptr<FusedConvPlan>> plans_;
+  BatchSiblingChoices siblings_;  // the engines tuned per convolution
 };
 
 }  // namespace coalesce

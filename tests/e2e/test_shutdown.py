@@ -155,3 +155,26 @@ def test_a_hung_batch_does_not_hold_exit_past_the_timeout(start_server, tmp_path
     assert exited < 1 + 2 + 3, f"exit took {exited:.2f}s after SIGTERM with a 1 s grace"
     assert "abandoned: 'hung' version 1: 1 batch in flight, 0 requests queued" in log, log[-4000:]
     assert not any(error is None for _, error in answers), "the hung request cannot have succeeded"
+
+
+def test_signal_while_loading_ends_the_process_at_once(start_server, tmp_path):
+    """A model whose warm-up would run for hours (a hundred million runs):
+    SIGTERM during the load ends the server at once with 128 + 15, saying
+    so, instead of going unanswered until every model is loaded (a GPU
+    model's first warm-up can take minutes)."""
+    repo = tmp_path / "repo_loading"
+    gm.write_model(repo, "endless", gm.make_tiny_model(),
+                   tiny_config("endless")
+                   + 'model_warmup [ { name: "w" batch_size: 1 count: 100000000 inputs { key: "x" '
+                     'value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n')
+    srv = start_server(repo, wait_ready=False)
+    wait_for(lambda: "listening on" in srv.log(), timeout=30,
+             what="the server to listen before its models load")
+    t_signal = time.monotonic()
+    srv.send_signal(signal.SIGTERM)
+    code = srv.wait(timeout=30)
+    log = srv.log()
+    assert code == 128 + signal.SIGTERM, f"exit code {code}; log:\n{log[-3000:]}"
+    assert time.monotonic() - t_signal < 5, "the signal waited for the load"
+    assert "received signal 15 while loading models: exiting" in log, log[-3000:]
+    assert " ready" not in log, log[-3000:]

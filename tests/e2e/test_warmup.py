@@ -76,6 +76,10 @@ def test_gpu_instance_prepares_every_padded_batch_size(start_server, tmp_path):
     assert client.is_model_ready("on_gpu"), srv.log()[-3000:]
     line = load_line(srv.log(), "on_gpu")
     assert re.search(r"\(15 batch\(es\) run; 1 model_warmup sample\(s\)\)", line), line
+    # Each warm-up batch's time, in the order run (the sample, then largest first).
+    timed = re.findall(r"model 'on_gpu': instance 0: warm-up '([^']+)' [0-9.]+ s \((\d) run",
+                       srv.log())
+    assert timed == [("s", "1")] + [(f"batch size {b}", "2") for b in (8, 6, 4, 3, 2, 1)], timed
     for rows in range(1, 9):
         x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
         result = client.infer("on_gpu", make_inputs(x=x), client_timeout=30)
