@@ -28,7 +28,8 @@ struct ModelOptions {
   OptimizerOptions optimizer;
 
   // For a model a device program (engine/device/graph_program.h) runs: the
-  // default rewrites, with the layout pass only when `channels_last`. With
+  // default rewrites, with the layout pass only when `channels_last`, and
+  // patch convolutions as GEMMs (graph_optimizer.h, pass 2b). With
   // it, 2-D convolutions, pooling and BatchNormalization run NHWC and the
   // transposes between layouts stay only at the graph's edges and around
   // NCHW-only operators (channels_last.cc); the device lowers either
@@ -37,6 +38,7 @@ struct ModelOptions {
   static ModelOptions ForDevice(bool channels_last = false) {
     ModelOptions options;
     options.optimizer.channels_last = channels_last;
+    options.optimizer.patch_convolutions = true;
     return options;
   }
 };

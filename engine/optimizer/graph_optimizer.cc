@@ -26,6 +26,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
     if (absl::Status s = FoldConstants(opset, editor); !s.ok()) return s;
   }
   if (options.conv_affine_folding) FoldConvChannelAffine(editor);
+  if (options.patch_convolutions) LowerPatchConvolutions(editor);
   if (options.matmul_bias_fusion) FuseMatMulBias(editor);
   if (options.residual_fusion) FuseConvResidual(editor);
   // GELU first: activation fusion then takes it into its GEMM.

@@ -18,6 +18,13 @@
 //   2. Conv + channel affine folding: a BatchNormalization, or a Mul / Add by
 //      a per-channel constant, after a Conv is folded into its weights and
 //      bias;
+//   2b. patch convolutions, for device programs only
+//      (ModelOptions::ForDevice): a 2-D Conv whose stride is its kernel,
+//      without padding, dilation or groups, over an input of declared C, H
+//      and W (a vision transformer's patch embedding) becomes a Reshape
+//      and Transpose into patches, a MatMul by its weights (and its bias
+//      Add), and a Transpose back (patch_convolution.cc): one GEMM on the
+//      GPU instead of a 3-channel convolution;
 //   3. MatMul + bias: MatMul then Add of a constant [N] becomes FusedMatMul;
 //   4. residual fusion: Add(Conv result, z) becomes FusedConv with z as a
 //      fourth input, y = act(conv + B + z), when the Conv has no activation
@@ -76,6 +83,9 @@ struct OptimizerOptions {
   bool channels_last = true;
   bool dead_node_removal = true;
   bool projection_fusion = true;
+  // Off by default: the CPU runs patch convolutions well as they are;
+  // ModelOptions::ForDevice turns it on.
+  bool patch_convolutions = false;
 
   static OptimizerOptions None() {
     return {false, false, false, false, false,

@@ -13,6 +13,7 @@ namespace coalesce {
 absl::Status ComputeHalfInFloat(GraphEditor& editor);
 absl::Status FoldConstants(int64_t opset, GraphEditor& editor);
 void FoldConvChannelAffine(GraphEditor& editor);
+void LowerPatchConvolutions(GraphEditor& editor);
 void FuseMatMulBias(GraphEditor& editor);
 void FuseConvResidual(GraphEditor& editor);
 void FuseActivations(int64_t opset, GraphEditor& editor);
