@@ -460,6 +460,84 @@ TEST(CudaMathTest, TypedIndexerBroadcastsThreeInputs) {
   EXPECT_EQ(MakeTypedIndexer(1, bad_dims, bad_rank, y, 3, &ix), -1);
 }
 
+// The offsets of every output element against the definition: each input's
+// coordinate is the output's, or 0 along a dim the input broadcasts.
+void ExpectTypedOffsetsAsBroadcast(int inputs, const int64_t* const* dims,
+                                   const int* ranks, const int64_t* y,
+                                   int y_rank, int expected_rank) {
+  TypedIndexer ix;
+  const int64_t count = MakeTypedIndexer(inputs, dims, ranks, y, y_rank, &ix);
+  ASSERT_GT(count, 0);
+  EXPECT_EQ(ix.rank, expected_rank);
+  EXPECT_TRUE(ix.index32);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at[kMaxTypedInputs];
+    TypedOffsets(ix, i, at);
+    for (int k = 0; k < inputs; ++k) {
+      int64_t rest = i, offset = 0, stride = 1;
+      for (int d = y_rank - 1; d >= 0; --d) {
+        const int64_t coord = rest % y[d];
+        rest /= y[d];
+        const int kd = d - (y_rank - ranks[k]);
+        const int64_t extent = kd >= 0 ? dims[k][kd] : 1;
+        if (extent != 1) offset += coord * stride;
+        stride *= extent;
+      }
+      ASSERT_EQ(at[k], offset) << "input " << k << " element " << i;
+    }
+  }
+}
+
+TEST(CudaMathTest, TypedIndexerCompactsAndKeepsEveryOffset) {
+  {  // Hugging Face's mask: cond [2, 1, 1, 5], x [], z [2, 1, 3, 5].
+    const int64_t cond[] = {2, 1, 1, 5}, z[] = {2, 1, 3, 5}, y[] = {2, 1, 3, 5};
+    const int64_t* dims[] = {cond, nullptr, z};
+    const int ranks[] = {4, 0, 4};
+    ExpectTypedOffsetsAsBroadcast(3, dims, ranks, y, 4, 3);  // the 1 dropped
+  }
+  {  // Same shapes throughout: one dim.
+    const int64_t a[] = {2, 3, 4};
+    const int64_t* dims[] = {a, a};
+    const int ranks[] = {3, 3};
+    ExpectTypedOffsetsAsBroadcast(2, dims, ranks, a, 3, 1);
+  }
+  {  // a [4, 1, 1] against b [4, 3, 5]: a broadcasts over the last two,
+     // which merge (0 at both for a, contiguous for b).
+    const int64_t a[] = {4, 1, 1}, b[] = {4, 3, 5};
+    const int64_t* dims[] = {a, b};
+    const int ranks[] = {3, 3};
+    ExpectTypedOffsetsAsBroadcast(2, dims, ranks, b, 3, 2);
+  }
+  {  // a [3, 1] against b [1, 5]: no merge.
+    const int64_t a[] = {3, 1}, b[] = {1, 5}, y[] = {3, 5};
+    const int64_t* dims[] = {a, b};
+    const int ranks[] = {2, 2};
+    ExpectTypedOffsetsAsBroadcast(2, dims, ranks, y, 2, 2);
+  }
+  {  // Every dim 1: no dims left, offset 0.
+    const int64_t a[] = {1, 1}, y[] = {1, 1};
+    const int64_t* dims[] = {a};
+    const int ranks[] = {2};
+    ExpectTypedOffsetsAsBroadcast(1, dims, ranks, y, 2, 0);
+  }
+}
+
+TEST(CudaMathTest, TypedIndexerPastFourBillionDividesIn64Bits) {
+  // a [70000, 1] against b [70000, 70000]: 4.9e9 elements.
+  const int64_t a[] = {70000, 1}, b[] = {70000, 70000};
+  const int64_t* dims[] = {a, b};
+  const int ranks[] = {2, 2};
+  TypedIndexer ix;
+  ASSERT_EQ(MakeTypedIndexer(2, dims, ranks, b, 2, &ix), 4900000000);
+  EXPECT_FALSE(ix.index32);
+  for (int64_t i : {int64_t{0}, int64_t{4294967296}, int64_t{4899999999}}) {
+    int64_t at[kMaxTypedInputs];
+    TypedOffsets(ix, i, at);
+    EXPECT_EQ(at[0], i / 70000) << i;
+    EXPECT_EQ(at[1], i) << i;
+  }
+}
+
 TEST(CudaMathTest, TypedElementWritesBoolForPredicatesAndWhereSelects) {
   const int64_t a_dims[] = {2, 1}, b_dims[] = {3}, y_dims[] = {2, 3};
   const int64_t* dims[] = {a_dims, b_dims};

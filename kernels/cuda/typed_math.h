@@ -290,23 +290,77 @@ inline constexpr int kMaxTypedRank = 8;
 inline constexpr int kMaxTypedInputs = 3;
 
 // Maps an output element to the elements of up to three inputs broadcast
-// to the output's shape. Built on the host by MakeTypedIndexer.
+// to the output's shape. Built on the host by MakeTypedIndexer, which
+// drops the output's dims of 1 and merges neighbouring dims that every
+// input walks contiguously (or broadcasts over both), so a mask's
+// [B, 1, S, S] is indexed in as few dims as its inputs allow.
 struct TypedIndexer {
   int rank = 0;
   int inputs = 0;
+  // Every output index fits in 32 bits: TypedOffsets divides in 32 bits
+  // (a 64-bit division is tens of instructions on a GPU).
+  bool index32 = false;
   int64_t out_dims[kMaxTypedRank] = {};
   int64_t strides[kMaxTypedInputs][kMaxTypedRank] = {};  // 0: broadcast
 };
 
-// Offsets of output element `index` in each input.
+// Offsets of output element `index` in each input. The loops run over the
+// constant bounds, so that on a GPU the indexer stays in registers and
+// parameter space (a loop bounded by ix.rank would copy it to local
+// memory); the dims past ix.rank and the inputs past ix.inputs have
+// strides 0.
 COALESCE_HD void TypedOffsets(const TypedIndexer& ix, int64_t index,
                               int64_t offsets[kMaxTypedInputs]) {
   for (int k = 0; k < kMaxTypedInputs; ++k) offsets[k] = 0;
+  if (ix.index32) {
+    uint32_t rest = static_cast<uint32_t>(index);
+#pragma unroll
+    for (int d = kMaxTypedRank - 1; d >= 0; --d) {
+      if (d >= ix.rank) continue;
+      const uint32_t extent = static_cast<uint32_t>(ix.out_dims[d]);
+      const int64_t coord = rest % extent;
+      rest /= extent;
+#pragma unroll
+      for (int k = 0; k < kMaxTypedInputs; ++k)
+        offsets[k] += coord * ix.strides[k][d];
+    }
+    return;
+  }
   for (int d = ix.rank - 1; d >= 0; --d) {
     const int64_t coord = index % ix.out_dims[d];
     index /= ix.out_dims[d];
     for (int k = 0; k < ix.inputs; ++k) offsets[k] += coord * ix.strides[k][d];
   }
+}
+
+// Drops `ix`'s dims of 1 and merges dim d into d + 1 where every input's
+// stride at d is its stride at d + 1 times dim d + 1's extent (contiguous,
+// or 0 at both): the offsets TypedOffsets computes stay the same.
+inline void CompactTypedIndexer(TypedIndexer* ix) {
+  TypedIndexer out = *ix;
+  out.rank = 0;
+  for (int d = 0; d < ix->rank; ++d) {
+    if (ix->out_dims[d] == 1) continue;
+    const int last = out.rank - 1;
+    bool merges = last >= 0;
+    for (int k = 0; k < ix->inputs && merges; ++k)
+      merges = out.strides[k][last] == ix->strides[k][d] * ix->out_dims[d];
+    if (merges) {
+      out.out_dims[last] *= ix->out_dims[d];
+      for (int k = 0; k < ix->inputs; ++k)
+        out.strides[k][last] = ix->strides[k][d];
+      continue;
+    }
+    out.out_dims[out.rank] = ix->out_dims[d];
+    for (int k = 0; k < ix->inputs; ++k)
+      out.strides[k][out.rank] = ix->strides[k][d];
+    ++out.rank;
+  }
+  for (int d = out.rank; d < kMaxTypedRank; ++d) {
+    out.out_dims[d] = 0;
+    for (int k = 0; k < kMaxTypedInputs; ++k) out.strides[k][d] = 0;
+  }
+  *ix = out;
 }
 
 // Fills `ix` for `inputs` inputs (dims[k] of rank ranks[k]) broadcast to
@@ -336,6 +390,8 @@ inline int64_t MakeTypedIndexer(int inputs, const int64_t* const* dims,
       stride *= in;
     }
   }
+  CompactTypedIndexer(ix);
+  ix->index32 = count <= int64_t{0xffffffff};
   return count;
 }
 
