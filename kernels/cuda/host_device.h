@@ -10,4 +10,12 @@
 #define COALESCE_HD inline
 #endif
 
+// `#pragma unroll` for nvcc, nothing for the host compiler (which would
+// warn about a pragma it does not know).
+#ifdef __CUDACC__
+#define COALESCE_UNROLL _Pragma("unroll")
+#else
+#define COALESCE_UNROLL
+#endif
+
 #endif  // COALESCE_KERNELS_CUDA_HOST_DEVICE_H_

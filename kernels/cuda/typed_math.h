@@ -314,13 +314,13 @@ COALESCE_HD void TypedOffsets(const TypedIndexer& ix, int64_t index,
   for (int k = 0; k < kMaxTypedInputs; ++k) offsets[k] = 0;
   if (ix.index32) {
     uint32_t rest = static_cast<uint32_t>(index);
-#pragma unroll
+    COALESCE_UNROLL
     for (int d = kMaxTypedRank - 1; d >= 0; --d) {
       if (d >= ix.rank) continue;
       const uint32_t extent = static_cast<uint32_t>(ix.out_dims[d]);
       const int64_t coord = rest % extent;
       rest /= extent;
-#pragma unroll
+      COALESCE_UNROLL
       for (int k = 0; k < kMaxTypedInputs; ++k)
         offsets[k] += coord * ix.strides[k][d];
     }
