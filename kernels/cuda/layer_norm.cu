@@ -88,6 +88,75 @@ __global__ void LayerNormKernel(const X* x, const R* residual,
     store(j, source(j));
 }
 
+// The rows of at most kWarpCols columns (a transformer's 768 or 1024): one
+// warp per row, kWarpsPerBlock rows per block, each lane holding its
+// kWarpCached elements in registers; the mean, then the squared deviations
+// from it, summed over the warp by shuffles (two passes over registers,
+// without the block-wide reduction's synchronizations). Lane 0's sums are
+// every lane's, so all lanes normalize with the same statistics.
+constexpr int kWarpsPerBlock = 8;
+constexpr int kWarpCached = 32;
+constexpr int64_t kWarpCols = 32 * kWarpCached;
+
+__device__ float WarpSum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+template <typename X, typename R, typename Y>
+__global__ void LayerNormWarpKernel(const X* x, const R* residual,
+                                    int64_t residual_rows, void* sum,
+                                    FloatStorage sum_storage,
+                                    const float* __restrict__ scale,
+                                    const float* __restrict__ bias, Y* y,
+                                    int64_t rows, int64_t cols, float epsilon) {
+  const int64_t row =
+      static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp: no shuffle is left waiting
+  const int lane = threadIdx.x % 32;
+  const RowSource<X, R> source{
+      x + row * cols,
+      residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
+      sum_storage};
+  void* row_sum = nullptr;
+  if (sum != nullptr) {
+    row_sum = static_cast<char*>(sum) +
+              row * cols * (sum_storage == FloatStorage::kFloat ? 4 : 2);
+  }
+  float cached[kWarpCached];
+  float total = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kWarpCached; ++k) {
+    const int64_t j = lane + k * 32;
+    cached[k] = 0.0f;
+    if (j < cols) {
+      cached[k] = source(j);
+      total += cached[k];
+      if (row_sum != nullptr) StoreSum(row_sum, sum_storage, j, cached[k]);
+    }
+  }
+  const float mean = WarpSum(total) / static_cast<float>(cols);
+  float squares = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kWarpCached; ++k) {
+    const int64_t j = lane + k * 32;
+    if (j < cols) squares += (cached[k] - mean) * (cached[k] - mean);
+  }
+  const MeanM2 stats{static_cast<float>(cols), mean, WarpSum(squares)};
+  const float inv_std = InvStdDev(stats, epsilon);
+  Y* row_out = y + row * cols;
+#pragma unroll
+  for (int k = 0; k < kWarpCached; ++k) {
+    const int64_t j = lane + k * 32;
+    if (j < cols) {
+      row_out[j] =
+          FromFloat<Y>(LayerNormValue(cached[k], mean, inv_std, scale[j],
+                                      bias != nullptr ? bias[j] : 0.0f));
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
@@ -112,6 +181,16 @@ cudaError_t LaunchLayerNorm(const LayerNormLaunch& a, cudaStream_t stream) {
         using X = decltype(x_tag);
         using R = decltype(r_tag);
         using Y = decltype(y_tag);
+        if (a.cols <= kWarpCols) {
+          const int64_t blocks = (a.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+          LayerNormWarpKernel<X, R, Y><<<static_cast<unsigned>(blocks),
+                                         kWarpsPerBlock * 32, 0, stream>>>(
+              static_cast<const X*>(a.x.data),
+              static_cast<const R*>(a.residual.data), a.residual_rows,
+              a.sum.data, a.sum.storage, a.scale, a.bias,
+              static_cast<Y*>(a.y.data), a.rows, a.cols, a.epsilon);
+          return cudaGetLastError();
+        }
         LayerNormKernel<X, R, Y>
             <<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(
                 static_cast<const X*>(a.x.data),

@@ -6,9 +6,12 @@
 // repeated over x's rows. scale and bias are float32 of cols elements (bias
 // may be null). x, residual, y and sum are float32 or 16-bit each
 // (float_storage.h): the statistics and the affine map are float32
-// whatever their storage, y rounded once to nearest even. One block per
-// row; each thread keeps its first elements of s in registers, so a row of
-// up to kLayerNormCachedCols is read once; the math is in
+// whatever their storage, y rounded once to nearest even. Rows of up to
+// 1024 columns (a transformer's): one warp per row, s in registers, the
+// mean and then the squared deviations summed by shuffles. Longer rows:
+// one block per row, each thread keeping its first elements of s in
+// registers, so a row of up to kLayerNormCachedCols is read once, with
+// Chan's parallel update across the block. The math is in
 // layer_norm_math.h. Without a residual y may be x (same storage), never
 // another part of it; with one, y and sum overlap no input. Enqueues one
 // kernel and returns the launch's error.
