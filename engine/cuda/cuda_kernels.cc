@@ -6,8 +6,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -145,9 +147,17 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
 
 // A failure to make CudnnGraphConv (no cuDNN 9, no device properties) is
 // not a convolution's: the legacy path runs them, and reports cuDNN's
-// absence itself.
+// absence itself. COALESCE_CUDNN_GRAPH_CONV=0 takes the legacy path for
+// every convolution: a diagnostic switch (the FP16 NCHW mbconv_se case
+// fails on a GPU, and this tells whether the graph path is why;
+// scripts/gpu-session tests).
 CudnnGraphConv* CudaKernels::GraphConv() {
   if (graph_conv_ == nullptr && !graph_conv_failed_) {
+    const char* use = std::getenv("COALESCE_CUDNN_GRAPH_CONV");
+    if (use != nullptr && std::string_view(use) == "0") {
+      graph_conv_failed_ = true;
+      return nullptr;
+    }
     auto conv = CudnnGraphConv::Create(device_->ordinal(),
                                        {.tuning_cache = tuning_cache_});
     graph_conv_failed_ = !conv.ok();
