@@ -51,6 +51,7 @@ DevicePlanSummary Fp16Nhwc(const std::string& name,
                            OptimizerOptions optimizer = {}) {
   ModelOptions options = ModelOptions::ForDevice(/*channels_last=*/true);
   optimizer.channels_last = true;
+  optimizer.patch_convolutions = true;  // as the server loads it
   options.optimizer = optimizer;
   return PlanOf(name, DeviceFloat::kHalf, options);
 }

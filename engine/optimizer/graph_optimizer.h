@@ -19,9 +19,10 @@
 //      a per-channel constant, after a Conv is folded into its weights and
 //      bias;
 //   2b. patch convolutions, for device programs only
-//      (ModelOptions::ForDevice): a 2-D Conv whose stride is its kernel,
-//      without padding, dilation or groups, over an input of declared C, H
-//      and W (a vision transformer's patch embedding) becomes a Reshape
+//      (ModelOptions::ForDevice): a 2-D Conv whose stride is its kernel
+//      (2x2 or more), without padding, dilation or groups, over an input of
+//      declared C (below 8), H and W (a vision transformer's patch
+//      embedding over the image) becomes a Reshape
 //      and Transpose into patches, a MatMul by its weights (and its bias
 //      Add), and a Transpose back (patch_convolution.cc): one GEMM on the
 //      GPU instead of a 3-channel convolution;

@@ -11,7 +11,10 @@
 // so the GPU runs one GEMM on tensor cores instead of cuDNN's kernels for a
 // 3-channel NCHW convolution, which are not tensor-core kernels in FP16
 // (a third of ViT-B/16's FP16 kernel time on the 2026-11-28 H200 run,
-// BENCHMARKS.md). x's C, H and W must be known: declared on the graph
+// BENCHMARKS.md). Only kernels of at least 2x2 over fewer than 8 input
+// channels (an image's): a 1x1 convolution at stride 1 or a CNN's 2x2
+// downsampling fits the same form but runs well, fused and NHWC, as a
+// convolution. x's C, H and W must be known: declared on the graph
 // input or value it is, or on the one a Cast or Identity chain starts from
 // (CLIP casts its pixel values first).
 #include <optional>
@@ -59,6 +62,10 @@ std::vector<int64_t> Ints(const onnx::NodeProto& node, const std::string& name,
   return {a->ints().begin(), a->ints().end()};
 }
 
+// Fewer input channels than this: tensor-core convolutions want 8 or more
+// 16-bit channels.
+constexpr int64_t kMaxPatchChannels = 8;
+
 struct PatchConv {
   int64_t c, h, w, m, kh, kw;
 };
@@ -90,6 +97,11 @@ std::optional<PatchConv> Match(GraphEditor& editor,
   if (p.c != w->dims(1) || p.h <= 0 || p.w <= 0 || p.h % p.kh != 0 ||
       p.w % p.kw != 0)
     return std::nullopt;
+  // A 1x1 convolution at stride 1 is a patch convolution too, as is a CNN's
+  // 2x2 downsampling at stride 2; both read many channels, where cuDNN's
+  // tensor-core kernels (and NHWC with its fusions) serve them well. Only
+  // the image's few channels keep cuDNN off the tensor cores.
+  if (p.kh < 2 || p.kw < 2 || p.c >= kMaxPatchChannels) return std::nullopt;
   return p;
 }
 

@@ -92,7 +92,8 @@ TEST(PatchConvolutionTest, OtherConvolutionsStayConvolutions) {
       {.kernel = 4, .stride = 4, .pad = 1},  // padded
       {.kernel = 3, .stride = 3},            // 8 and 12 not multiples of 3
       {.kernel = 2, .stride = 2, .dilation = 2},
-      {.declared = false},  // C, H, W unknown at load
+      {.declared = false},         // C, H, W unknown at load
+      {.kernel = 1, .stride = 1},  // a 1x1 convolution
   };
   for (const ConvForm& form : forms) {
     SCOPED_TRACE(absl::StrCat("kernel ", form.kernel, " stride ", form.stride,
@@ -102,6 +103,22 @@ TEST(PatchConvolutionTest, OtherConvolutionsStayConvolutions) {
     ASSERT_NE(model, nullptr);
     EXPECT_EQ(Count(*model, "Conv") + Count(*model, "FusedConv"), 1);
   }
+}
+
+TEST(PatchConvolutionTest, ManyChannelsStayConvolutions) {
+  // A CNN's 2x2 downsampling at stride 2 over 8 channels.
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 8, 4, 6});
+  b.FloatInitializer("w", {4, 8, 2, 2}, testing::RandomFloats(128, 5));
+  onnx::NodeProto& conv = b.Node("Conv", {"x", "w"}, {"y"});
+  testing::SetIntsAttr(conv, "kernel_shape", {2, 2});
+  testing::SetIntsAttr(conv, "strides", {2, 2});
+  b.Output("y");
+  auto model = testing::LoadOptimizedAndCompare(
+      b.Serialize(), ModelOptions::ForDevice(),
+      {{{2, 8, 4, 6}, testing::RandomFloats(2 * 8 * 4 * 6, 6)}});
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(Count(*model, "Conv"), 1);
 }
 
 TEST(PatchConvolutionTest, GroupedPatchConvolutionsStay) {
