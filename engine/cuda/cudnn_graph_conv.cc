@@ -444,20 +444,18 @@ absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
       return absl::OkStatus();
     }
   }
-  // One plan built instead of up to max_timed_candidates, and run once
-  // (unless capturing) so that one that builds but does not run at this
-  // size falls back to the candidates; not recorded in the cache, which
-  // keeps only what was timed for the key.
-  if (sibling.has_value() &&
+  // While capturing nothing can be timed or run to check, and every plan
+  // finalized compiles kernels: only the first candidate is built.
+  const bool timed = !StreamIsCapturing(call.stream);
+  // One plan built instead of up to max_timed_candidates, and run once so
+  // that one that builds but does not run at this size falls back to the
+  // candidates; not recorded in the cache, which keeps only what was timed
+  // for the key.
+  if (timed && sibling.has_value() &&
       Rebuild(call.handle, *sibling, call.workspace_bytes).ok()) {
-    if (StreamIsCapturing(call.stream) || RunsOnce(call)) {
-      return absl::OkStatus();
-    }
+    if (RunsOnce(call)) return absl::OkStatus();
     Adopt({BackendDesc(dnn_), {BackendDesc(dnn_), 0}, ""});  // none kept
   }
-  // While capturing nothing can be timed, and every plan finalized
-  // compiles kernels: only the first candidate is built.
-  const bool timed = !StreamIsCapturing(call.stream);
   auto candidates =
       Candidates(call.handle, timed ? options.max_timed_candidates : 1,
                  call.workspace_bytes);
@@ -613,7 +611,7 @@ absl::StatusOr<FusedConvPlan*> CudnnGraphConv::PlanFor(
     absl::Status s =
         plan->Prepare(call, key, absl::StrCat(key_prefix_, ShapeKeyOf(key)),
                       options_.adopt_batch_siblings
-                          ? siblings_.Nearest(operation, key.shape.n)
+                          ? siblings_.NearestAtLeast(operation, key.shape.n)
                           : std::nullopt,
                       options_);
     // An unsupported shape is remembered (its plan stays null and answers

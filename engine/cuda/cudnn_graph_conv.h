@@ -15,9 +15,10 @@
 // Choosing an engine: at the first Run of a shape (everything that decides
 // the graph), the engine configuration recorded in the TuningCache for it is
 // rebuilt; failing that, the one tuned for the same convolution at the
-// nearest other batch size (engine/device/batch_sibling_choices.h: warm-up
+// nearest larger batch size (engine/device/batch_sibling_choices.h: warm-up
 // tunes the largest graph bucket first, and the smaller ones then build one
-// plan each, not recorded); failing that, the heuristics' candidates
+// plan each and run it once, not recorded; not while capturing); failing
+// that, the heuristics' candidates
 // (modes A, then FALLBACK) that finalize and fit the workspace are each
 // timed on this call's buffers and the fastest is kept and recorded.
 // Timing runs write y (1 warm-up and 3 runs per candidate, each the same

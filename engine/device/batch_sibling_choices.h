@@ -8,15 +8,18 @@
 // compile a kernel) and run 4 times: on the 2026-11-28 H200 run, FP16
 // ResNet-50 was not READY after 180 s (BENCHMARKS.md, "Served from a cold
 // start"). Warm-up tunes the largest size first; the smaller ones then
-// build one plan each. The choice of the largest batch is the one that
-// matters for throughput; small batches may run a little slower than a
-// choice tuned for them would, which the tuning cache (a later start) does
-// not change: inherited choices are not recorded there.
+// build one plan each. Only a size at least as large is adopted from, so
+// every size larger than all tuned ones is tuned itself: a model_warmup
+// sample of batch 1 (run before the prepared sizes) does not decide the
+// largest batch, whose choice is the one that matters for throughput.
+// Small batches may run a little slower than a choice tuned for them
+// would, which the tuning cache (a later start) does not change: adopted
+// choices are not recorded there.
 //
 // `operation` is the operation's key without its batch size (the caller
-// writes it: every field but the batch). Nearest: the smallest
-// |log2(batch / tuned)|, the larger size on a tie. Not thread-safe: one per
-// kernel object, like the plans it sits beside.
+// writes it: every field but the batch). Nearest: the smallest tuned size
+// at or above the batch. Not thread-safe: one per kernel object, like the
+// plans it sits beside.
 #ifndef COALESCE_ENGINE_DEVICE_BATCH_SIBLING_CHOICES_H_
 #define COALESCE_ENGINE_DEVICE_BATCH_SIBLING_CHOICES_H_
 
@@ -33,10 +36,10 @@ class BatchSiblingChoices {
   // one recorded there before.
   void Record(const std::string& operation, int64_t batch, std::string choice);
 
-  // The choice recorded for `operation` at the batch nearest `batch`, or
-  // nullopt when none is.
-  std::optional<std::string> Nearest(const std::string& operation,
-                                     int64_t batch) const;
+  // The choice recorded for `operation` at the smallest batch at or above
+  // `batch`, or nullopt when none is.
+  std::optional<std::string> NearestAtLeast(const std::string& operation,
+                                            int64_t batch) const;
 
  private:
   std::map<std::string, std::map<int64_t, std::string>> tuned_;
