@@ -63,7 +63,11 @@ void ConfigureMutexChecks() {
 // lost; waiting for the load would leave the signal unanswered until then.
 // End() (Server::Start's before_ready) stops the watch: a signal the watch
 // takes after that is raised again, pending for main's sigwait, which then
-// shuts down gracefully. Polls with sigtimedwait.
+// shuts down gracefully. One state decides which of the two happens: End()
+// after the watch chose to exit waits for the exit instead of letting the
+// server turn ready. Polls with sigtimedwait. Logging from here is safe
+// while other threads log (spdlog's loggers are thread-safe; flush_on(info)
+// has written the line before _Exit).
 class StartupSignalWatch {
  public:
   explicit StartupSignalWatch(const sigset_t& signals)
@@ -75,26 +79,35 @@ class StartupSignalWatch {
   StartupSignalWatch(const StartupSignalWatch&) = delete;
   StartupSignalWatch& operator=(const StartupSignalWatch&) = delete;
 
-  void End() { ended_ = true; }
+  void End() {
+    State loading = State::kLoading;
+    if (state_.compare_exchange_strong(loading, State::kEnded)) return;
+    if (loading == State::kExiting) {
+      for (;;) pause();  // the watch is ending the process
+    }
+  }
 
  private:
+  enum class State { kLoading, kExiting, kEnded };
+
   void Watch() {
     const timespec poll{0, 100'000'000};
-    while (!ended_) {
+    while (state_.load() == State::kLoading) {
       const int number = sigtimedwait(&signals_, nullptr, &poll);
       if (number <= 0) continue;
-      if (ended_) {
-        kill(getpid(), number);
+      State loading = State::kLoading;
+      if (!state_.compare_exchange_strong(loading, State::kExiting)) {
+        kill(getpid(), number);  // ended: main's sigwait takes it
         return;
       }
       spdlog::warn("received signal {} while loading models: exiting", number);
-      spdlog::shutdown();
+      spdlog::default_logger()->flush();
       std::_Exit(128 + number);
     }
   }
 
   const sigset_t signals_;
-  std::atomic<bool> ended_{false};
+  std::atomic<State> state_{State::kLoading};
   std::thread thread_;
 };
 
