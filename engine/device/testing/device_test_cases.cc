@@ -533,10 +533,12 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
   }
   // A residual Add fused into its LayerNorm (plan_lowering.h): the sum s
   // read again after the LayerNorm (the LayerNorm writes it too), over
-  // 300 columns and over 2100 (past the CUDA kernel's register cache); and
-  // a position embedding [1, 5, 64] repeated over the batch, whose sum
-  // nothing else reads (the Add runs nowhere).
-  for (const int64_t cols : {300, 2100}) {
+  // 300 columns, 1024 and 1025 (the last row of the CUDA warp-per-row
+  // kernel and the first of the block kernel, whose register cache holds
+  // it) and 2100 (past the register cache); and a position embedding
+  // [1, 5, 64] repeated over the batch, whose sum nothing else reads (the
+  // Add runs nowhere).
+  for (const int64_t cols : {300, 1024, 1025, 2100}) {
     OnnxModelBuilder b(17);
     b.Input("x", {-1, 5, cols}).Input("r", {-1, 5, cols});
     b.FloatInitializer("scale", {cols}, RandomFloats(cols, 24));
@@ -547,7 +549,9 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
     b.Node("Add", {"s", "n"}, {"y"});
     b.Output("y");
     cases.push_back(
-        {cols == 300 ? "residual_layer_norm" : "residual_layer_norm_wide",
+        {cols == 300    ? std::string("residual_layer_norm")
+         : cols == 2100 ? std::string("residual_layer_norm_wide")
+                        : absl::StrCat("residual_layer_norm_", cols),
          std::move(b),
          true,
          {{{2, 5, cols}, {2, 5, cols}}, {{1, 5, cols}, {1, 5, cols}}},
