@@ -35,6 +35,7 @@ absl::Status OptimizeGraph(const OptimizerOptions& options, int64_t opset,
   if (options.projection_fusion) FuseSharedInputProjections(opset, editor);
   if (options.layer_norm_fusion) FuseLayerNorm(editor);
   if (options.channels_last) UseChannelsLast(editor);
+  if (options.common_subexpressions) MergeCommonSubexpressions(editor);
   if (options.dead_node_removal) RemoveDeadNodes(editor);
   return absl::OkStatus();
 }

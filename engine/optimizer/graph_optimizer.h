@@ -55,7 +55,11 @@
 //      cancel in pairs, so convolutions pass NHWC values to each other
 //      without reordering (channels_last.cc). For the CPU engine only:
 //      device programs lower NCHW convolutions (ModelOptions::ForDevice);
-//  10. dead node removal: nodes and initializers no graph output depends on.
+//  10. common subexpressions: nodes of the same operator, attributes and
+//      inputs (small constants compared by value) become one
+//      (common_subexpressions.cc): a TorchScript export of a Hugging Face
+//      encoder builds its [B, 1, S, S] mask once instead of once per layer;
+//  11. dead node removal: nodes and initializers no graph output depends on.
 // Fused operators live in OpRegistry::kInternalDomain. A pass only rewrites
 // what it fully matched, so a graph it does not recognize is left as is.
 #ifndef COALESCE_ENGINE_OPTIMIZER_GRAPH_OPTIMIZER_H_
@@ -84,12 +88,13 @@ struct OptimizerOptions {
   bool channels_last = true;
   bool dead_node_removal = true;
   bool projection_fusion = true;
+  bool common_subexpressions = true;
   // Off by default: the CPU runs patch convolutions well as they are;
   // ModelOptions::ForDevice turns it on.
   bool patch_convolutions = false;
 
   static OptimizerOptions None() {
-    return {false, false, false, false, false,
+    return {false, false, false, false, false, false,
             false, false, false, false, false};
   }
 };

@@ -21,6 +21,7 @@ void FuseSharedInputProjections(int64_t opset, GraphEditor& editor);
 void FuseLayerNorm(GraphEditor& editor);
 void FuseGelu(GraphEditor& editor);
 void UseChannelsLast(GraphEditor& editor);
+void MergeCommonSubexpressions(GraphEditor& editor);
 void RemoveDeadNodes(GraphEditor& editor);
 
 }  // namespace coalesce
