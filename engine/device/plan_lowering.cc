@@ -70,6 +70,11 @@ std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
     other_readers = true;
     if (n < norm) later_readers_only = false;
   }
+  // The LayerNorm's own scale or bias slot reading `sum` (a merge of common
+  // subexpressions can make one node read a value twice) reads it as
+  // stored, so the sum must be written.
+  for (size_t i = 1; i < ln.inputs.size(); ++i)
+    if (ln.inputs[i] == sum) other_readers = true;
   if (std::find(plan_.outputs.begin(), plan_.outputs.end(), sum) !=
       plan_.outputs.end())
     other_readers = true;

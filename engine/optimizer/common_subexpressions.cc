@@ -91,8 +91,9 @@ class Merger {
       editor_.Remove(node);
       merged = true;
     }
-    // Readers visited before a rename (none in topological order, but a
-    // node on a cycle is not visited at all) and graph outputs.
+    // Readers not visited in order: nodes on a cycle (which validation
+    // rejects later). Graph outputs are never renamed: a node writing one
+    // is never removed.
     for (onnx::NodeProto& node : *editor_.graph().mutable_node())
       for (std::string& in : *node.mutable_input()) {
         auto renamed = renames_.find(in);
@@ -112,17 +113,28 @@ class Merger {
     return true;
   }
 
+  // Every part length-prefixed, so no two different nodes share a key
+  // whatever bytes their names and attributes hold; the outputs present
+  // (an optional output left out is "") are part of it, so a merge never
+  // renames a used output to an absent one.
   std::string KeyOf(const onnx::NodeProto& node) {
     std::vector<std::string> attributes;
     for (const onnx::AttributeProto& a : node.attribute())
       attributes.push_back(a.SerializeAsString());
     std::sort(attributes.begin(), attributes.end());
-    std::vector<std::string> inputs;
-    for (const std::string& in : node.input()) inputs.push_back(InputKey(in));
-    return absl::StrCat(node.domain(), "\x1f", node.op_type(), "\x1f",
-                        absl::StrJoin(attributes, "\x1e"), "\x1f",
-                        absl::StrJoin(inputs, "\x1e"), "\x1f",
-                        node.output_size());
+    std::string key;
+    auto add = [&key](const std::string& part) {
+      absl::StrAppend(&key, part.size(), ":", part);
+    };
+    add(node.domain());
+    add(node.op_type());
+    absl::StrAppend(&key, attributes.size(), ";");
+    for (const std::string& a : attributes) add(a);
+    absl::StrAppend(&key, node.input_size(), ";");
+    for (const std::string& in : node.input()) add(InputKey(in));
+    for (const std::string& out : node.output())
+      absl::StrAppend(&key, out.empty() ? "0" : "1");
+    return key;
   }
 
   // A small float or int64 constant by its type, shape and value; any other

@@ -115,6 +115,41 @@ TEST(CommonSubexpressionsTest, GraphOutputsKeepTheirNodes) {
   EXPECT_EQ(CountOps(*model, "Relu"), 2);
 }
 
+TEST(CommonSubexpressionsTest, AnOptionalOutputLeftOutKeepsNodesApart) {
+  // Dropout(x) -> (d1, "") and Dropout(x) -> (d2, m2): merging would rename
+  // m2, which a Cast reads, to the absent output.
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 3});
+  b.Node("Dropout", {"x"}, {"d1", ""});
+  b.Node("Dropout", {"x"}, {"d2", "m2"});
+  testing::SetIntAttr(b.Node("Cast", {"m2"}, {"mf"}), "to", 1);
+  b.Node("Add", {"d1", "d2"}, {"s"});
+  b.Node("Add", {"s", "mf"}, {"y"});
+  b.Output("y");
+  auto model = LoadAndCompare(b);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(CountOps(*model, "Dropout"), 2);
+}
+
+TEST(CommonSubexpressionsTest, NodesWithSeveralOutputsMergeWhole) {
+  OnnxModelBuilder b(17);
+  b.Input("x", {-1, 3});
+  b.Int64Initializer("sizes", {2}, {1, 2});
+  for (const char* side : {"a", "b"}) {
+    const std::string s = side;
+    testing::SetIntAttr(
+        b.Node("Split", {"x", "sizes"}, {s + "_left", s + "_right"}), "axis",
+        1);
+  }
+  b.Node("Sub", {"a_left", "b_left"}, {"l"});
+  b.Node("Sub", {"a_right", "b_right"}, {"r"});
+  testing::SetIntAttr(b.Node("Concat", {"l", "r"}, {"y"}), "axis", 1);
+  b.Output("y");
+  auto model = LoadAndCompare(b);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(CountOps(*model, "Split"), 1);
+}
+
 TEST(CommonSubexpressionsTest, RandomOperatorsAreNeverMerged) {
   // The engine runs no random operator, so the graph is optimized alone.
   OnnxModelBuilder b(17);
