@@ -14,12 +14,31 @@ struct RowSource {
   const X* x;
   const R* residual;  // this row's residual row, or null
   FloatStorage sum_storage;
+  // Row `row` of x, with its residual row (the residual repeats every
+  // residual_rows rows).
+  __device__ static RowSource Of(const X* x, const R* residual,
+                                 int64_t residual_rows,
+                                 FloatStorage sum_storage, int64_t row,
+                                 int64_t cols) {
+    return {
+        x + row * cols,
+        residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
+        sum_storage};
+  }
   __device__ float operator()(int64_t j) const {
     const float v = ToFloat(x[j]);
     if (residual == nullptr) return v;
     return RoundSum(v + ToFloat(residual[j]), sum_storage);
   }
 };
+
+// Where row `row` of the sum is written, or null without one.
+__device__ void* RowSum(void* sum, FloatStorage storage, int64_t row,
+                        int64_t cols) {
+  if (sum == nullptr) return nullptr;
+  return static_cast<char*>(sum) +
+         row * cols * (storage == FloatStorage::kFloat ? 4 : 2);
+}
 
 __device__ void StoreSum(void* sum, FloatStorage storage, int64_t i, float v) {
   if (storage == FloatStorage::kHalf) {
@@ -44,15 +63,9 @@ __global__ void LayerNormKernel(const X* x, const R* residual,
                                 const float* __restrict__ bias, Y* y,
                                 int64_t cols, float epsilon) {
   const int64_t row = blockIdx.x;
-  const RowSource<X, R> source{
-      x + row * cols,
-      residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
-      sum_storage};
-  void* row_sum = nullptr;
-  if (sum != nullptr) {
-    row_sum = static_cast<char*>(sum) +
-              row * cols * (sum_storage == FloatStorage::kFloat ? 4 : 2);
-  }
+  const RowSource<X, R> source =
+      RowSource<X, R>::Of(x, residual, residual_rows, sum_storage, row, cols);
+  void* row_sum = RowSum(sum, sum_storage, row, cols);
   Y* row_out = y + row * cols;
   float cached[kCached];
   MeanM2 part = EmptyMeanM2();
@@ -115,15 +128,9 @@ __global__ void LayerNormWarpKernel(const X* x, const R* residual,
       static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp: no shuffle is left waiting
   const int lane = threadIdx.x % 32;
-  const RowSource<X, R> source{
-      x + row * cols,
-      residual != nullptr ? residual + (row % residual_rows) * cols : nullptr,
-      sum_storage};
-  void* row_sum = nullptr;
-  if (sum != nullptr) {
-    row_sum = static_cast<char*>(sum) +
-              row * cols * (sum_storage == FloatStorage::kFloat ? 4 : 2);
-  }
+  const RowSource<X, R> source =
+      RowSource<X, R>::Of(x, residual, residual_rows, sum_storage, row, cols);
+  void* row_sum = RowSum(sum, sum_storage, row, cols);
   float cached[kWarpCached];
   float total = 0.0f;
 #pragma unroll
