@@ -1134,13 +1134,13 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
     shapes, extra = {}, {}
     for case in cases:
         proto = onnx.load(str(case.path), load_external_data=False)
+        feeds = case.feeds(1)
         for precision in ("fp32", "fp16"):
             name = f"{case.name}_{precision}".replace("-", "_")
             (repo / name / "1").mkdir(parents=True)
             os.link(case.path, repo / name / "1" / "model.onnx")
             (repo / name / "config.pbtxt").write_text(served_config(
-                name, proto, precision, 64, {k: v.shape[1:] for k, v in case.feeds(1).items()}))
-        feeds = case.feeds(1)
+                name, proto, precision, 64, {k: v.shape[1:] for k, v in feeds.items()}))
         shapes[case.name] = [f"{k}:{','.join(str(d) for d in v.shape[1:])}"
                              for k, v in feeds.items()]
         if "attention_mask" in feeds:
