@@ -617,6 +617,10 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
       {"conv5x5_stride2", 4, 6, 5, 2, 2, 1, 1, true, ""},
       {"conv3x3_dilation2", 4, 4, 3, 1, 2, 2, 1, true, "Sigmoid"},
       {"conv3x3_groups", 8, 8, 3, 1, 1, 1, 4, true, "Relu"},
+      // Depthwise (a group per channel), as MBConv's: mbconv_se below
+      // fails in FP16 NCHW on a GPU at the first element of an image; this
+      // case and squeeze_excitation tell its two halves apart.
+      {"conv3x3_depthwise", 16, 16, 3, 1, 1, 1, 16, true, "Sigmoid"},
   };
   for (const ConvVariant& v : convs) {
     OnnxModelBuilder b(13);
@@ -730,6 +734,26 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     b.Output("y");
     cases.push_back(
         {"mbconv_se", std::move(b), true, {{{2, c, 14, 15}}}, 1e-5f});
+  }
+  {
+    // The squeeze-excitation half of mbconv_se alone: global pool, 1x1
+    // conv + Relu, 1x1 conv + Sigmoid, the gate broadcast over the planes.
+    const int64_t c = 16, r = 4;
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, c, 14, 15});
+    b.FloatInitializer("w1", {r, c, 1, 1}, RandomFloats(r * c, 48));
+    b.FloatInitializer("b1", {r}, RandomFloats(r, 49));
+    b.FloatInitializer("w2", {c, r, 1, 1}, RandomFloats(r * c, 50));
+    b.FloatInitializer("b2", {c}, RandomFloats(c, 51));
+    b.Node("GlobalAveragePool", {"x"}, {"g"});
+    b.Node("Conv", {"g", "w1", "b1"}, {"s1"});
+    b.Node("Relu", {"s1"}, {"s2"});
+    b.Node("Conv", {"s2", "w2", "b2"}, {"s3"});
+    b.Node("Sigmoid", {"s3"}, {"gate"});
+    b.Node("Mul", {"x", "gate"}, {"y"});
+    b.Output("y");
+    cases.push_back(
+        {"squeeze_excitation", std::move(b), true, {{{2, c, 14, 15}}}, 1e-5f});
   }
   cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}},
                           1e-5f, 13, [](onnx::NodeProto& n) {
