@@ -105,11 +105,12 @@ ARG COALESCE_CXX_FLAGS=""
 # Unpinned on purpose: see DL3008 in the header.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends xz-utils \
+ && apt-get install -y --no-install-recommends xz-utils python3-pip \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda-toolkit /usr/local/cuda-13.0 /usr/local/cuda-13.0
 # cuDNN's Debian packages install cudnn*_v9.h and name them cudnn*.h through
-# update-alternatives; the plugin includes <cudnn.h>.
+# update-alternatives; the plugin includes <cudnn.h>. pip: CMake fetches the
+# cuDNN frontend's headers from PyPI (engine/cuda/CMakeLists.txt).
 COPY --from=cuda-toolkit /usr/include/x86_64-linux-gnu/cudnn*_v9.h \
      /usr/local/cuda-13.0/targets/x86_64-linux/include/
 RUN for f in /usr/local/cuda-13.0/targets/x86_64-linux/include/cudnn*_v9.h; do \

@@ -132,12 +132,18 @@ def onnx_run_command(bundle: Path, model: Path, feeds: dict, work: Path, repeat:
 
 def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int,
                  warmup: int, precision: str, graphs: bool = True, extra: tuple = (),
-                 stdout_to: Path | None = None) -> tuple[float, list]:
-    """(median ms, outputs) of coalesce-onnx-run; its stdout also written to
-    `stdout_to` when given (with --device-plan in `extra`: the plan)."""
+                 stdout_to: Path | None = None, env: dict | None = None,
+                 stderr_lines: list | None = None) -> tuple[float, list]:
+    """(median ms, outputs) of coalesce-onnx-run, with `env` added to its
+    environment; its stdout also written to `stdout_to` when given (with
+    --device-plan in `extra`: the plan), its stderr's lines appended to
+    `stderr_lines` when given."""
     cmd = onnx_run_command(bundle, model, feeds, work, repeat, warmup, precision, graphs, extra)
     out, timing = work / "out", work / "timing.json"
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+    if stderr_lines is not None:
+        stderr_lines += proc.stderr.splitlines()
     if stdout_to is not None:
         stdout_to.write_text(f"$ coalesce-onnx-run {' '.join(cmd[1:])}\n\n"
                              f"{proc.stdout}{proc.stderr}")
@@ -147,6 +153,19 @@ def run_coalesce(bundle: Path, model: Path, feeds: dict, work: Path, repeat: int
     outputs = [numpy_helper.to_array(onnx.load_tensor(str(out / f"{re.sub(r'[^A-Za-z0-9._-]', '_', n)}.pb")))
                for n in names]
     return json.loads(timing.read_text())["median_ms"], outputs
+
+
+def sdpa_cell(ms: float, stderr_lines: list) -> str:
+    """A run's time with COALESCE_CUDNN_SDPA=1 and what cuDNN took: the
+    attention shapes it ran and those it refused (engine/cuda/cudnn_sdpa.h's
+    lines; the refusals printed to the log)."""
+    ran = sum(1 for line in stderr_lines if line.startswith("coalesce: cuDNN SDPA runs"))
+    refused = [line for line in stderr_lines
+               if line.startswith(("coalesce: cuDNN SDPA not used",
+                                   "coalesce: cuDNN SDPA unavailable"))]
+    for line in refused:
+        print(line, flush=True)
+    return f"{ms:.3f} ({ran} ran, {len(refused)} refused)"
 
 
 def onnxruntime_outputs(model: Path, feeds: dict):
@@ -505,10 +524,14 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         "FP16 ms. Target: at least 1.0x PyTorch with CUDA graphs at batch >= 32. "
         "\"unfused\": Coalesce FP16 with `--fused-attention off` (attention node by node, "
         "the A/B of the fused attention; the same as FP16 where a model has none), and its "
-        "max |diff| against onnxruntime after the fused run's.", "",
-        "| model | batch | Coalesce FP16 ms | unfused ms | PyTorch FP16 eager ms | ratio | "
-        "PyTorch FP16 CUDA graph ms | ratio | max abs diff vs onnxruntime |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"])
+        "max |diff| against onnxruntime after the fused run's. \"cuDNN SDPA\": Coalesce FP16 "
+        "with `COALESCE_CUDNN_SDPA=1` (the attentions cuDNN's fused attention takes run "
+        "there; how many attention shapes it ran and refused, the reasons in the log), "
+        "and its max |diff| last.", "",
+        "| model | batch | Coalesce FP16 ms | unfused ms | cuDNN SDPA ms | "
+        "PyTorch FP16 eager ms | ratio | PyTorch FP16 CUDA graph ms | ratio | "
+        "max abs diff vs onnxruntime |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"])
     bf16_table = report.part([
         "", "BF16: Coalesce with `gpu_precision: bf16` (bfloat16 operands and activations, "
         "float32 accumulation and statistics) against PyTorch under "
@@ -541,6 +564,10 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
                                     graphs=False)
             unfused, unfused_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
                                                 "fp16", extra=("--fused-attention", "off"))
+            sdpa_log = []
+            sdpa, sdpa_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
+                                          "fp16", env={"COALESCE_CUDNN_SDPA": "1"},
+                                          stderr_lines=sdpa_log)
         except Exception as e:  # noqa: BLE001 - reported in the table
             report.add(fp32_table, f"| {case.name} | {batch} | FAILED: {cell(str(e))} "
                        "| | | | | | | |")
@@ -552,7 +579,8 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         row32 = [case.name, str(batch), f"{fp32:.3f}", f"{plain:.3f}",
                  f"{runs['tf32'][0]:.3f}"]
         bf16, bf16_out = runs["bf16"]
-        row16 = [case.name, str(batch), f"{fp16:.3f}", f"{unfused:.3f}"]
+        row16 = [case.name, str(batch), f"{fp16:.3f}", f"{unfused:.3f}",
+                 sdpa_cell(sdpa, sdpa_log)]
         rowbf = [case.name, str(batch), f"{bf16:.3f}"]
         if module is not None:
             row32 += ratio_cells(torch_pair(module, feeds, repeat, warmup, False), fp32)
@@ -566,9 +594,10 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         text32, ok32 = diff_cell(ref, fp32_out, 1e-3)
         text16, ok16 = diff_cell(ref, fp16_out, 2e-2)
         text_unfused, ok_unfused = diff_cell(ref, unfused_out, 2e-2)
-        text16 = f"{text16}; unfused {text_unfused}"
+        text_sdpa, ok_sdpa = diff_cell(ref, sdpa_out, 2e-2)
+        text16 = f"{text16}; unfused {text_unfused}; cuDNN SDPA {text_sdpa}"
         textbf, okbf = diff_cell(ref, bf16_out, 1e-1)
-        ok = ok and ok32 and ok16 and ok_unfused and okbf
+        ok = ok and ok32 and ok16 and ok_unfused and ok_sdpa and okbf
         report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
         report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
         report.add(bf16_table, "| " + " | ".join(rowbf + [textbf]) + " |")

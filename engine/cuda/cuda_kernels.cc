@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -130,6 +131,14 @@ kc::AttentionStrides ToKernel(const std::array<int64_t, 4>& s) {
 
 absl::Status CudaKernels::Attention(DeviceStream& stream,
                                     const AttentionArgs& a) {
+  if (absl::Status s = CheckAttention(a); !s.ok()) return s;
+  if (absl::Status s = Current(); !s.ok()) return s;
+  // cuDNN's, when asked for and it takes the attention.
+  if (CudnnSdpa* sdpa = Sdpa()) {
+    absl::Status s =
+        sdpa->Run(CudaStreamOf(stream), a, workspace_.get(), kWorkspaceBytes);
+    if (!absl::IsUnimplemented(s)) return s;
+  }
   kc::AttentionArgs k;
   k.shape = {a.batch, a.heads, a.q_len, a.kv_len, a.head_dim};
   k.q = {ToKernel(a.q), ToKernel(a.q_strides)};
@@ -139,10 +148,8 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
   k.out = {ToKernel(a.out), ToKernel(a.out_strides)};
   k.scale = a.scale;
   k.zero_masked_rows = a.zero_masked_rows;
-  return EnqueueChecked(
-      CheckAttention(a),
-      [&] { return kc::LaunchAttention(k, CudaStreamOf(stream)); },
-      "attention kernel");
+  return CudaStatus(kc::LaunchAttention(k, CudaStreamOf(stream)),
+                    "attention kernel");
 }
 
 // A failure to make CudnnGraphConv (no cuDNN 9, no device properties) is
@@ -151,6 +158,28 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
 // every convolution: a diagnostic switch (the FP16 NCHW mbconv_se case
 // fails on a GPU, and this tells whether the graph path is why;
 // scripts/gpu-session tests).
+// COALESCE_CUDNN_SDPA=1 runs the attentions cuDNN's SDPA takes there
+// (cudnn_sdpa.h), the rest with our kernel: opt-in until a GPU run has
+// compared the two (docs/device-pipeline.md, "Fused attention").
+CudnnSdpa* CudaKernels::Sdpa() {
+  if (sdpa_ == nullptr && !sdpa_failed_) {
+    const char* use = std::getenv("COALESCE_CUDNN_SDPA");
+    if (use == nullptr || std::string_view(use) != "1") {
+      sdpa_failed_ = true;
+      return nullptr;
+    }
+    auto sdpa = CudnnSdpa::Create();
+    sdpa_failed_ = !sdpa.ok();
+    if (sdpa.ok()) {
+      sdpa_ = *std::move(sdpa);
+    } else {
+      std::fprintf(stderr, "coalesce: cuDNN SDPA unavailable: %s\n",
+                   std::string(sdpa.status().message()).c_str());
+    }
+  }
+  return sdpa_.get();
+}
+
 CudnnGraphConv* CudaKernels::GraphConv() {
   if (graph_conv_ == nullptr && !graph_conv_failed_) {
     const char* use = std::getenv("COALESCE_CUDNN_GRAPH_CONV");

@@ -8,8 +8,9 @@
 //                             CumSum, ArgMax;
 //   cuda_kernels_movement.cc  Transpose, Broadcast, StridedCopy, Pad,
 //                             Resize, Copy2D and the gathers.
-// GEMMs go to CudaGemm (cuda_gemm.h); float16 convolutions to
-// CudnnGraphConv (cudnn_graph_conv.h: fused, engines timed and recorded in
+// GEMMs go to CudaGemm (cuda_gemm.h); attentions to our kernel, or with
+// COALESCE_CUDNN_SDPA=1 first to CudnnSdpa (cudnn_sdpa.h); float16 convolutions
+// to CudnnGraphConv (cudnn_graph_conv.h: fused, engines timed and recorded in
 // the options' TuningCache), and to CudaConv (cuda_conv.h) where it answers
 // Unimplemented or cannot be created; float32 convolutions to CudaConv
 // (legacy algorithms, timed and recorded in the same TuningCache);
@@ -38,18 +39,14 @@
 #include "engine/cuda/cuda_conv.h"
 #include "engine/cuda/cuda_device.h"
 #include "engine/cuda/cuda_gemm.h"
+#include "engine/cuda/cuda_memory.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cudnn_graph_conv.h"
+#include "engine/cuda/cudnn_sdpa.h"
 #include "engine/device/device_kernels.h"
 #include "engine/device/tuning_cache.h"
 
 namespace coalesce {
-
-// Device memory from cudaMalloc, freed with cudaFree.
-struct CudaFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
-using CudaMemory = std::unique_ptr<void, CudaFree>;
 
 class CudaKernels : public DeviceKernels {
  public:
@@ -132,6 +129,9 @@ class CudaKernels : public DeviceKernels {
   // The fused-convolution runner, made at the first call (cuDNN is loaded
   // then); null when it could not be made, then and from then on.
   CudnnGraphConv* GraphConv();
+  // cuDNN's attention when COALESCE_CUDNN_SDPA=1 (cuda_kernels.cc), made at
+  // the first attention; null otherwise, or when it could not be made.
+  CudnnSdpa* Sdpa();
 
   const std::shared_ptr<CudaDevice> device_;
   const CublasLt& lt_;
@@ -144,6 +144,8 @@ class CudaKernels : public DeviceKernels {
   // could not be, and never tried again.
   std::unique_ptr<CudnnGraphConv> graph_conv_;
   bool graph_conv_failed_ = false;
+  std::unique_ptr<CudnnSdpa> sdpa_;
+  bool sdpa_failed_ = false;  // not asked for, or not available
 };
 
 }  // namespace coalesce

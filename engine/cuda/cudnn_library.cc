@@ -16,6 +16,7 @@ absl::StatusOr<Cudnn> Load() {
   if (!opened.ok()) return opened.status();
   void* const h = *opened;
   Cudnn d;
+  d.library = h;
   std::string missing;
   const bool ok =
       ResolveSymbol(h, "cudnnCreate", &d.Create, &missing) &&

@@ -24,6 +24,7 @@ namespace coalesce {
 struct Cudnn {
   std::string path;
   size_t version = 0;
+  void* library = nullptr;  // the dlopen handle (the cuDNN frontend's too)
 
   decltype(&::cudnnCreate) Create = nullptr;
   decltype(&::cudnnDestroy) Destroy = nullptr;

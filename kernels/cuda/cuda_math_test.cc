@@ -800,6 +800,24 @@ TEST(CudaMathTest, ChannelOfFollowsTheLayout) {
   }
 }
 
+// The saturating conversion's clamp: float32's lowest (Hugging Face's
+// mask) becomes the lowest finite float16 and bfloat16, not -inf; values
+// in range and NaN are unchanged.
+TEST(CudaMathTest, ClampToFiniteKeepsMasksFinite) {
+  const float lowest = -3.4028235e38f;
+  EXPECT_EQ(FloatToHalfBits(lowest), 0xfc00);  // -inf without the clamp
+  EXPECT_EQ(FloatToHalfBits(ClampToFinite(lowest, kMaxFiniteHalf)), 0xfbff);
+  EXPECT_EQ(FloatToHalfBits(ClampToFinite(70000.0f, kMaxFiniteHalf)), 0x7bff);
+  EXPECT_EQ(FloatToBFloat16Bits(lowest), 0xff80);
+  EXPECT_EQ(FloatToBFloat16Bits(ClampToFinite(lowest, kMaxFiniteBFloat16)),
+            0xff7f);
+  EXPECT_EQ(BFloat16BitsToFloat(0x7f7f), kMaxFiniteBFloat16);
+  EXPECT_EQ(HalfBitsToFloat(0x7bff), kMaxFiniteHalf);
+  EXPECT_EQ(ClampToFinite(-1.5f, kMaxFiniteHalf), -1.5f);
+  EXPECT_EQ(ClampToFinite(-65504.0f, kMaxFiniteHalf), -65504.0f);
+  EXPECT_TRUE(std::isnan(ClampToFinite(NAN, kMaxFiniteHalf)));
+}
+
 // The stored-element conversions are half_math.h's: exact loads, stores
 // rounded to nearest even.
 TEST(CudaMathTest, FloatStorageLoadsExactlyAndStoresToNearestEven) {

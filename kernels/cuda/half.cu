@@ -33,6 +33,25 @@ cudaError_t Convert(const void* x, void* y, int64_t count,
   return cudaGetLastError();
 }
 
+// y[i] = x[i] clamped to +-max, as Y.
+template <typename Y>
+__global__ void SaturatingKernel(const float* __restrict__ x, Y* __restrict__ y,
+                                 float max, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    y[i] = FromFloat<Y>(ClampToFinite(x[i], max));
+  }
+}
+
+template <typename Y>
+cudaError_t Saturate(const float* x, void* y, float max, int64_t count,
+                     cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  SaturatingKernel<Y><<<Blocks(count), kThreads, 0, stream>>>(
+      x, static_cast<Y*>(y), max, count);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t LaunchToHalf(const float* x, uint16_t* y, int64_t count,
@@ -41,6 +60,14 @@ cudaError_t LaunchToHalf(const float* x, uint16_t* y, int64_t count,
     return Convert<float, BFloat16Bits>(x, y, count, stream);
   if (format != FloatStorage::kHalf) return cudaErrorInvalidValue;
   return Convert<float, uint16_t>(x, y, count, stream);
+}
+
+cudaError_t LaunchToHalfSaturating(const float* x, uint16_t* y, int64_t count,
+                                   FloatStorage format, cudaStream_t stream) {
+  if (format == FloatStorage::kBFloat16)
+    return Saturate<BFloat16Bits>(x, y, kMaxFiniteBFloat16, count, stream);
+  if (format != FloatStorage::kHalf) return cudaErrorInvalidValue;
+  return Saturate<uint16_t>(x, y, kMaxFiniteHalf, count, stream);
 }
 
 cudaError_t LaunchFromHalf(const uint16_t* x, float* y, int64_t count,

@@ -20,6 +20,11 @@ namespace coalesce::kernels::cuda {
 cudaError_t LaunchToHalf(const float* x, uint16_t* y, int64_t count,
                          FloatStorage format, cudaStream_t stream);
 
+// LaunchToHalf with each value first clamped to the format's finite range
+// (half_math.h, ClampToFinite): no finite x becomes an infinity.
+cudaError_t LaunchToHalfSaturating(const float* x, uint16_t* y, int64_t count,
+                                   FloatStorage format, cudaStream_t stream);
+
 // y[i] = x[i] (in `format`) as float, exactly, for i < count.
 // REQUIRES: count >= 0; x and y are device memory of count elements.
 cudaError_t LaunchFromHalf(const uint16_t* x, float* y, int64_t count,

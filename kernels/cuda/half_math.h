@@ -109,6 +109,21 @@ COALESCE_HD float BFloat16BitsToFloat(uint16_t b) {
   return FloatOfBits(static_cast<uint32_t>(b) << 16);
 }
 
+// The largest finite float16 and bfloat16 (0x7bff, 0x7f7f).
+inline constexpr float kMaxFiniteHalf = 65504.0f;
+inline constexpr float kMaxFiniteBFloat16 = 3.38953139e38f;
+
+// x clamped to [-max, max], NaN kept: converted after this, a value beyond
+// the 16-bit range becomes the largest finite value of its sign instead of
+// an infinity (an additive mask's "minus infinity" written as float32's
+// lowest, as Hugging Face's, stays finite, so a fully masked row keeps a
+// defined softmax).
+COALESCE_HD float ClampToFinite(float x, float max) {
+  if (x > max) return max;
+  if (x < -max) return -max;
+  return x;
+}
+
 }  // namespace coalesce::kernels::cuda
 
 #endif  // COALESCE_KERNELS_CUDA_HALF_MATH_H_
