@@ -526,12 +526,14 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         "the A/B of the fused attention; the same as FP16 where a model has none), and its "
         "max |diff| against onnxruntime after the fused run's. \"cuDNN SDPA\": Coalesce FP16 "
         "with `COALESCE_CUDNN_SDPA=1` (the attentions cuDNN's fused attention takes run "
-        "there; how many attention shapes it ran and refused, the reasons in the log), "
-        "and its max |diff| last.", "",
-        "| model | batch | Coalesce FP16 ms | unfused ms | cuDNN SDPA ms | "
+        "there; how many attention shapes it ran and refused, the reasons in the log). "
+        "\"registers\": Coalesce FP16 with `COALESCE_ATTENTION_REGISTERS=1` (our attention "
+        "kernel's register path, FlashAttention 2's loop on mma.sync). Their max |diff| "
+        "last.", "",
+        "| model | batch | Coalesce FP16 ms | unfused ms | cuDNN SDPA ms | registers ms | "
         "PyTorch FP16 eager ms | ratio | PyTorch FP16 CUDA graph ms | ratio | "
         "max abs diff vs onnxruntime |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"])
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"])
     bf16_table = report.part([
         "", "BF16: Coalesce with `gpu_precision: bf16` (bfloat16 operands and activations, "
         "float32 accumulation and statistics) against PyTorch under "
@@ -568,6 +570,8 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
             sdpa, sdpa_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
                                           "fp16", env={"COALESCE_CUDNN_SDPA": "1"},
                                           stderr_lines=sdpa_log)
+            regs, regs_out = run_coalesce(bundle, case.path, feeds, work, repeat, warmup,
+                                          "fp16", env={"COALESCE_ATTENTION_REGISTERS": "1"})
         except Exception as e:  # noqa: BLE001 - reported in the table
             report.add(fp32_table, f"| {case.name} | {batch} | FAILED: {cell(str(e))} "
                        "| | | | | | | |")
@@ -580,7 +584,7 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
                  f"{runs['tf32'][0]:.3f}"]
         bf16, bf16_out = runs["bf16"]
         row16 = [case.name, str(batch), f"{fp16:.3f}", f"{unfused:.3f}",
-                 sdpa_cell(sdpa, sdpa_log)]
+                 sdpa_cell(sdpa, sdpa_log), f"{regs:.3f}"]
         rowbf = [case.name, str(batch), f"{bf16:.3f}"]
         if module is not None:
             row32 += ratio_cells(torch_pair(module, feeds, repeat, warmup, False), fp32)
@@ -595,9 +599,11 @@ def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: R
         text16, ok16 = diff_cell(ref, fp16_out, 2e-2)
         text_unfused, ok_unfused = diff_cell(ref, unfused_out, 2e-2)
         text_sdpa, ok_sdpa = diff_cell(ref, sdpa_out, 2e-2)
-        text16 = f"{text16}; unfused {text_unfused}; cuDNN SDPA {text_sdpa}"
+        text_regs, ok_regs = diff_cell(ref, regs_out, 2e-2)
+        text16 = (f"{text16}; unfused {text_unfused}; cuDNN SDPA {text_sdpa}; "
+                  f"registers {text_regs}")
         textbf, okbf = diff_cell(ref, bf16_out, 1e-1)
-        ok = ok and ok32 and ok16 and ok_unfused and ok_sdpa and okbf
+        ok = ok and ok32 and ok16 and ok_unfused and ok_sdpa and ok_regs and okbf
         report.add(fp32_table, "| " + " | ".join(row32 + [text32]) + " |")
         report.add(fp16_table, "| " + " | ".join(row16 + [text16]) + " |")
         report.add(bf16_table, "| " + " | ".join(rowbf + [textbf]) + " |")

@@ -51,6 +51,14 @@ absl::Status CheckPoolLayout(const Pool2DArgs& a) {
                    " channels, not a divisor of ", a.planes, " planes"));
 }
 
+// COALESCE_ATTENTION_REGISTERS=1: our attention kernel's register path
+// (kernels/cuda/attention.h), opt-in until a GPU run has compared it with
+// the shared-memory one (docs/device-pipeline.md, "Fused attention").
+bool AttentionOnRegisters() {
+  const char* use = std::getenv("COALESCE_ATTENTION_REGISTERS");
+  return use != nullptr && std::string_view(use) == "1";
+}
+
 }  // namespace
 
 CudaKernels::CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt,
@@ -58,7 +66,8 @@ CudaKernels::CudaKernels(std::shared_ptr<CudaDevice> device, const CublasLt& lt,
     : device_(std::move(device)),
       lt_(lt),
       tf32_(options.precision == DevicePrecision::kTf32),
-      tuning_cache_(options.tuning_cache) {}
+      tuning_cache_(options.tuning_cache),
+      attention_registers_(AttentionOnRegisters()) {}
 
 // The members free their handles and memory with the device current.
 CudaKernels::~CudaKernels() { cudaSetDevice(device_->ordinal()); }
@@ -148,6 +157,7 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
   k.out = {ToKernel(a.out), ToKernel(a.out_strides)};
   k.scale = a.scale;
   k.zero_masked_rows = a.zero_masked_rows;
+  k.registers = attention_registers_;
   return CudaStatus(kc::LaunchAttention(k, CudaStreamOf(stream)),
                     "attention kernel");
 }

@@ -137,6 +137,7 @@ class CudaKernels : public DeviceKernels {
   const CublasLt& lt_;
   const bool tf32_;
   const std::shared_ptr<TuningCache> tuning_cache_;  // may be null
+  const bool attention_registers_;  // COALESCE_ATTENTION_REGISTERS=1
   CudaMemory workspace_;
   std::unique_ptr<CudaGemm> gemm_;
   std::unique_ptr<CudaConv> conv_;  // made by the first convolution

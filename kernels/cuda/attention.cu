@@ -72,6 +72,9 @@ struct Tiles {
   static constexpr int kScaleOffset = kT.scale_offset;
   static constexpr int kSumOffset = kT.sum_offset;
   static constexpr int kBytes = kT.bytes;
+  // The register path's: Q, K, V and the score tile (the mask's, and its
+  // TileKeyEnd scratch); no output accumulator, rescale factors or sums.
+  static constexpr int kRegisterBytes = kT.o_offset;
   static_assert(kRowsK % 16 == 0 && kD % 16 == 0);
 };
 
@@ -425,6 +428,242 @@ __device__ RunningSoftmax WarpTile(const SharedTiles<T>& sh, int warp, int keys,
   return row;
 }
 
+// ---------------------------------------------------------------------------
+// The register path (AttentionArgs::registers): FlashAttention 2's loop with
+// each warp's scores, weights and output accumulator in registers, on
+// mma.sync m16n8k16 (16-bit operands, float32 accumulation), whose fragment
+// layouts PTX defines (wmma's are unspecified, which is why the path above
+// keeps its accumulator in shared memory). Lane l of a warp holds, of a
+// 16 x 8 accumulator tile, rows g = l / 4 and g + 8 at columns 2 * (l % 4)
+// and 2 * (l % 4) + 1 (elements 0, 1: row g; 2, 3: row g + 8); an A tile
+// (16 x 16) as four registers of two elements: rows g, g + 8, g, g + 8 at
+// columns 2t, 2t, 2t + 8, 2t + 8 (t = l % 4), the pair's first element in
+// the low half; a B tile (16 x 8, k by n) as two: k = 2t, 2t + 1 and
+// 2t + 8, 2t + 9 at column n = g. So the weights of two adjacent 8-key
+// score tiles are, as they lie in registers, the A tile of the second
+// product. The math per row is the shared-memory path's (attention_math.h):
+// the same max, rescale, weights rounded to the operands' type and summed
+// as rounded.
+
+// The 16 bits of a stored element.
+__device__ __forceinline__ uint16_t Bits16(uint16_t x) { return x; }
+__device__ __forceinline__ uint16_t Bits16(BFloat16Bits x) { return x.bits; }
+
+// The hardware's pair type of 16-bit T and its conversions: to nearest,
+// ties to even, as FromFloat for every finite value.
+template <typename T>
+struct HardwarePair;
+template <>
+struct HardwarePair<uint16_t> {
+  using Type = __half2;
+  static __device__ Type Round(float a, float b) {
+    return __floats2half2_rn(a, b);
+  }
+  static __device__ float2 Widen(Type h) { return __half22float2(h); }
+};
+template <>
+struct HardwarePair<BFloat16Bits> {
+  using Type = __nv_bfloat162;
+  static __device__ Type Round(float a, float b) {
+    return __floats2bfloat162_rn(a, b);
+  }
+  static __device__ float2 Widen(Type h) { return __bfloat1622float2(h); }
+};
+
+// Weights w0 and w1 (finite or NaN) rounded to T as one register (w0 in
+// the low half), the rounded values added to `sum`: HardwarePair's
+// conversions, not FromFloat's integer steps, in the inner loop.
+template <typename T>
+__device__ __forceinline__ uint32_t RoundWeights(float w0, float w1,
+                                                 float& sum) {
+  const typename HardwarePair<T>::Type h = HardwarePair<T>::Round(w0, w1);
+  const float2 f = HardwarePair<T>::Widen(h);
+  sum += f.x + f.y;
+  uint32_t bits;
+  memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+
+// Two elements as one register: `lo` the lower column (or k).
+__device__ __forceinline__ uint32_t PackPair(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
+}
+
+// Elements p[0] and p[1] (p 4-byte aligned) as one register.
+template <typename T>
+__device__ __forceinline__ uint32_t LoadPair(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// d += a . b on one 16 x 8 x 16 tile.
+__device__ __forceinline__ void MmaTile(uint16_t /*type*/, float (&d)[4],
+                                        const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void MmaTile(BFloat16Bits /*type*/, float (&d)[4],
+                                        const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// A warp's state on the register path: its lane's output accumulator
+// elements (kD / 8 tiles of 16 x 8) and the running softmax of its two rows
+// (g and g + 8; the four lanes of a row hold the same).
+template <int kD>
+struct RegisterRows {
+  float o[kD / 8][4];
+  RunningSoftmax row[2];
+};
+
+template <int kD>
+__device__ void ClearRegisterRows(RegisterRows<kD>& st) {
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) st.o[n][e] = 0.0f;
+  }
+  st.row[0] = st.row[1] = EmptyMaxSum();
+}
+
+// The max, then the sum, of the four lanes of a row (lanes l ^ 1, l ^ 2).
+__device__ __forceinline__ float RowMax(float x) {
+  x = MaxScore(x, __shfl_xor_sync(kFullWarp, x, 1));
+  return MaxScore(x, __shfl_xor_sync(kFullWarp, x, 2));
+}
+__device__ __forceinline__ float RowSum(float x) {
+  x += __shfl_xor_sync(kFullWarp, x, 1);
+  return x + __shfl_xor_sync(kFullWarp, x, 2);
+}
+
+// One warp's key tile on the register path: scores of its 16 rows (q in
+// shared memory, with the mask in the score tile when has_mask; keys at or
+// past `keys` count as -inf), the softmax step, and the accumulation of
+// weights . v into st.
+template <typename T, int kD>
+__device__ void WarpTileRegisters(const SharedTiles<T>& sh, int warp, int keys,
+                                  int head_dim, float scale, bool has_mask,
+                                  RegisterRows<kD>& st) {
+  using Tl = Tiles<T, kD>;
+  constexpr int kKeyTiles = Tl::kRowsK / 8;
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const T* q = sh.q + warp * kWarpRows * Tl::kLdQ;
+  const float* mask = sh.s + warp * kWarpRows * Tl::kLdS;
+  float s[kKeyTiles][4];
+#pragma unroll
+  for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    if (kk * 16 >= head_dim) break;
+    const T* q0 = q + g * Tl::kLdQ + kk * 16 + 2 * t;
+    const uint32_t a[4] = {LoadPair(q0), LoadPair(q0 + 8 * Tl::kLdQ),
+                           LoadPair(q0 + 8), LoadPair(q0 + 8 * Tl::kLdQ + 8)};
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+      // Kᵀ's column (n * 8 + g) is K's row.
+      const T* k0 = sh.k + (n * 8 + g) * Tl::kLdK + kk * 16 + 2 * t;
+      MmaTile(T{}, s[n], a, LoadPair(k0), LoadPair(k0 + 8));
+    }
+  }
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2;
+      const int col = n * 8 + 2 * t + e % 2;
+      float x = s[n][e] * scale;
+      if (has_mask) x += mask[(g + 8 * r) * Tl::kLdS + col];
+      s[n][e] = col < keys ? x : -INFINITY;
+      tile_max[r] = MaxScore(tile_max[r], s[n][e]);
+    }
+  }
+  TileRescale step[2];
+  float weight_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    step[r] = RescaleForTile(st.row[r].max, RowMax(tile_max[r]));
+  }
+  // The weights rounded to T, two a register: [n][r] holds row g + 8r's
+  // elements 2r and 2r + 1 of score tile n.
+  uint32_t p[kKeyTiles][2];
+#pragma unroll
+  for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      p[n][r] = RoundWeights<T>(ScoreWeight(s[n][2 * r], step[r].max),
+                                ScoreWeight(s[n][2 * r + 1], step[r].max),
+                                weight_sum[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.row[r] = AddTile(st.row[r], step[r], RowSum(weight_sum[r]));
+  }
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) st.o[n][e] *= step[e / 2].factor;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kKeyTiles / 2; ++kk) {
+    const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0],
+                           p[2 * kk + 1][1]};
+    // V's rows kk * 16 + 2t, + 1, + 8, + 9 at column n * 8 + g.
+    const T* v0 = sh.v + (kk * 16 + 2 * t) * Tl::kLdV + g;
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+      if (n * 8 >= head_dim) break;
+      const T* v = v0 + n * 8;
+      MmaTile(T{}, st.o[n], a, PackPair(Bits16(v[0]), Bits16(v[Tl::kLdV])),
+              PackPair(Bits16(v[8 * Tl::kLdV]), Bits16(v[9 * Tl::kLdV])));
+    }
+  }
+}
+
+// Writes one warp's rows (row0 its first; those below q_len) from the
+// register path's state: accumulator / sum, or the masked-row value.
+template <typename Y, int kD>
+__device__ void WriteRegisterRows(const RegisterRows<kD>& st, Y* out,
+                                  int64_t row_stride, int64_t row0,
+                                  int64_t q_len, int head_dim,
+                                  bool zero_masked_rows) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t i = row0 + g + 8 * r;
+    if (i >= q_len) continue;
+    Y* dst = out + i * row_stride;
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int d = n * 8 + 2 * t + c;
+        if (d < head_dim) {
+          dst[d] = FromFloat<Y>(AttentionOutputValue(
+              st.o[n][2 * r + c], st.row[r].sum, zero_masked_rows));
+        }
+      }
+    }
+  }
+}
+
 // Writes one warp's 16 output rows (those below q_len): accumulator / sum,
 // or the masked-row value (AttentionOutputValue), one row at a time across
 // the lanes.
@@ -488,8 +727,9 @@ __device__ int64_t TileKeyEnd(const M* __restrict__ mask,
 }
 
 // One block's query tile of one (batch, head): every key tile up to the
-// tile's key end (padded keys skipped, TileKeyEnd), then out.
-template <typename T, typename M, typename Y, int kD>
+// tile's key end (padded keys skipped, TileKeyEnd), then out; each warp's
+// rows on the register path when kRegisters.
+template <typename T, typename M, typename Y, int kD, bool kRegisters>
 __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
                                 const AttentionBlock& at,
                                 const SharedTiles<T>& sh) {
@@ -510,14 +750,21 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
   LoadRows<Tl::kRowsQ, kD, Tl::kLdQ, Tl::kThreads>(
       q, p.q_strides.row, i0, n.q_len, head_dim, p.vector_q, sh.q);
   float* o = sh.o + warp * kWarpRows * Tl::kLdO;
-  for (int item = lane; item < kWarpRows * Tl::kLdO; item += 32) o[item] = 0.0f;
   RunningSoftmax row = EmptyMaxSum();
-  // The final sums' region is free until the loop ends.
-  const int64_t kv_end = mask == nullptr
-                             ? n.kv_len
-                             : TileKeyEnd<Tl::kRowsQ, Tl::kThreads>(
-                                   mask, p.mask_strides, i0, n.q_len, n.kv_len,
-                                   reinterpret_cast<int*>(sh.sum));
+  RegisterRows<kRegisters ? kD : 8> st;
+  if constexpr (kRegisters) {
+    ClearRegisterRows(st);
+  } else {
+    for (int item = lane; item < kWarpRows * Tl::kLdO; item += 32)
+      o[item] = 0.0f;
+  }
+  // Scratch until the loop: the final sums' region, or on the register
+  // path (which has none) the score tile's.
+  int* scratch = reinterpret_cast<int*>(kRegisters ? sh.s : sh.sum);
+  const int64_t kv_end = mask == nullptr ? n.kv_len
+                                         : TileKeyEnd<Tl::kRowsQ, Tl::kThreads>(
+                                               mask, p.mask_strides, i0,
+                                               n.q_len, n.kv_len, scratch);
   for (int64_t j0 = 0; j0 < kv_end; j0 += Tl::kRowsK) {
     __syncthreads();  // the last tile's K, V and scores are used up
     LoadRows<Tl::kRowsK, kD, Tl::kLdK, Tl::kThreads>(
@@ -532,27 +779,37 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
     if (warp_has_rows) {
       const int keys =
           static_cast<int>(kv_end - j0 < Tl::kRowsK ? kv_end - j0 : Tl::kRowsK);
-      row = WarpTile<T, kD>(sh, warp, keys, head_dim, p.scale, mask != nullptr,
-                            row);
+      if constexpr (kRegisters) {
+        WarpTileRegisters<T, kD>(sh, warp, keys, head_dim, p.scale,
+                                 mask != nullptr, st);
+      } else {
+        row = WarpTile<T, kD>(sh, warp, keys, head_dim, p.scale,
+                              mask != nullptr, row);
+      }
     }
+  }
+  Y* out =
+      p.out + at.batch * p.out_strides.batch + at.head * p.out_strides.head;
+  if constexpr (kRegisters) {
+    WriteRegisterRows<Y, kD>(st, out, p.out_strides.row, i0 + warp * kWarpRows,
+                             n.q_len, head_dim, p.zero_masked_rows);
+    return;
   }
   float* row_sum = sh.sum + warp * kWarpRows;
   if (lane % 2 == 0) row_sum[lane / 2] = row.sum;
   __syncwarp();
-  Y* out =
-      p.out + at.batch * p.out_strides.batch + at.head * p.out_strides.head;
   WriteRows<Y, Tl::kLdO>(o, row_sum, out, p.out_strides.row,
                          i0 + warp * kWarpRows, n.q_len, head_dim,
                          p.zero_masked_rows);
 }
 
-template <typename T, typename M, typename Y, int kD>
+template <typename T, typename M, typename Y, int kD, bool kRegisters>
 __global__ void __launch_bounds__(Tiles<T, kD>::kThreads)
     AttentionKernel(const AttentionParams<T, M, Y> p) {
   extern __shared__ __align__(128) unsigned char shared[];
   const SharedTiles<T> sh = CarveShared<T, kD>(shared);
   for (int64_t block = blockIdx.x; block < p.blocks; block += gridDim.x) {
-    AttendQueryTile<T, M, Y, kD>(
+    AttendQueryTile<T, M, Y, kD, kRegisters>(
         p, DecodeAttentionBlock(block, p.q_tiles, p.shape.heads), sh);
     __syncthreads();  // the next query tile reuses shared memory
   }
@@ -583,6 +840,11 @@ bool ValidAttention(const AttentionArgs& a) {
                              a.v.strides.col == 1 && a.out.strides.col == 1);
 }
 
+// The register path where asked for and compiled: 16-bit operands, padded
+// head dims up to 128 (the accumulator's kD / 2 registers a lane).
+template <typename T, int kD>
+constexpr bool kHasRegisterPath = sizeof(T) == 2 && kD <= 128;
+
 template <typename T, typename M, typename Y, int kD>
 cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
   using Tl = Tiles<T, kD>;
@@ -607,15 +869,22 @@ cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
   p.vector_k = VectorRows(a.k, n.kv_len, n, sizeof(T));
   p.vector_v = VectorRows(a.v, n.kv_len, n, sizeof(T));
 
-  const auto kernel = AttentionKernel<T, M, Y, kD>;
-  if (Tl::kBytes > 48 * 1024) {
+  auto kernel = AttentionKernel<T, M, Y, kD, false>;
+  int bytes = Tl::kBytes;
+  if constexpr (kHasRegisterPath<T, kD>) {
+    if (a.registers) {
+      kernel = AttentionKernel<T, M, Y, kD, true>;
+      bytes = Tl::kRegisterBytes;
+    }
+  }
+  if (bytes > 48 * 1024) {
     const cudaError_t error = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::kBytes);
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (error != cudaSuccess) return error;
   }
   // Blocks past 2^31 - 1 (never in practice) loop in the kernel.
   const int64_t grid = p.blocks < 2147483647 ? p.blocks : 2147483647;
-  kernel<<<static_cast<unsigned>(grid), Tl::kThreads, Tl::kBytes, stream>>>(p);
+  kernel<<<static_cast<unsigned>(grid), Tl::kThreads, bytes, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -55,6 +55,12 @@ struct AttentionArgs {
   AttentionTarget out;
   float scale = 1.0f;
   bool zero_masked_rows = false;
+  // 16-bit q, k and v with a head_dim up to 128: each warp keeps its
+  // scores, weights and output accumulator in registers (mma.sync,
+  // FlashAttention 2's loop) instead of shared memory. The same math, in
+  // another order of float32 additions. Opt-in until a GPU has compared
+  // the two (engine/cuda/cuda_kernels.cc).
+  bool registers = false;
 };
 
 cudaError_t LaunchAttention(const AttentionArgs& args, cudaStream_t stream);

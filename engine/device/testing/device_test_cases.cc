@@ -333,6 +333,48 @@ void AddMultiheadAttentionCase(std::vector<DeviceTestCase>& cases) {
                    1e-5f});
 }
 
+// q, k, v [batch, len, heads * head_dim] and keep [batch, len] (bool):
+// attention over the heads with Hugging Face's padding mask, (1 - keep) *
+// float32's lowest, scores divided by sqrt(head_dim).
+DeviceTestCase PaddingMaskAttention(const char* name, int64_t len,
+                                    int64_t heads, int64_t head_dim) {
+  const int64_t e = heads * head_dim;
+  OnnxModelBuilder b(17);
+  for (const char* x : {"q", "k", "v"}) b.Input(x, {-1, len, e});
+  b.Input("keep", {-1, len}, onnx::TensorProto::BOOL);
+  b.Int64Initializer("split", {4}, {0, len, heads, head_dim});
+  b.Int64Initializer("merge", {3}, {0, len, e});
+  b.Int64Initializer("keep4", {4}, {-1, 1, 1, len});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("lowest", {}, {-3.4028235e38f});
+  b.FloatInitializer("root_d", {},
+                     {static_cast<float>(std::sqrt(double(head_dim)))});
+  auto split_heads = [&](const std::string& x,
+                         const std::vector<int64_t>& perm) {
+    b.Node("Reshape", {x, "split"}, {x + "4"});
+    SetIntsAttr(b.Node("Transpose", {x + "4"}, {x + "h"}), "perm", perm);
+    return x + "h";
+  };
+  b.Node("Reshape", {"keep", "keep4"}, {"keep_b"});
+  SetIntAttr(b.Node("Cast", {"keep_b"}, {"keep_f"}), "to",
+             onnx::TensorProto::FLOAT);
+  b.Node("Sub", {"one", "keep_f"}, {"drop"});
+  b.Node("Mul", {"drop", "lowest"}, {"mask"});
+  b.Node("MatMul",
+         {split_heads("q", {0, 2, 1, 3}), split_heads("k", {0, 2, 3, 1})},
+         {"qk"});
+  b.Node("Div", {"qk", "root_d"}, {"qs"});
+  b.Node("Add", {"qs", "mask"}, {"s"});
+  SetIntAttr(b.Node("Softmax", {"s"}, {"p"}), "axis", -1);
+  b.Node("MatMul", {"p", split_heads("v", {0, 2, 1, 3})}, {"o"});
+  SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm", {0, 2, 1, 3});
+  b.Node("Reshape", {"ot", "merge"}, {"y"});
+  b.Output("y");
+  std::vector<Shape> shapes(3, Shape{3, len, e});
+  shapes.push_back({3, len});
+  return {name, std::move(b), true, {shapes}, 1e-5f};
+}
+
 void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
   constexpr int64_t kS = 5, kH = 2, kD = 8, kE = kH * kD;
   for (const bool dynamo : {false, true}) {
@@ -396,40 +438,12 @@ void AddAttentionCases(std::vector<DeviceTestCase>& cases) {
   // Hugging Face's padding mask, (1 - keep) * float32's lowest over [batch,
   // 1, 1, 70] keys (more than one key tile): the fused attention skips the
   // keys after each sequence's last kept one (attention_math.h, RowKeyEnd),
-  // exactly.
-  constexpr int64_t kLong = 70;
-  OnnxModelBuilder b(17);
-  for (const char* x : {"q", "k", "v"}) b.Input(x, {-1, kLong, kE});
-  b.Input("keep", {-1, kLong}, onnx::TensorProto::BOOL);
-  b.Int64Initializer("split", {4}, {0, kLong, kH, kD});
-  b.Int64Initializer("merge", {3}, {0, kLong, kE});
-  b.Int64Initializer("keep4", {4}, {-1, 1, 1, kLong});
-  b.FloatInitializer("one", {}, {1.0f});
-  b.FloatInitializer("lowest", {}, {-3.4028235e38f});
-  b.FloatInitializer("root_d", {}, {2.828427f});
-  auto heads = [&](const std::string& x, const std::vector<int64_t>& perm) {
-    b.Node("Reshape", {x, "split"}, {x + "4"});
-    SetIntsAttr(b.Node("Transpose", {x + "4"}, {x + "h"}), "perm", perm);
-    return x + "h";
-  };
-  b.Node("Reshape", {"keep", "keep4"}, {"keep_b"});
-  SetIntAttr(b.Node("Cast", {"keep_b"}, {"keep_f"}), "to",
-             onnx::TensorProto::FLOAT);
-  b.Node("Sub", {"one", "keep_f"}, {"drop"});
-  b.Node("Mul", {"drop", "lowest"}, {"mask"});
-  b.Node("MatMul", {heads("q", {0, 2, 1, 3}), heads("k", {0, 2, 3, 1})},
-         {"qk"});
-  b.Node("Div", {"qk", "root_d"}, {"qs"});
-  b.Node("Add", {"qs", "mask"}, {"s"});
-  SetIntAttr(b.Node("Softmax", {"s"}, {"p"}), "axis", -1);
-  b.Node("MatMul", {"p", heads("v", {0, 2, 1, 3})}, {"o"});
-  SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm", {0, 2, 1, 3});
-  b.Node("Reshape", {"ot", "merge"}, {"y"});
-  b.Output("y");
-  std::vector<Shape> shapes(3, Shape{3, kLong, kE});
-  shapes.push_back({3, kLong});
-  cases.push_back(
-      {"attention_padding_mask", std::move(b), true, {shapes}, 1e-5f});
+  // exactly. Also with head dimensions that are not a multiple of 16 and
+  // lengths that are not of the kernels' tiles (40 over 37 positions, 3
+  // heads), and BERT-base's head dimension over 130 positions.
+  cases.push_back(PaddingMaskAttention("attention_padding_mask", 70, 2, 8));
+  cases.push_back(PaddingMaskAttention("attention_head_dim_40", 37, 3, 40));
+  cases.push_back(PaddingMaskAttention("attention_head_dim_64", 130, 2, 64));
   AddMultiheadAttentionCase(cases);
 }
 
