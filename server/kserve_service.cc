@@ -123,6 +123,8 @@ KServeService::KServeService(ModelManager* manager, Clock* clock,
   shared_memory_.set_cuda_regions(&cuda_shared_memory_);
 }
 
+bool KServeService::ServerLive() const { return manager_->Unhealthy().empty(); }
+
 bool KServeService::ServerReady() const {
   return ready_.load() && manager_->Unhealthy().empty();
 }

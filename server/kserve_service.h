@@ -37,7 +37,12 @@ class KServeService {
   // Readiness as ServerReady reports it; false once shutdown has begun.
   void set_ready(bool ready) { ready_.store(ready); }
 
-  bool ServerLive() const { return true; }
+  // Liveness: false once a model has no healthy instance. Instances fail
+  // only on sticky device faults (docs/server.md, "Instance health"),
+  // which poison the device context for the life of the process, so
+  // nothing short of a restart brings such a model back; a liveness probe
+  // that fails gets the pod restarted.
+  bool ServerLive() const;
   // Triton's strict readiness: every loaded model can serve.
   bool ServerReady() const;
   bool ModelReady(const std::string& name, const std::string& version) const;

@@ -17,17 +17,20 @@ namespace coalesce {
 namespace {
 
 constexpr char kServiceName[] = "inference.GRPCInferenceService";
-// SERVING from the moment the server listens until it exits, whatever the
-// models do: what a liveness probe asks (docs/deploy.md).
+// What a liveness probe asks (docs/deploy.md): SERVING from the moment the
+// server listens until it exits, loading and draining included, unless a
+// model has lost every instance to a device fault (KServeService::
+// ServerLive): the process cannot recover from that, a restart can.
 constexpr char kLivenessService[] = "liveness";
 
-// Readiness: "" and the inference service follow `serving`.
-void SetServing(grpc::Server* server, bool serving) {
+// Readiness: "" and the inference service follow `serving`; liveness
+// follows `live`.
+void SetServing(grpc::Server* server, bool serving, bool live = true) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) return;
   health->SetServingStatus(serving);  // every service name, liveness too
   health->SetServingStatus(kServiceName, serving);
-  health->SetServingStatus(kLivenessService, true);
+  health->SetServingStatus(kLivenessService, live);
 }
 
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
@@ -163,12 +166,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     const std::vector<std::string> unhealthy = s->manager_->Unhealthy();
     if (unhealthy.empty() == serving) return;
     serving = unhealthy.empty();
-    SetServing(s->grpc_server_.get(), serving);
+    // A model without a healthy instance fails liveness too: no instance
+    // comes back from a sticky fault in this process.
+    SetServing(s->grpc_server_.get(), serving, /*live=*/serving);
     if (serving) {
       spdlog::info("ready again: every model has a healthy instance");
     } else {
       for (const std::string& line : unhealthy)
-        spdlog::error("not ready: {}", line);
+        spdlog::error("not ready, not live (a restart recovers it): {}", line);
     }
   });
   return server;

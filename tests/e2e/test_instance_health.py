@@ -1,9 +1,11 @@
 """A sticky device fault through a real server (the simulated device plugin
 injects it): the batch fails with the fault, the instance is reported
 unhealthy (metric, diagnosis), the model and the server turn not ready
-(ModelReady, ServerReady, and the gRPC health service Kubernetes probes),
-and new requests fail at once with UNAVAILABLE naming the fault, while a
-CPU model of the same server keeps serving."""
+(ModelReady, ServerReady, and the gRPC health service Kubernetes probes)
+and not live (ServerLive, the "liveness" health service: only a restart
+clears a poisoned device context), and new requests fail at once with
+UNAVAILABLE naming the fault, while a CPU model of the same server keeps
+serving until then."""
 
 import os
 
@@ -33,12 +35,14 @@ def test_a_sticky_fault_makes_the_model_and_the_server_not_ready(start_server, t
                                   "COALESCE_SIMULATED_FAULT": "kernel:0"})
     client = srv.client()
     assert client.is_model_ready("faulty") and client.is_server_ready()
+    assert client.is_server_live()
     x = np.ones((1, 4), np.float32)
     with pytest.raises(InferenceServerException, match="simulated sticky device fault"):
         client.infer("faulty", make_inputs(x=x), client_timeout=30)
 
     assert not client.is_model_ready("faulty")
     assert not client.is_server_ready()
+    assert not client.is_server_live()
     with pytest.raises(InferenceServerException) as refused:
         client.infer("faulty", make_inputs(x=x), client_timeout=30)
     assert "StatusCode.UNAVAILABLE" in str(refused.value), refused.value
@@ -54,8 +58,9 @@ def test_a_sticky_fault_makes_the_model_and_the_server_not_ready(start_server, t
             service="inference.GRPCInferenceService"), timeout=5)
         return reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
     wait_for(not_serving, 10, 0.1, "the readiness probe to fail")
+    # The health watch sets readiness and liveness together.
     live = health.Check(health_pb2.HealthCheckRequest(service="liveness"), timeout=5)
-    assert live.status == health_pb2.HealthCheckResponse.SERVING
+    assert live.status == health_pb2.HealthCheckResponse.NOT_SERVING
     channel.close()
 
     _, samples = scrape(srv.metrics_url)
