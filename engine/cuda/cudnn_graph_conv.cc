@@ -71,7 +71,7 @@ constexpr FusedActivation kFusedActivations[] = {
     {DeviceActivation::kGeluErf, CUDNN_POINTWISE_GELU_FWD, "gelu_erf"},
     {DeviceActivation::kGeluTanh, CUDNN_POINTWISE_GELU_APPROX_TANH_FWD,
      "gelu_tanh"},
-    // x sigmoid(swish_beta x), with swish_beta 1 (PointwiseSpec's default).
+    // x sigmoid(swish_beta x), swish_beta the activation's alpha.
     {DeviceActivation::kSilu, CUDNN_POINTWISE_SWISH_FWD, "silu"},
 };
 
@@ -99,6 +99,8 @@ bool MapActivation(DeviceActivation kind, float alpha, float beta,
   } else if (kind == DeviceActivation::kClip) {  // min(max(x, alpha), beta)
     spec.lower_clip = std::clamp<double>(alpha, -FLT_MAX, FLT_MAX);
     spec.upper_clip = std::clamp<double>(beta, -FLT_MAX, FLT_MAX);
+  } else if (kind == DeviceActivation::kSilu) {
+    spec.swish_beta = alpha;
   }
   *op = spec;
   return true;
@@ -106,7 +108,7 @@ bool MapActivation(DeviceActivation kind, float alpha, float beta,
 
 bool HasParameters(DeviceActivation kind) {
   return kind == DeviceActivation::kLeakyRelu ||
-         kind == DeviceActivation::kClip;
+         kind == DeviceActivation::kClip || kind == DeviceActivation::kSilu;
 }
 
 GraphConvKey KeyOf(const ConvArgs& a) {
@@ -135,7 +137,10 @@ std::string ShapeKeyOf(const GraphConvKey& k) {
   if (k.has_bias) absl::StrAppend(&key, " bias=f32");
   if (k.has_z) absl::StrAppend(&key, " z=", TuningTypeName(k.z_type));
   absl::StrAppend(&key, " act=", FindActivation(k.activation)->name);
-  if (HasParameters(k.activation)) {
+  // SiLU's scale of 1 stays out of the key: keys tuned before it was a
+  // parameter still match.
+  if (HasParameters(k.activation) &&
+      !(k.activation == DeviceActivation::kSilu && k.alpha == 1.0f)) {
     absl::StrAppend(&key, "(", k.alpha, ",", k.beta, ")");
   }
   return key;

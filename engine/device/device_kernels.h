@@ -51,7 +51,7 @@ enum class DeviceActivation {
   kCos,
   kFloor,
   kCeil,
-  kSilu,  // x sigmoid(x) (SiLU, Swish)
+  kSilu,  // x sigmoid(alpha x) (SiLU, Swish: alpha 1; quick GELU: 1.702)
 };
 
 struct ActivationSpec {

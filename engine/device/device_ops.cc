@@ -762,7 +762,7 @@ ActivationSpec device_ops::DeviceFusedActivation(
     case Kind::kTanh:
       return ActivationSpec{DeviceActivation::kTanh};
     case Kind::kSilu:
-      return ActivationSpec{DeviceActivation::kSilu};
+      return ActivationSpec{DeviceActivation::kSilu, attr.alpha};
     case Kind::kHardSwish:
       return ActivationSpec{DeviceActivation::kHardSwish};
     case Kind::kHardSigmoid:

@@ -114,10 +114,34 @@ void FuseMatMulBias(GraphEditor& editor) {
   editor.Commit();
 }
 
+// The sigmoid's input scale when `input` is x itself (1), or Mul(x, c) /
+// Mul(c, x) for a float scalar constant c read by the Sigmoid alone (c);
+// *scaling is that Mul, else null. Nullopt otherwise.
+std::optional<float> SigmoidScale(GraphEditor& editor, const std::string& input,
+                                  const std::string& x,
+                                  onnx::NodeProto** scaling) {
+  *scaling = nullptr;
+  if (input == x) return 1.0f;
+  onnx::NodeProto* mul = editor.Producer(input);
+  if (mul == nullptr || !IsDefaultDomain(*mul) || mul->op_type() != "Mul" ||
+      mul->input_size() != 2 || !editor.HasSingleNodeUse(input))
+    return std::nullopt;
+  for (int side : {0, 1}) {
+    if (mul->input(side) != x) continue;
+    std::optional<float> c = editor.FloatScalar(mul->input(1 - side));
+    if (!c) return std::nullopt;
+    *scaling = mul;
+    return *c;
+  }
+  return std::nullopt;
+}
+
 // SiLU as exporters write it, Mul(x, Sigmoid(x)) (either operand order),
-// where x is a fusable producer's result read by exactly those two nodes:
-// the producer gets activation "Silu" and writes the Mul's output; the
-// Sigmoid and the Mul are removed. True when it fused.
+// and its scaled form Mul(x, Sigmoid(Mul(x, c))) (CLIP's quick GELU, c =
+// 1.702), where x is a fusable producer's result read by exactly those
+// nodes: the producer gets activation "Silu" with the scale as its alpha
+// and writes the outer Mul's output; the Sigmoid and the Muls are removed.
+// True when it fused.
 bool FuseSilu(onnx::NodeProto& mul, GraphEditor& editor) {
   if (!IsDefaultDomain(mul) || mul.op_type() != "Mul" ||
       mul.input_size() != 2 || mul.output_size() != 1)
@@ -128,16 +152,21 @@ bool FuseSilu(onnx::NodeProto& mul, GraphEditor& editor) {
     onnx::NodeProto* producer = editor.Producer(x);
     if (sigmoid == nullptr || !IsDefaultDomain(*sigmoid) ||
         sigmoid->op_type() != "Sigmoid" || sigmoid->input_size() != 1 ||
-        sigmoid->input(0) != x || producer == nullptr ||
-        FusedName(*producer).empty() || producer->output_size() != 1 ||
-        editor.UseCount(x) != 2 || !editor.HasSingleNodeUse(sigmoid->output(0)))
+        producer == nullptr || FusedName(*producer).empty() ||
+        producer->output_size() != 1 ||
+        !editor.HasSingleNodeUse(sigmoid->output(0)))
       continue;
+    onnx::NodeProto* scaling = nullptr;
+    std::optional<float> scale =
+        SigmoidScale(editor, sigmoid->input(0), x, &scaling);
+    if (!scale || editor.UseCount(x) != 2) continue;
     MakeFused(*producer);
     SetStringAttr(*producer, "activation", "Silu");
-    SetFloatAttr(*producer, "activation_alpha", 0.0f);
+    SetFloatAttr(*producer, "activation_alpha", *scale);
     SetFloatAttr(*producer, "activation_beta", 0.0f);
     producer->set_output(0, mul.output(0));
     editor.Remove(sigmoid);
+    if (scaling != nullptr) editor.Remove(scaling);
     editor.Remove(&mul);
     return true;
   }

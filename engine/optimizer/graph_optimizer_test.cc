@@ -707,6 +707,68 @@ TEST(GraphOptimizerTest, PerturbedTanhGeluIsNotFused) {
   }
 }
 
+// CLIP's quick GELU after its dense layer, x * Sigmoid(1.702 x) with the
+// scale's Mul in either operand order: the MatMul + bias takes it as Silu
+// with alpha 1.702. Near misses stay as written: the outer Mul of another
+// value, a scale that is not a constant, and x read a third time. Outputs
+// as the unoptimized graph's either way.
+TEST(GraphOptimizerTest, QuickGeluFusesIntoItsMatMulAsScaledSilu) {
+  OptimizerOptions ffn = Only(&OptimizerOptions::activation_fusion);
+  ffn.matmul_bias_fusion = true;
+  enum Variant {
+    kQuickGelu,
+    kScaleFirst,
+    kOtherValue,
+    kVariableScale,
+    kThirdReader
+  };
+  for (Variant v :
+       {kQuickGelu, kScaleFirst, kOtherValue, kVariableScale, kThirdReader}) {
+    OnnxModelBuilder b(17);
+    b.Input("x", {3, 4});
+    b.Input("c_in", {});
+    b.Output("y");
+    b.FloatInitializer("w", {4, 6}, testing::RandomFloats(24, 71));
+    b.FloatInitializer("bias", {6}, testing::RandomFloats(6, 72));
+    b.FloatInitializer("c", {}, {1.702f});
+    b.FloatInitializer("other", {6}, testing::RandomFloats(6, 73));
+    b.Node("MatMul", {"x", "w"}, {"m"});
+    b.Node("Add", {"m", "bias"}, {"h"});
+    const std::string scale = v == kVariableScale ? "c_in" : "c";
+    if (v == kScaleFirst) {
+      b.Node("Mul", {scale, "h"}, {"hs"});
+    } else {
+      b.Node("Mul", {"h", scale}, {"hs"});
+    }
+    b.Node("Sigmoid", {"hs"}, {"g"});
+    if (v == kOtherValue) {
+      b.Node("Add", {"h", "other"}, {"h2"});
+      b.Node("Mul", {"h2", "g"}, {"y"});
+    } else {
+      b.Node("Mul", {"h", "g"}, {"y"});
+    }
+    if (v == kThirdReader) {
+      b.Output("side");
+      b.Node("Neg", {"h"}, {"side"});
+    }
+    const std::vector<HostTensor> inputs = {
+        {{3, 4}, testing::RandomFloats(12, 74)}, {{}, {1.702f}}};
+    const std::vector<std::string> ops = CompareAndGetOps(b, ffn, inputs);
+    const bool fuses = v == kQuickGelu || v == kScaleFirst;
+    EXPECT_EQ(CountOf(ops, "Sigmoid"), fuses ? 0 : 1) << v;
+    EXPECT_EQ(CountOf(ops, "FusedMatMul"), 1) << v;
+    const std::vector<std::string> acts = StringAttrs(b, ffn, "activation");
+    EXPECT_EQ(CountOf(acts, "Silu"), fuses ? 1 : 0) << v;
+    if (!fuses) continue;
+    auto model = Model::LoadFromBytes(b.Serialize(), {ffn});
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (const GraphNode& n : (*model)->graph().nodes) {
+      if (n.op_type != "FusedMatMul") continue;
+      EXPECT_EQ(*n.attributes.GetFloat("activation_alpha", 0.0f), 1.702f);
+    }
+  }
+}
+
 // GPT-2's Conv1D as exported: Reshape -> Gemm (bias) -> Reshape -> GELU.
 // The GELU is elementwise, so it moves into the Gemm across the Reshape,
 // which then writes the GELU's output. `second_reader`: the reshaped product

@@ -24,10 +24,15 @@ absl::StatusOr<FusedActivationAttr> ResolveFusedActivation(
       {"HardSwish", Kind::kHardSwish}, {"HardSigmoid", Kind::kHardSigmoid},
       {"Gelu", Kind::kGeluErf},        {"GeluTanh", Kind::kGeluTanh}};
   for (const auto& [kind_name, kind] : kKinds) {
-    if (*name == kind_name) {
-      act.kind = kind;
-      return act;
+    if (*name != kind_name) continue;
+    act.kind = kind;
+    if (kind == Kind::kSilu) {  // the sigmoid's scale, 1 when absent
+      absl::StatusOr<float> scale =
+          attributes.GetFloat("activation_alpha", 1.0f);
+      if (!scale.ok()) return scale.status();
+      act.alpha = *scale;
     }
+    return act;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown fused activation '", *name, "'"));

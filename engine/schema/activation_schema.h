@@ -2,7 +2,8 @@
 // FusedMatMul (and a channels-last BatchNormalization): its attributes
 // "activation" (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Silu, HardSwish,
 // HardSigmoid, Gelu, GeluTanh; absent for none), "activation_alpha"
-// (LeakyRelu's slope, Clip's min, HardSigmoid's alpha) and "activation_beta"
+// (LeakyRelu's slope, Clip's min, HardSigmoid's alpha, Silu's sigmoid scale:
+// 1 when absent) and "activation_beta"
 // (Clip's max, HardSigmoid's beta), resolved once for the CPU kernels and the
 // device lowering.
 #ifndef COALESCE_ENGINE_SCHEMA_ACTIVATION_SCHEMA_H_
@@ -21,7 +22,10 @@ struct FusedActivationAttr {
     kClip,
     kSigmoid,
     kTanh,
-    kSilu,  // x * sigmoid(x): the optimizer's Mul(x, Sigmoid(x))
+    // x * sigmoid(alpha x): the optimizer's Mul(x, Sigmoid(x)) (alpha 1,
+    // SiLU) and Mul(x, Sigmoid(Mul(x, c))) (alpha c: CLIP's quick GELU, c
+    // = 1.702)
+    kSilu,
     kHardSwish,
     kHardSigmoid,  // alpha, beta as ONNX's HardSigmoid
     kGeluErf,      // "Gelu": 0.5 x (1 + erf(x / sqrt 2))

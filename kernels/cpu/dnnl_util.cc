@@ -85,8 +85,8 @@ dnnl::post_ops PostOpsFor(const FusedActivation& act, bool sum_first) {
     case Kind::kTanh:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f);
       break;
-    case Kind::kSilu:  // swish with alpha 1: x * sigmoid(1 x)
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+    case Kind::kSilu:  // swish: x * sigmoid(alpha x)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, act.alpha, 0.0f);
       break;
     case Kind::kHardSwish:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);

@@ -36,11 +36,13 @@ void ApplyFusedActivation(const FusedActivation& act, float* data, int64_t n) {
         data[i] = std::min(std::max(data[i], lo), hi);
       return;
     }
-    case Kind::kSilu:
+    case Kind::kSilu: {
+      const float scale = act.alpha;
 #pragma omp parallel for simd if (n > (1 << 16))
       for (int64_t i = 0; i < n; ++i)
-        data[i] = data[i] / (1.0f + std::exp(-data[i]));
+        data[i] = data[i] / (1.0f + std::exp(-scale * data[i]));
       return;
+    }
     case Kind::kHardSwish:
 #pragma omp parallel for simd if (n > (1 << 16))
       for (int64_t i = 0; i < n; ++i)

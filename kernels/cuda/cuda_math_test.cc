@@ -82,8 +82,8 @@ double Reference(Activation act, double x) {
       return std::floor(x);
     case Activation::kCeil:
       return std::ceil(x);
-    case Activation::kSilu:
-      return x / (1 + std::exp(-x));
+    case Activation::kSilu:  // alpha: the sigmoid's scale
+      return x / (1 + std::exp(-kAlpha * x));
   }
   return NAN;
 }

@@ -34,13 +34,14 @@ enum class Activation {
   kCos,
   kFloor,
   kCeil,
-  kSilu,  // x sigmoid(x)
+  kSilu,  // x sigmoid(alpha x)
 };
 
 // ONNX semantics: Gelu (approximate="none") is 0.5 x (1 + erf(x / sqrt 2)),
 // the form ONNX exports use; kGeluTanh is approximate="tanh". LeakyRelu's
 // slope is `alpha`; Clip's bounds are [alpha, beta] (NaN stays NaN); Pow's
-// exponent is `alpha`.
+// exponent is `alpha`; Silu's sigmoid scale is `alpha` (1: SiLU; 1.702:
+// quick GELU).
 COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
                                   float beta = 0.0f) {
   switch (act) {
@@ -63,7 +64,7 @@ COALESCE_HD float ApplyActivation(Activation act, float x, float alpha = 0.0f,
     case Activation::kTanh:
       return tanhf(x);
     case Activation::kSilu:
-      return x / (1.0f + expf(-x));
+      return x / (1.0f + expf(-alpha * x));
     case Activation::kGeluErf:
       return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case Activation::kGeluTanh: {

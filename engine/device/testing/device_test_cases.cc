@@ -221,6 +221,23 @@ void AddMatMulCases(std::vector<DeviceTestCase>& cases) {
     cases.push_back(
         {"matmul_bias_gelu", std::move(g), true, {{{2, 8, 16}}}, 1e-5f});
   }
+  // CLIP's FFN: MatMul + bias + quick GELU, x * Sigmoid(1.702 x), one
+  // FusedMatMul with activation Silu of scale 1.702.
+  {
+    OnnxModelBuilder g(17);
+    g.Input("x", {-1, 8, 16});
+    g.FloatInitializer("w", {16, 10}, RandomFloats(160, 20));
+    g.FloatInitializer("bias", {10}, RandomFloats(10, 21));
+    g.FloatInitializer("c", {}, {1.702f});
+    g.Node("MatMul", {"x", "w"}, {"m"});
+    g.Node("Add", {"m", "bias"}, {"h"});
+    g.Node("Mul", {"h", "c"}, {"hs"});
+    g.Node("Sigmoid", {"hs"}, {"s"});
+    g.Node("Mul", {"h", "s"}, {"y"});
+    g.Output("y");
+    cases.push_back(
+        {"matmul_bias_quick_gelu", std::move(g), true, {{{2, 8, 16}}}, 1e-5f});
+  }
   // A dense layer's residual (FusedMatMul's z): r of the output's shape,
   // which the GEMM adds (cuBLASLt's C), then Sigmoid after it; and a row r1
   // [1, 8, 10] broadcast over the batch, added after the GEMM.
