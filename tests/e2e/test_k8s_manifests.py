@@ -686,7 +686,8 @@ def test_deployment_flags_are_server_flags():
 
 # What each probe asks (docs/deploy.md, section 7): startup waits for every
 # model, readiness turns NOT_SERVING when shutdown begins, liveness holds from
-# listening to exit.
+# listening to exit unless a model loses every instance to a device fault
+# (test_instance_health.py).
 PROBE_SERVICES = {"startupProbe": "", "readinessProbe": "inference.GRPCInferenceService",
                   "livenessProbe": "liveness"}
 
