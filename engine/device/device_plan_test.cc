@@ -441,5 +441,61 @@ TEST(DevicePlanTest, FfnGeluRunsInItsGemm) {
   }
 }
 
+// The FP16 plan of device case `name` (device_test_cases.h) at its first
+// run's shapes, as the server loads it for a device.
+DevicePlanSummary CasePlan(const std::string& name) {
+  for (const testing::DeviceTestCase& c : testing::DeviceTestCases()) {
+    if (c.name != name) continue;
+    auto model =
+        Model::LoadFromBytes(c.model.Serialize(), ModelOptions::ForDevice());
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return {};
+    auto plan = MakeNeutralPlanner(*model)(c.runs.front());
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return {};
+    auto s = DescribeDevicePlan(**plan, DeviceFloat::kHalf, true);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : DevicePlanSummary{};
+  }
+  ADD_FAILURE() << "no device case " << name;
+  return {};
+}
+
+// The device cases of the residual LayerNorm run it as one AddLayerNorm:
+// a residual of the row's shape (one row, repeated over all), a position
+// embedding over the positions, a full residual; so their runs against the
+// CPU test the fused kernel's repetition over rows.
+TEST(DevicePlanTest, ResidualLayerNormCasesRunFused) {
+  for (const char* name :
+       {"row_layer_norm", "embedding_layer_norm", "residual_layer_norm"}) {
+    SCOPED_TRACE(name);
+    const DevicePlanSummary s = CasePlan(name);
+    EXPECT_EQ(Count(s, "AddLayerNorm"), 1);
+    EXPECT_EQ(Count(s, "LayerNormalization"), 0);
+    if (::testing::Test::HasFailure()) ADD_FAILURE() << DevicePlanTable(s);
+  }
+}
+
+// CLIP's quick GELU runs in its GEMM (Silu with a scale): no Sigmoid is
+// left in the CLIP exports or in the device case; with activation fusion
+// off it is there.
+TEST(DevicePlanTest, QuickGeluRunsInItsGemm) {
+  for (const char* name :
+       {"clip_text_tiny__dynamo", "clip_text_tiny__torchscript",
+        "clip_vision_tiny__dynamo", "clip_vision_tiny__torchscript"}) {
+    SCOPED_TRACE(name);
+    ModelOptions no_activation = ModelOptions::ForDevice();
+    no_activation.optimizer.activation_fusion = false;
+    EXPECT_GT(Count(PlanOf(name, DeviceFloat::kHalf, no_activation), "Sigmoid"),
+              0);
+    EXPECT_EQ(Count(PlanOf(name, DeviceFloat::kHalf, ModelOptions::ForDevice()),
+                    "Sigmoid"),
+              0);
+  }
+  const DevicePlanSummary s = CasePlan("matmul_bias_quick_gelu");
+  ASSERT_EQ(s.nodes.size(), 1u) << DevicePlanTable(s);
+  EXPECT_EQ(s.nodes.front().op, "FusedMatMul");
+}
+
 }  // namespace
 }  // namespace coalesce

@@ -159,7 +159,15 @@ absl::Status CheckLayerNorm(const LayerNormArgs& a) {
       !s.ok()) {
     return s;
   }
-  if (a.residual.data == nullptr) return absl::OkStatus();
+  if (a.residual.data == nullptr) {
+    // The sum is x + residual: without a residual there is none to write
+    // (the CUDA kernels and the simulated device would disagree on it).
+    if (a.sum.data != nullptr) {
+      return absl::InvalidArgumentError(
+          "layer norm: a sum to write without a residual");
+    }
+    return absl::OkStatus();
+  }
   if (a.residual_rows <= 0 || a.rows % a.residual_rows != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer norm residual of ", a.residual_rows,

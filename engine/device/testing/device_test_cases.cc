@@ -547,20 +547,27 @@ void AddDataMovementCases(std::vector<DeviceTestCase>& cases) {
 }
 
 void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
-  for (bool bias : {true, false}) {
-    OnnxModelBuilder b(17);
-    b.Input("x", {-1, 5, 300});
-    b.FloatInitializer("scale", {300}, RandomFloats(300, 21));
-    b.FloatInitializer("bias", {300}, RandomFloats(300, 22));
-    std::vector<std::string> in = {"x", "scale"};
-    if (bias) in.push_back("bias");
-    SetFloatAttr(b.Node("LayerNormalization", in, {"y"}), "epsilon", 1e-5f);
-    b.Output("y");
-    cases.push_back({bias ? "layer_norm_bias" : "layer_norm",
-                     std::move(b),
-                     true,
-                     {{{2, 5, 300}}, {{1, 5, 300}}},
-                     1e-5f});
+  // Plain LayerNorm over 300 columns (the warp-per-row kernel on a GPU),
+  // 1025 and 2100 (the block kernel, with and past its register cache).
+  for (const int64_t cols : {300, 1025, 2100}) {
+    for (bool bias : {true, false}) {
+      if (cols != 300 && !bias) continue;
+      OnnxModelBuilder b(17);
+      b.Input("x", {-1, 5, cols});
+      b.FloatInitializer("scale", {cols}, RandomFloats(cols, 21));
+      b.FloatInitializer("bias", {cols}, RandomFloats(cols, 22));
+      std::vector<std::string> in = {"x", "scale"};
+      if (bias) in.push_back("bias");
+      SetFloatAttr(b.Node("LayerNormalization", in, {"y"}), "epsilon", 1e-5f);
+      b.Output("y");
+      std::string name = bias ? "layer_norm_bias" : "layer_norm";
+      if (cols != 300) absl::StrAppend(&name, "_", cols);
+      cases.push_back({std::move(name),
+                       std::move(b),
+                       true,
+                       {{{2, 5, cols}}, {{1, 5, cols}}},
+                       1e-5f});
+    }
   }
   // A residual Add fused into its LayerNorm (plan_lowering.h): the sum s
   // read again after the LayerNorm (the LayerNorm writes it too), over
@@ -587,6 +594,22 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
          true,
          {{{2, 5, cols}, {2, 5, cols}}, {{1, 5, cols}, {1, 5, cols}}},
          1e-5f});
+  }
+  {
+    // A residual of one row ([64], a constant): repeated over every row.
+    OnnxModelBuilder b(17);
+    b.Input("x", {-1, 5, 64});
+    b.FloatInitializer("row", {64}, RandomFloats(64, 28));
+    b.FloatInitializer("scale", {64}, RandomFloats(64, 29));
+    b.Node("Add", {"x", "row"}, {"s"});
+    SetFloatAttr(b.Node("LayerNormalization", {"s", "scale"}, {"y"}), "epsilon",
+                 1e-5f);
+    b.Output("y");
+    cases.push_back({"row_layer_norm",
+                     std::move(b),
+                     true,
+                     {{{2, 5, 64}}, {{1, 5, 64}}},
+                     1e-5f});
   }
   {
     OnnxModelBuilder b(17);
