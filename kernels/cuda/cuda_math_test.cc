@@ -520,6 +520,42 @@ TEST(CudaMathTest, TypedIndexerCompactsAndKeepsEveryOffset) {
     const int ranks[] = {2};
     ExpectTypedOffsetsAsBroadcast(1, dims, ranks, y, 2, 0);
   }
+  {  // a [2, 3, 1] against b [2, 3, 5]: a alone could merge its first two
+     // dims, b's broadcast of the last keeps them from merging with it.
+    const int64_t a[] = {2, 3, 1}, b[] = {2, 3, 5};
+    const int64_t* dims[] = {a, b};
+    const int ranks[] = {3, 3};
+    ExpectTypedOffsetsAsBroadcast(2, dims, ranks, b, 3, 2);
+  }
+  {  // An interior broadcast: a [2, 1, 5] against b [2, 3, 5].
+    const int64_t a[] = {2, 1, 5}, b[] = {2, 3, 5};
+    const int64_t* dims[] = {a, b};
+    const int ranks[] = {3, 3};
+    ExpectTypedOffsetsAsBroadcast(2, dims, ranks, b, 3, 3);
+  }
+}
+
+// 32-bit division up to 2^32 - 1 elements exactly: at 2^32 - 1 the
+// indexer divides in 32 bits, at 2^32 in 64 (both sizes without walking
+// every element: the first, a middle and the last offsets).
+TEST(CudaMathTest, TypedIndexerTakes32BitsUpToTheLastIndex) {
+  const int64_t below[] = {65535, 65537};  // 2^32 - 1
+  const int64_t at[] = {65536, 65536};     // 2^32
+  for (const int64_t* y : {below, at}) {
+    const int64_t row[] = {1, y[1]};  // one row, broadcast over the rows
+    const int64_t* dims[] = {row, y};
+    const int ranks[] = {2, 2};
+    TypedIndexer ix;
+    const int64_t count = MakeTypedIndexer(2, dims, ranks, y, 2, &ix);
+    ASSERT_EQ(count, y[0] * y[1]);
+    EXPECT_EQ(ix.index32, count <= int64_t{4294967295}) << count;
+    for (int64_t i : {int64_t{0}, count / 2 + 3, count - 1}) {
+      int64_t offsets[kMaxTypedInputs];
+      TypedOffsets(ix, i, offsets);
+      EXPECT_EQ(offsets[0], i % y[1]) << i;
+      EXPECT_EQ(offsets[1], i) << i;
+    }
+  }
 }
 
 TEST(CudaMathTest, TypedIndexerPastFourBillionDividesIn64Bits) {
