@@ -168,6 +168,21 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
 // every convolution: a diagnostic switch (the FP16 NCHW mbconv_se case
 // fails on a GPU, and this tells whether the graph path is why;
 // scripts/gpu-session tests).
+CudnnGraphConv* CudaKernels::GraphConv() {
+  if (graph_conv_ == nullptr && !graph_conv_failed_) {
+    const char* use = std::getenv("COALESCE_CUDNN_GRAPH_CONV");
+    if (use != nullptr && std::string_view(use) == "0") {
+      graph_conv_failed_ = true;
+      return nullptr;
+    }
+    auto conv = CudnnGraphConv::Create(device_->ordinal(),
+                                       {.tuning_cache = tuning_cache_});
+    graph_conv_failed_ = !conv.ok();
+    if (conv.ok()) graph_conv_ = *std::move(conv);
+  }
+  return graph_conv_.get();
+}
+
 // COALESCE_CUDNN_SDPA=1 runs the attentions cuDNN's SDPA takes there
 // (cudnn_sdpa.h), the rest with our kernel: opt-in until a GPU run has
 // compared the two (docs/device-pipeline.md, "Fused attention").
@@ -188,21 +203,6 @@ CudnnSdpa* CudaKernels::Sdpa() {
     }
   }
   return sdpa_.get();
-}
-
-CudnnGraphConv* CudaKernels::GraphConv() {
-  if (graph_conv_ == nullptr && !graph_conv_failed_) {
-    const char* use = std::getenv("COALESCE_CUDNN_GRAPH_CONV");
-    if (use != nullptr && std::string_view(use) == "0") {
-      graph_conv_failed_ = true;
-      return nullptr;
-    }
-    auto conv = CudnnGraphConv::Create(device_->ordinal(),
-                                       {.tuning_cache = tuning_cache_});
-    graph_conv_failed_ = !conv.ok();
-    if (conv.ok()) graph_conv_ = *std::move(conv);
-  }
-  return graph_conv_.get();
 }
 
 absl::Status CudaKernels::Activation(DeviceStream& stream, ActivationSpec f,
