@@ -100,7 +100,8 @@ def engine_items_per_s(bundle: Path, case, batch: int, precision: str, work: Pat
 
 
 def cold_start_section(bundle: Path, cases: list, work: Path, report, deadline,
-                       window_s: int, concurrency: list) -> bool:
+                       window_s: int, concurrency: list,
+                       precisions: tuple = ("fp32", "fp16")) -> bool:
     import onnx
     import gpu_bench
     table = report.part([
@@ -124,7 +125,7 @@ def cold_start_section(bundle: Path, cases: list, work: Path, report, deadline,
         if "attention_mask" in feeds:
             seq = feeds["attention_mask"].shape[-1]
             shape_args += ["--padding-mask", f"attention_mask=uniform:{seq // 2}"]
-        for precision in ("fp32", "fp16"):
+        for precision in precisions:
             for conc in concurrency:
                 label = f"| {case.name} | {precision} | {conc} |"
                 if deadline.passed():

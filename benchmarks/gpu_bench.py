@@ -1262,6 +1262,8 @@ def main() -> int:
                         help="--cold-start's window length (four windows)")
     parser.add_argument("--cold-concurrency", type=int_list, default=None,
                         help="--cold-start's concurrencies (default 16,64,256)")
+    parser.add_argument("--cold-precisions", default="fp32,fp16",
+                        help="--cold-start's precisions (fp32, fp16), in order")
     parser.add_argument("--skip-engine", action="store_true",
                         help="no engine-only tables (with --breakdown-batch: the breakdown only)")
     parser.add_argument("--deadline-s", type=float, default=None,
@@ -1321,7 +1323,8 @@ def main() -> int:
             import cold_start
             ok = cold_start.cold_start_section(
                 args.bundle, cases, work, report, deadline, args.cold_window_s,
-                args.cold_concurrency or cold_start.COLD_CONCURRENCY) and ok
+                args.cold_concurrency or cold_start.COLD_CONCURRENCY,
+                args.cold_precisions.split(",")) and ok
         if not args.skip_server:
             ok = server_section(args.bundle, mlp_dir, work, args.quick, report, deadline) and ok
     print(report.text())

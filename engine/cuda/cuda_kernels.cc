@@ -167,7 +167,9 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
 // absence itself. COALESCE_CUDNN_GRAPH_CONV=0 takes the legacy path for
 // every convolution: a diagnostic switch (the FP16 NCHW mbconv_se case
 // fails on a GPU, and this tells whether the graph path is why;
-// scripts/gpu-session tests).
+// scripts/gpu-session tests). COALESCE_CUDNN_KERNEL_CACHE=1 shares compiled
+// kernels across a convolution's batch sizes (cudnn_graph_conv.h), opt-in
+// until a GPU has measured the warm-up with and without it.
 CudnnGraphConv* CudaKernels::GraphConv() {
   if (graph_conv_ == nullptr && !graph_conv_failed_) {
     const char* use = std::getenv("COALESCE_CUDNN_GRAPH_CONV");
@@ -175,8 +177,11 @@ CudnnGraphConv* CudaKernels::GraphConv() {
       graph_conv_failed_ = true;
       return nullptr;
     }
-    auto conv = CudnnGraphConv::Create(device_->ordinal(),
-                                       {.tuning_cache = tuning_cache_});
+    const char* cache = std::getenv("COALESCE_CUDNN_KERNEL_CACHE");
+    auto conv = CudnnGraphConv::Create(
+        device_->ordinal(),
+        {.tuning_cache = tuning_cache_,
+         .kernel_cache = cache != nullptr && std::string_view(cache) == "1"});
     graph_conv_failed_ = !conv.ok();
     if (conv.ok()) graph_conv_ = *std::move(conv);
   }

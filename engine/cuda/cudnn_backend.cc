@@ -204,12 +204,26 @@ absl::StatusOr<BackendDesc> MakePointwiseOp(const Cudnn& dnn,
 
 absl::StatusOr<BackendDesc> MakeOperationGraph(
     const Cudnn& dnn, cudnnHandle_t handle,
-    const std::vector<cudnnBackendDescriptor_t>& ops) {
-  return BackendDescBuilder(dnn, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
-                            "operation graph")
+    const std::vector<cudnnBackendDescriptor_t>& ops, bool dynamic_shapes) {
+  BackendDescBuilder graph(dnn, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
+                           "operation graph");
+  graph
       .Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
            static_cast<int64_t>(ops.size()), ops.data())
-      .Set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle)
+      .Set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle);
+  if (dynamic_shapes) {
+    const bool enabled = true;
+    graph.Set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+              CUDNN_TYPE_BOOLEAN, 1, &enabled);
+  }
+  return graph.Finalize();
+}
+
+absl::StatusOr<BackendDesc> MakeKernelCache(const Cudnn& dnn,
+                                            cudnnBackendDescriptor_t graph) {
+  return BackendDescBuilder(dnn, CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR,
+                            "kernel cache")
+      .Ref(CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH, graph)
       .Finalize();
 }
 
@@ -336,14 +350,17 @@ absl::StatusOr<BackendDesc> EngineConfigOf(const Cudnn& dnn,
   return config.Finalize();
 }
 
-absl::StatusOr<BackendPlan> MakeBackendPlan(const Cudnn& dnn,
-                                            cudnnHandle_t handle,
-                                            cudnnBackendDescriptor_t config) {
-  auto plan = BackendDescBuilder(dnn, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                                 "execution plan")
-                  .Set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle)
-                  .Ref(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config)
-                  .Finalize();
+absl::StatusOr<BackendPlan> MakeBackendPlan(
+    const Cudnn& dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t config,
+    cudnnBackendDescriptor_t kernel_cache) {
+  BackendDescBuilder builder(dnn, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                             "execution plan");
+  builder.Set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle)
+      .Ref(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  if (kernel_cache != nullptr) {
+    builder.Ref(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kernel_cache);
+  }
+  auto plan = builder.Finalize();
   if (!plan.ok()) return plan.status();
   int64_t workspace = 0;
   absl::Status s =

@@ -8,6 +8,8 @@
 //   BackendGetOne        reads one attribute value;
 //   MakeBackendTensor, MakePointwiseOp, MakeOperationGraph
 //                        the descriptors a graph is made of;
+//   MakeKernelCache      the compiled kernels that plans of one dynamic-shape
+//                        graph topology share;
 //   HeuristicConfigs     the heuristics' engine configurations for a graph;
 //   EngineChoice         an engine configuration as a string and back
 //                        ("eng<global index>_k<knob type>=<value>..."), what
@@ -156,9 +158,25 @@ absl::StatusOr<BackendDesc> MakePointwiseOp(const Cudnn& dnn,
                                             std::vector<BackendDesc>* parts);
 
 // The finalized operation graph of `ops` (owned by the caller) on `handle`.
+// `dynamic_shapes` marks it a dynamic-shape graph, which the plans of a
+// kernel cache (MakeKernelCache) must be made from; cuDNN 9.4 or later.
 absl::StatusOr<BackendDesc> MakeOperationGraph(
     const Cudnn& dnn, cudnnHandle_t handle,
-    const std::vector<cudnnBackendDescriptor_t>& ops);
+    const std::vector<cudnnBackendDescriptor_t>& ops,
+    bool dynamic_shapes = false);
+
+// Whether the loaded cuDNN has kernel caches made for an operation graph
+// (9.5 or later).
+inline bool HasKernelCache(const Cudnn& dnn) { return dnn.version >= 90500; }
+
+// A finalized kernel cache for the topology of `graph` (a dynamic-shape
+// graph). An execution plan made with it (MakeBackendPlan) compiles its
+// kernel once; plans of the same engine for graphs of the same topology at
+// other shapes (another batch size) bind that kernel instead of compiling
+// their own. It may outlive `graph`, and must outlive its plans.
+// REQUIRES: HasKernelCache(dnn).
+absl::StatusOr<BackendDesc> MakeKernelCache(const Cudnn& dnn,
+                                            cudnnBackendDescriptor_t graph);
 
 // ---------------------------------------------------------------------------
 // Engine configurations.
@@ -207,10 +225,11 @@ struct BackendPlan {
   }
 };
 
-// Finalizes the plan of `config` on `handle` (this may compile a kernel).
-absl::StatusOr<BackendPlan> MakeBackendPlan(const Cudnn& dnn,
-                                            cudnnHandle_t handle,
-                                            cudnnBackendDescriptor_t config);
+// Finalizes the plan of `config` on `handle` (this may compile a kernel,
+// or bind one `kernel_cache` holds; null: no cache).
+absl::StatusOr<BackendPlan> MakeBackendPlan(
+    const Cudnn& dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t config,
+    cudnnBackendDescriptor_t kernel_cache = nullptr);
 
 // The variant packs of the last kMaxPacks buffer sets a plan ran with, so
 // that a steady state makes no descriptor (and allocates nothing).

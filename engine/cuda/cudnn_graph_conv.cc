@@ -209,7 +209,7 @@ class GraphBuilder {
                std::vector<BackendDesc>* parts)
       : dnn_(dnn), k_(k), g_(k.shape), parts_(parts) {}
 
-  absl::StatusOr<BackendDesc> Build(cudnnHandle_t handle);
+  absl::StatusOr<BackendDesc> Build(cudnnHandle_t handle, bool dynamic_shapes);
 
  private:
   // Makes a tensor of `dims` (n, c, h, w whatever the layout), keeps it,
@@ -317,7 +317,8 @@ absl::StatusOr<std::vector<GraphBuilder::Stage>> GraphBuilder::Stages() {
 
 // conv -> stages -> y; intermediates are virtual float32 tensors of y's
 // shape, the last operation writes y.
-absl::StatusOr<BackendDesc> GraphBuilder::Build(cudnnHandle_t handle) {
+absl::StatusOr<BackendDesc> GraphBuilder::Build(cudnnHandle_t handle,
+                                                bool dynamic_shapes) {
   auto stages = Stages();
   if (!stages.ok()) return stages.status();
   auto y = LikeY(kUidY, CudnnDataType(k_.y_type), /*is_virtual=*/false);
@@ -340,7 +341,7 @@ absl::StatusOr<BackendDesc> GraphBuilder::Build(cudnnHandle_t handle) {
     ops.push_back(*op);
     out = next;
   }
-  return MakeOperationGraph(dnn_, handle, ops);
+  return MakeOperationGraph(dnn_, handle, ops, dynamic_shapes);
 }
 
 }  // namespace
@@ -371,12 +372,17 @@ class FusedConvPlan {
   // at another batch size, BatchSiblingChoices) when it still builds and
   // fits, else the fastest candidate, timed with the call's buffers
   // (writing y) unless its stream is capturing. Unimplemented when no
-  // engine runs it, which Execute answers from then on.
+  // engine runs it, which Execute answers from then on. With
+  // `kernel_cache` (the convolution's, null without the option; made from
+  // this graph when still empty) the graph is a dynamic-shape one and its
+  // plans are made with the cache.
   absl::Status Prepare(const GraphConvCall& call, const GraphConvKey& key,
                        const std::string& tuning_key,
                        const std::optional<std::string>& sibling,
-                       const CudnnGraphConv::Options& options) {
-    unsupported_ = Choose(call, key, tuning_key, sibling, options);
+                       const CudnnGraphConv::Options& options,
+                       BackendDesc* kernel_cache) {
+    unsupported_ =
+        Choose(call, key, tuning_key, sibling, options, kernel_cache);
     return unsupported_;
   }
   // The chosen engine ("" without one), and whether it was tuned for this
@@ -395,7 +401,12 @@ class FusedConvPlan {
   absl::Status Choose(const GraphConvCall& call, const GraphConvKey& key,
                       const std::string& tuning_key,
                       const std::optional<std::string>& sibling,
-                      const CudnnGraphConv::Options& options);
+                      const CudnnGraphConv::Options& options,
+                      BackendDesc* kernel_cache);
+  // Builds the graph (a dynamic-shape one with `kernel_cache`) and sets
+  // cache_ to the kernel cache its plans use, if any.
+  absl::Status BuildGraph(cudnnHandle_t handle, const GraphConvKey& key,
+                          BackendDesc* kernel_cache);
   // The configuration recorded as `text`, if it still builds and fits.
   absl::Status Rebuild(cudnnHandle_t handle, absl::string_view text,
                        size_t workspace_bytes);
@@ -423,6 +434,8 @@ class FusedConvPlan {
   const Cudnn& dnn_;
   std::vector<BackendDesc> parts_;  // what graph_ and config_ refer to
   BackendDesc graph_;
+  // The kernel cache plans are made with (owned by CudnnGraphConv), or null.
+  cudnnBackendDescriptor_t cache_ = nullptr;
   BackendDesc config_;
   BackendDesc plan_;  // null until chosen
   int64_t workspace_bytes_ = 0;
@@ -436,10 +449,11 @@ absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
                                    const GraphConvKey& key,
                                    const std::string& tuning_key,
                                    const std::optional<std::string>& sibling,
-                                   const CudnnGraphConv::Options& options) {
-  auto graph = GraphBuilder(dnn_, key, &parts_).Build(call.handle);
-  if (!graph.ok()) return Unsupported(graph.status());
-  graph_ = *std::move(graph);
+                                   const CudnnGraphConv::Options& options,
+                                   BackendDesc* kernel_cache) {
+  if (absl::Status s = BuildGraph(call.handle, key, kernel_cache); !s.ok()) {
+    return Unsupported(s);
+  }
   TuningCache* cache = options.tuning_cache.get();
   if (cache != nullptr) {
     std::optional<TuningChoice> known = cache->Find(tuning_key);
@@ -479,6 +493,25 @@ absl::Status FusedConvPlan::Choose(const GraphConvCall& call,
   return absl::OkStatus();
 }
 
+absl::Status FusedConvPlan::BuildGraph(cudnnHandle_t handle,
+                                       const GraphConvKey& key,
+                                       BackendDesc* kernel_cache) {
+  auto graph = GraphBuilder(dnn_, key, &parts_)
+                   .Build(handle, /*dynamic_shapes=*/kernel_cache != nullptr);
+  if (!graph.ok()) return graph.status();
+  graph_ = *std::move(graph);
+  if (kernel_cache == nullptr) return absl::OkStatus();
+  if (kernel_cache->get() == nullptr) {
+    auto made = MakeKernelCache(dnn_, graph_.get());
+    if (!made.ok() && absl::IsResourceExhausted(made.status())) {
+      return made.status();
+    }
+    if (made.ok()) *kernel_cache = *std::move(made);  // else: no cache
+  }
+  cache_ = kernel_cache->get();
+  return absl::OkStatus();
+}
+
 absl::Status FusedConvPlan::Rebuild(cudnnHandle_t handle,
                                     absl::string_view text,
                                     size_t workspace_bytes) {
@@ -488,7 +521,7 @@ absl::Status FusedConvPlan::Rebuild(cudnnHandle_t handle,
   }
   auto config = EngineConfigOf(dnn_, graph_.get(), *choice, &parts_);
   if (!config.ok()) return config.status();
-  auto plan = MakeBackendPlan(dnn_, handle, config->get());
+  auto plan = MakeBackendPlan(dnn_, handle, config->get(), cache_);
   if (!plan.ok()) return plan.status();
   if (!plan->FitsIn(workspace_bytes)) {
     return absl::ResourceExhaustedError("workspace too small");
@@ -519,7 +552,7 @@ absl::StatusOr<std::vector<FusedConvPlan::Candidate>> FusedConvPlan::Candidates(
           !seen.insert(choice->ToString()).second) {
         continue;
       }
-      auto plan = MakeBackendPlan(dnn_, handle, config.get());
+      auto plan = MakeBackendPlan(dnn_, handle, config.get(), cache_);
       if (!plan.ok() && absl::IsResourceExhausted(plan.status())) {
         return plan.status();
       }
@@ -613,12 +646,17 @@ absl::StatusOr<FusedConvPlan*> CudnnGraphConv::PlanFor(
     any_batch.shape.n = 0;
     const std::string operation = ShapeKeyOf(any_batch);
     auto plan = std::make_unique<FusedConvPlan>(dnn_);
+    BackendDesc* kernel_cache = nullptr;
+    if (options_.kernel_cache && HasKernelCache(dnn_)) {
+      kernel_cache = &kernel_caches_.try_emplace(operation, BackendDesc(dnn_))
+                          .first->second;
+    }
     absl::Status s =
         plan->Prepare(call, key, absl::StrCat(key_prefix_, ShapeKeyOf(key)),
                       options_.adopt_batch_siblings
                           ? siblings_.NearestAtLeast(operation, key.shape.n)
                           : std::nullopt,
-                      options_);
+                      options_, kernel_cache);
     // An unsupported shape is remembered (its plan stays null and answers
     // Unimplemented); anything else may pass and is tried again next time.
     if (!s.ok() && !absl::IsUnimplemented(s)) return s;

@@ -28,6 +28,14 @@
 // plan, and the result of an unsupported shape, are kept for the life of
 // the object.
 //
+// Kernel caches (Options::kernel_cache): every plan finalized, timed
+// candidates' included, may compile its kernel at run time, once per batch
+// size of each convolution. With the option, graphs are built as cuDNN's
+// dynamic-shape graphs and the plans of one convolution, at every batch
+// size, are made with one kernel cache (built from its first graph): a
+// kernel compiled for one size is bound, not compiled again, at the others.
+// A cache that cannot be made leaves that plan without one.
+//
 // Tuning keys: "<CudnnTuningIdentity> | cudnn-graph-conv/1 <key>"
 // (cudnn_backend.h), the identity computed once by Create, so that one cache
 // (and file) holds the winners of several GPUs and cuDNN versions apart.
@@ -52,6 +60,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/cuda/conv_shape_key.h"
+#include "engine/cuda/cudnn_backend.h"
 #include "engine/cuda/cudnn_library.h"
 #include "engine/cuda/library_handles.h"
 #include "engine/device/batch_sibling_choices.h"
@@ -92,6 +101,13 @@ class CudnnGraphConv {
     // Whether a new batch size of a tuned convolution adopts the nearest
     // tuned size's engine (above) instead of timing its own candidates.
     bool adopt_batch_siblings = true;
+    // Whether the graphs are dynamic-shape graphs whose plans share one
+    // cuDNN kernel cache per convolution (every batch size of it), so that
+    // an engine's runtime-compiled kernel is compiled once per convolution
+    // instead of once per batch size (cuDNN 9.5 or later; else ignored).
+    // Off by default until a GPU run has measured it
+    // (COALESCE_CUDNN_KERNEL_CACHE=1, cuda_kernels.cc).
+    bool kernel_cache = false;
   };
 
   // Loads cuDNN (once per process), reads the identity of device
@@ -125,6 +141,10 @@ class CudnnGraphConv {
   const Options options_;
   const std::string key_prefix_;  // "<identity> | ", before every tuning key
   DnnHandle handle_;
+  // Per convolution (its key without the batch size), with
+  // Options::kernel_cache: declared before plans_, whose execution plans
+  // use them, so that they are destroyed after them.
+  std::map<std::string, BackendDesc> kernel_caches_;
   std::map<GraphConvKey, std::unique_ptr<FusedConvPlan>> plans_;
   BatchSiblingChoices siblings_;  // the engines tuned per convolution
 };
