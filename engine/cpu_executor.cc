@@ -13,6 +13,7 @@
 #include "engine/string_io.h"
 #include "engine/string_ref.h"
 #include "engine/string_store.h"
+#include "engine/token_packed_plans.h"
 #include "kernels/cpu/denormals.h"
 #include "kernels/cpu/threading.h"
 
@@ -29,11 +30,13 @@ struct WorkerScratch {
 
 class CpuBatchSlot : public BatchSlot {
  public:
-  CpuBatchSlot(PlanCache* plans, NodeProfile* profile)
-      : plans_(plans), profile_(profile) {}
+  // `packed` (may be null) is the instance's, used on its worker only.
+  CpuBatchSlot(PlanCache* plans, TokenPackedPlans* packed, NodeProfile* profile)
+      : plans_(plans), packed_(packed), profile_(profile) {}
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
     plan_ = nullptr;
+    shapes_ = shapes;
     absl::StatusOr<std::shared_ptr<const ExecutionPlan>> plan =
         plans_->Get(shapes);
     if (!plan.ok()) return plan.status();
@@ -105,6 +108,13 @@ class CpuBatchSlot : public BatchSlot {
 
   absl::Status RunBatch(WorkerScratch& scratch) {
     if (!status_.ok()) return status_;
+    absl::StatusOr<std::shared_ptr<const ExecutionPlan>> packed = nullptr;
+    if (packed_ != nullptr) {
+      packed = packed_->PlanFor(shapes_, inputs_[packed_->mask_input()].data(),
+                                *plan_, &indices_);
+      if (!packed.ok()) return status_ = packed.status();
+    }
+    if (*packed != nullptr) return status_ = RunPacked(**packed, scratch);
     status_ = scratch.arena.Reserve(plan_->arena_bytes());
     if (!status_.ok()) return status_;
     scratch.strings.Clear();
@@ -140,6 +150,24 @@ class CpuBatchSlot : public BatchSlot {
   StepTimings& mutable_timings() { return timings_; }
 
  private:
+  // The batch on the packed model's `plan`: the inputs, then indices_'s
+  // pack and unpack indices; the outputs into the padded plan's buffers,
+  // which they fill exactly (TokenPackedPlans::PlanFor checked). No BYTES.
+  absl::Status RunPacked(const ExecutionPlan& plan, WorkerScratch& scratch) {
+    if (absl::Status s = scratch.arena.Reserve(plan.arena_bytes()); !s.ok())
+      return s;
+    std::vector<const char*>& in = input_pointers_;
+    std::vector<char*>& out = output_pointers_;
+    in.clear();
+    for (const AlignedBuffer& input : inputs_) in.push_back(input.data());
+    in.push_back(reinterpret_cast<const char*>(indices_.pack.data()));
+    in.push_back(reinterpret_cast<const char*>(indices_.unpack.data()));
+    out.clear();
+    for (AlignedBuffer& output : outputs_) out.push_back(output.data());
+    return plan.Execute(in, out, scratch.arena.data(),
+                        {.strings = &scratch.strings});
+  }
+
   // Points `handles` at the elements of BYTES input i's serialized buffer.
   absl::Status ParseInput(size_t i, StringRef* handles) const {
     const int64_t count = plan_->input_byte_size(i) / sizeof(StringRef);
@@ -165,8 +193,11 @@ class CpuBatchSlot : public BatchSlot {
   }
 
   PlanCache* const plans_;
-  NodeProfile* const profile_;  // may be null
+  TokenPackedPlans* const packed_;  // may be null
+  NodeProfile* const profile_;      // may be null
   std::shared_ptr<const ExecutionPlan> plan_;
+  std::vector<Shape> shapes_;  // the batch's input shapes
+  PackingIndices indices_;     // the packed batch's, reused
   std::vector<AlignedBuffer> inputs_;
   std::vector<AlignedBuffer> outputs_;
   // Bytes of each input and output buffer in use (serialized for BYTES).
@@ -181,13 +212,18 @@ class CpuExecutorInstance : public ExecutorInstance {
  public:
   CpuExecutorInstance(std::shared_ptr<const Model> model,
                       const CpuExecutorOptions& options)
-      : plans_(std::move(model)), stream_([options] {
+      : plans_(model),
+        // The profile counts the model's own nodes: profiled runs stay
+        // padded.
+        packed_(options.profile == nullptr ? TokenPackedPlans::For(model)
+                                           : nullptr),
+        stream_([options] {
           kernels::SetIntraOpThreads(options.intra_op_threads);
           if (options.flush_denormals) kernels::SetFlushDenormals(true);
         }) {
     for (int i = 0; i < options.num_slots; ++i) {
-      slots_.push_back(
-          std::make_unique<CpuBatchSlot>(&plans_, options.profile));
+      slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_, packed_.get(),
+                                                      options.profile));
     }
   }
 
@@ -267,6 +303,7 @@ class CpuExecutorInstance : public ExecutorInstance {
   }
 
   PlanCache plans_;
+  std::unique_ptr<TokenPackedPlans> packed_;  // null: every batch padded
   std::vector<std::unique_ptr<CpuBatchSlot>> slots_;
   WorkerScratch scratch_;  // used only on the worker thread
   CpuStream stream_;       // last: joined first on destruction

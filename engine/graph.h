@@ -62,7 +62,8 @@ struct GraphNode {
 struct Graph {
   std::vector<std::string> value_names;
   // Indexed by value id; null unless the value is an initializer or Constant.
-  std::vector<std::unique_ptr<const ConstantTensor>> constants;
+  // Shared: a model's packed form holds the same weights (engine/model.h).
+  std::vector<std::shared_ptr<const ConstantTensor>> constants;
   std::vector<GraphNode> nodes;  // topological order; no Constant nodes
   std::vector<int> inputs;       // graph inputs that are not initializers
   std::vector<int> outputs;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -101,10 +102,21 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(
                                      proto.mutable_graph(), external);
       !s.ok())
     return s;
+  auto model = FromOptimized(proto.graph(), *opset, external);
+  if (!model.ok()) return model.status();
+  if (options.token_packing) {
+    AddPackedForm(*model, proto.mutable_graph(), external);
+  }
+  return std::shared_ptr<const Model>(*std::move(model));
+}
+
+absl::StatusOr<std::shared_ptr<Model>> Model::FromOptimized(
+    const onnx::GraphProto& proto, int64_t opset,
+    const ExternalData* external) {
   std::shared_ptr<Model> model(new Model());
-  model->opset_version_ = *opset;
+  model->opset_version_ = opset;
   absl::StatusOr<Graph> graph =
-      BuildGraph(proto.graph(), *opset, OpRegistry::Builtin(), external);
+      BuildGraph(proto, opset, OpRegistry::Builtin(), external);
   if (!graph.ok()) return graph.status();
   if (absl::Status s = RefuseRunTimeNonZero(*graph); !s.ok()) return s;
   model->graph_ = *std::move(graph);
@@ -115,19 +127,52 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(
   absl::flat_hash_set<std::string> graph_inputs;
   for (int id : model->graph_.inputs)
     graph_inputs.insert(model->graph_.value_names[id]);
-  for (const onnx::ValueInfoProto& input : proto.graph().input()) {
+  for (const onnx::ValueInfoProto& input : proto.input()) {
     if (!graph_inputs.erase(input.name())) continue;
     absl::StatusOr<TensorSpec> spec = ImportValueInfo(input);
     if (!spec.ok()) return Prefixed("graph input ", spec.status());
     model->signature_.inputs.push_back(*std::move(spec));
     model->input_has_shape_.push_back(input.type().tensor_type().has_shape());
   }
-  for (const onnx::ValueInfoProto& output : proto.graph().output()) {
+  for (const onnx::ValueInfoProto& output : proto.output()) {
     absl::StatusOr<TensorSpec> spec = ImportValueInfo(output);
     if (!spec.ok()) return Prefixed("graph output ", spec.status());
     model->signature_.outputs.push_back(*std::move(spec));
   }
-  return std::shared_ptr<const Model>(std::move(model));
+  return model;
+}
+
+// The packed model's constants are this one's where names match, so that
+// the weights are held once.
+void Model::AddPackedForm(const std::shared_ptr<Model>& model,
+                          onnx::GraphProto* proto,
+                          const ExternalData* external) {
+  absl::StatusOr<TokenPacking> packing = RewriteForTokenPacking(model, proto);
+  if (!packing.ok()) {
+    model->packing_refusal_ = std::string(packing.status().message());
+    return;
+  }
+  auto packed = FromOptimized(*proto, model->opset_version_, external);
+  if (!packed.ok()) {
+    model->packing_refusal_ = absl::StrCat("token packing: the packed graph: ",
+                                           packed.status().message());
+    return;
+  }
+  const Graph& graph = model->graph_;
+  absl::flat_hash_map<std::string_view, int> constant_ids;
+  for (size_t id = 0; id < graph.value_names.size(); ++id) {
+    if (graph.constants[id] != nullptr)
+      constant_ids[graph.value_names[id]] = static_cast<int>(id);
+  }
+  Graph& g = (*packed)->graph_;
+  for (size_t id = 0; id < g.value_names.size(); ++id) {
+    auto it = constant_ids.find(g.value_names[id]);
+    if (g.constants[id] != nullptr && it != constant_ids.end() &&
+        graph.constants[it->second]->byte_size == g.constants[id]->byte_size)
+      g.constants[id] = graph.constants[it->second];
+  }
+  model->packing_ = *packing;
+  model->packed_ = *std::move(packed);
 }
 
 }  // namespace coalesce

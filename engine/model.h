@@ -16,6 +16,7 @@
 #include "engine/graph.h"
 #include "engine/optimizer/graph_optimizer.h"
 #include "engine/tensor_spec.h"
+#include "engine/token_packing.h"
 
 namespace coalesce {
 
@@ -35,6 +36,13 @@ struct ModelOptions {
   // NCHW-only operators (channels_last.cc); the device lowers either
   // layout. Servers choose NHWC with FP16 (tensor-core convolutions read
   // NHWC natively; docs/device-pipeline.md, "Layout").
+  // Also build the model's token-packed form (engine/token_packing.h):
+  // its token-wise layers then run on a batch's real tokens only, and
+  // positions the padding mask pads come out as zeros. A model that does
+  // not qualify loads as if it were off, with the reason in
+  // Model::packing_refusal().
+  bool token_packing = false;
+
   static ModelOptions ForDevice(bool channels_last = false) {
     ModelOptions options;
     options.optimizer.channels_last = channels_last;
@@ -67,6 +75,16 @@ class Model {
 
   // For executors: the validated graph.
   const Graph& graph() const { return graph_; }
+
+  // With ModelOptions::token_packing, when the model qualifies: the same
+  // model in packed form, its inputs this model's then kPackIndexInput and
+  // kUnpackIndexInput (token_packing.h), its constants shared with this
+  // one; else null. packing() says which input is the padding mask.
+  const std::shared_ptr<const Model>& packed() const { return packed_; }
+  const TokenPacking& packing() const { return packing_; }
+  // Why a model loaded with ModelOptions::token_packing has no packed form
+  // ("" otherwise).
+  const std::string& packing_refusal() const { return packing_refusal_; }
   // False when graph input `index` declares no shape at all (any rank fits).
   bool input_has_shape(int index) const { return input_has_shape_[index]; }
 
@@ -75,11 +93,23 @@ class Model {
   static absl::StatusOr<std::shared_ptr<const Model>> Load(
       std::string_view bytes, const ModelOptions& options,
       const ExternalData* external);
+  // The model of an optimized `graph`: its Graph and signature.
+  static absl::StatusOr<std::shared_ptr<Model>> FromOptimized(
+      const onnx::GraphProto& graph, int64_t opset,
+      const ExternalData* external);
+  // Sets model's packed_ (or packing_refusal_) from `graph`, which it was
+  // built from (rewritten in place).
+  static void AddPackedForm(const std::shared_ptr<Model>& model,
+                            onnx::GraphProto* graph,
+                            const ExternalData* external);
 
   ModelSignature signature_;
   int64_t opset_version_ = 0;
   Graph graph_;
   std::vector<bool> input_has_shape_;
+  std::shared_ptr<const Model> packed_;
+  TokenPacking packing_;
+  std::string packing_refusal_;
 };
 
 }  // namespace coalesce

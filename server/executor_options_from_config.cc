@@ -15,6 +15,7 @@ constexpr char kCudaGraphs[] = "cuda_graphs";
 constexpr char kCudaGraphPadding[] = "cuda_graph_padding";
 constexpr char kGpuFusedAttention[] = "gpu_fused_attention";
 constexpr char kGpuLayout[] = "gpu_layout";
+constexpr char kTokenPacking[] = "token_packing";
 
 // A string parameter, or `fallback` when the config has none.
 std::string StringParameter(const inference::ModelConfig& config,
@@ -55,6 +56,15 @@ absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
     return s;
   }
   return options;
+}
+
+absl::StatusOr<bool> TokenPackingFromConfig(
+    const inference::ModelConfig& config) {
+  bool packing = false;
+  if (absl::Status s = ReadBool(config, kTokenPacking, &packing); !s.ok()) {
+    return s;
+  }
+  return packing;
 }
 
 absl::StatusOr<GpuInstanceOptions> GpuInstanceOptionsFromConfig(

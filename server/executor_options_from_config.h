@@ -34,6 +34,12 @@
 //                    runs padded to the next graph batch size (1, 2, 3, 4,
 //                    6, 8, 12, ...) when the model's rows are independent,
 //                    so one graph serves every size up to it.
+//   token_packing    "true" or "false" (default): build the model's
+//                    token-packed form (engine/token_packing.h), which CPU
+//                    instances run for batches with padding: a transformer's
+//                    dense layers then compute the real tokens only, and
+//                    positions the padding mask pads come out as zeros.
+//                    GPU instances run padded (not built for them yet).
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
@@ -53,6 +59,11 @@ int InstanceCount(const inference::ModelConfig& config);
 // "false". REQUIRES: cores >= 1.
 absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
     const inference::ModelConfig& config, int cores);
+
+// The token_packing parameter (default false). InvalidArgument, naming
+// it, for a value that is not "true" or "false".
+absl::StatusOr<bool> TokenPackingFromConfig(
+    const inference::ModelConfig& config);
 
 // The same for GPU instances. InvalidArgument naming the parameter for a
 // bad value.

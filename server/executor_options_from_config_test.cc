@@ -61,6 +61,23 @@ TEST(ExecutorOptionsFromConfigTest, BadValueNamesTheParameter) {
               ::testing::HasSubstr("\"yes\""));
 }
 
+TEST(ExecutorOptionsFromConfigTest, TokenPackingIsOptIn) {
+  auto absent = TokenPackingFromConfig(Parse(R"(name: "m")"));
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(*absent);
+  auto on = TokenPackingFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "token_packing" value { string_value: "true" } })"));
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(*on);
+  auto bad = TokenPackingFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "token_packing" value { string_value: "on" } })"));
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("'token_packing'"));
+}
+
 TEST(ExecutorOptionsFromConfigTest, GpuDefaultsAreDoubleBufferedExactFp32) {
   auto options = GpuInstanceOptionsFromConfig(Parse(R"(name: "m")"));
   ASSERT_TRUE(options.ok()) << options.status();

@@ -75,15 +75,40 @@ ReshapePlan ReshapePlanOf(const inference::ModelConfig& config,
 // KIND_AUTO model that falls back to the CPU serves the same graph). A
 // model without instance groups runs on the CPU
 // (model_config_completion.h).
+// With the token_packing parameter, the model's packed form too.
 absl::StatusOr<ModelOptions> ModelOptionsFor(
     const inference::ModelConfig& config) {
+  absl::StatusOr<bool> packing = TokenPackingFromConfig(config);
+  if (!packing.ok()) return packing.status();
+  ModelOptions options;
   for (const auto& group : config.instance_group()) {
     if (group.kind() == inference::ModelInstanceGroup::KIND_CPU) continue;
     absl::StatusOr<bool> channels_last = GpuChannelsLastFromConfig(config);
     if (!channels_last.ok()) return channels_last.status();
-    return ModelOptions::ForDevice(*channels_last);
+    options = ModelOptions::ForDevice(*channels_last);
+    break;
   }
-  return ModelOptions{};
+  options.token_packing = *packing;
+  return options;
+}
+
+// What the token_packing parameter made of the model.
+void LogTokenPacking(const inference::ModelConfig& config, const Model& model) {
+  if (model.packed() == nullptr) {
+    spdlog::warn("model '{}': {}; every batch runs padded", config.name(),
+                 model.packing_refusal());
+    return;
+  }
+  const TokenPacking& p = model.packing();
+  bool gpu = false;
+  for (const auto& group : config.instance_group())
+    gpu = gpu || group.kind() == inference::ModelInstanceGroup::KIND_GPU;
+  spdlog::info(
+      "model '{}': token packing on padding mask '{}': {} nodes run on the "
+      "real tokens of a padded batch ({} values packed, {} unpacked){}",
+      config.name(), model.signature().inputs[p.mask_input].name,
+      p.region_nodes, p.packs, p.unpacks,
+      gpu ? "; GPU instances run padded (packing is CPU only for now)" : "");
 }
 
 }  // namespace
@@ -112,6 +137,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadServedModel(
       !s.ok()) {
     return s;
   }
+  if (options->token_packing) LogTokenPacking(config, **model);
   if (absl::Status s = CheckTensorSizes(config, MemoryLimitBytes()); !s.ok()) {
     return s;
   }

@@ -16,6 +16,7 @@
 //                     [--gpu-precision fp32|tf32|fp16|bf16] [--gpu-layout
 //                     auto|nchw|nhwc]
 //                     [--device-graphs on|off] [--fused-attention on|off]
+//                     [--token-packing on|off]
 //
 // Exit codes: 0 success, 1 the model failed to load, plan or run (the engine's
 // error is printed), 2 bad usage (a message and the usage line are printed).
@@ -78,6 +79,7 @@ struct Flags {
   DeviceFloat activations = DeviceFloat::kFloat;
   bool device_graphs = true;        // --device-graphs on (GPU and simulated)
   bool fused_attention = true;      // --fused-attention on (GPU and simulated)
+  bool token_packing = false;       // ModelOptions::token_packing (CPU)
   std::string gpu_layout = "auto";  // --gpu-layout
   bool device_plan = false;         // --device-plan
 };
@@ -179,6 +181,10 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
            "Capture and replay device graphs (gpu, simulated).");
   AddOnOff(a, "--fused-attention", flags.fused_attention,
            "Run exported attention as one fused kernel (gpu, simulated).");
+  AddOnOff(a, "--token-packing", flags.token_packing,
+           "Run a transformer's token-wise layers on the real tokens only "
+           "(cpu; engine/token_packing.h). A model that does not qualify "
+           "runs padded, and the reason is printed.");
   return app;
 }
 
@@ -467,6 +473,23 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
   return std::unique_ptr<ExecutorInstance>(*std::move(executor));
 }
 
+// What --token-packing made of the model, on stderr.
+void PrintPacking(const Model& model) {
+  if (model.packed() == nullptr) {
+    std::fprintf(stderr, "%s; running padded\n",
+                 model.packing_refusal().c_str());
+    return;
+  }
+  const TokenPacking& p = model.packing();
+  std::fprintf(stderr,
+               "token packing: mask '%s', %lld nodes on real tokens, %lld "
+               "values packed, %lld unpacked\n",
+               model.signature().inputs[p.mask_input].name.c_str(),
+               static_cast<long long>(p.region_nodes),
+               static_cast<long long>(p.packs),
+               static_cast<long long>(p.unpacks));
+}
+
 absl::Status Run(const Flags& flags) {
   const bool device_nhwc =
       flags.gpu_layout == "nhwc" ||
@@ -478,9 +501,11 @@ absl::Status Run(const Flags& flags) {
   if (!flags.residual_fusion) model_options.optimizer.residual_fusion = false;
   if (!flags.graph_optimizations)
     model_options.optimizer = OptimizerOptions::None();
+  model_options.token_packing = flags.token_packing;
   absl::StatusOr<std::shared_ptr<const Model>> model =
       Model::LoadFromFile(flags.model, model_options);
   if (!model.ok()) return model.status();  // it names the file
+  if (flags.token_packing) PrintPacking(**model);
   absl::StatusOr<std::vector<HostTensor>> inputs = ReadInputs(**model, flags);
   if (!inputs.ok()) return inputs.status();
   if (flags.device_plan && flags.device != "cpu") {

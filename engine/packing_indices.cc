@@ -1,0 +1,76 @@
+#include "engine/packing_indices.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace coalesce {
+namespace {
+
+// Whether element `i` of `mask` is nonzero: any bit of an integer, any bit
+// but the sign of a float (-0 is zero).
+bool IsReal(const unsigned char* mask, DataType dtype, size_t width,
+            int64_t i) {
+  const unsigned char* e = mask + static_cast<size_t>(i) * width;
+  switch (dtype) {
+    case DataType::kFp32: {
+      float f;
+      std::memcpy(&f, e, sizeof f);
+      return f != 0.0f;
+    }
+    case DataType::kFp64: {
+      double d;
+      std::memcpy(&d, e, sizeof d);
+      return d != 0.0;
+    }
+    case DataType::kFp16:
+    case DataType::kBf16: {
+      uint16_t bits;
+      std::memcpy(&bits, e, sizeof bits);
+      return (bits & 0x7fffu) != 0;
+    }
+    default:
+      return std::any_of(e, e + width, [](unsigned char b) { return b != 0; });
+  }
+}
+
+}  // namespace
+
+int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq) {
+  const int64_t rows = batch * seq;
+  const int64_t step = (rows + kTokenBuckets - 1) / kTokenBuckets;
+  const int64_t bucket = std::max<int64_t>(1, (tokens + step - 1) / step);
+  return std::min(rows, bucket * step);
+}
+
+absl::Status ComputePackingIndices(const void* mask, DataType dtype,
+                                   int64_t batch, int64_t seq,
+                                   PackingIndices* out) {
+  const size_t width = ElementByteSize(dtype);
+  if (width == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a padding mask of type ", std::string(DataTypeName(dtype)),
+        " (a numeric or BOOL mask is needed)"));
+  }
+  const auto* bytes = static_cast<const unsigned char*>(mask);
+  const int64_t rows = batch * seq;
+  out->pack.clear();
+  out->unpack.assign(rows, -1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!IsReal(bytes, dtype, width, r)) continue;
+    out->unpack[r] = static_cast<int64_t>(out->pack.size());
+    out->pack.push_back(r);
+  }
+  out->tokens = static_cast<int64_t>(out->pack.size());
+  const int64_t bucket = TokenBucket(out->tokens, batch, seq);
+  const int64_t filler = out->pack.empty() ? 0 : out->pack.front();
+  out->pack.resize(bucket, filler);
+  for (int64_t& u : out->unpack) {
+    if (u < 0) u = bucket;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace coalesce

@@ -1,0 +1,48 @@
+// PackingIndices: which rows of a padded batch are real tokens, as the two
+// index tensors a token-packed model (engine/token_packing.h) reads.
+//
+// A batch of B sequences padded to S positions has B * S rows, row b * S + s
+// real where the padding mask's element [b, s] is nonzero. Then
+//   pack    [T']   the real rows' indices, ascending (T of them), then
+//                  T' - T fillers repeating the first real row (row 0 when
+//                  none is real): rows the model computes and never reads;
+//   unpack  [B*S]  for each padded row, its place in pack if it is real,
+//                  else T' (the zero row the model appends before
+//                  unpacking): padded rows come out as zeros.
+// T' is TokenBucket(T, B, S): T rounded up to a multiple of ceil(B * S / 8),
+// so that one batch shape needs at most 8 packed plans, each computing at
+// most B * S / 8 rows more than the real ones. Pure functions.
+#ifndef COALESCE_ENGINE_PACKING_INDICES_H_
+#define COALESCE_ENGINE_PACKING_INDICES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/data_type.h"
+
+namespace coalesce {
+
+// How many buckets TokenBucket divides B * S rows into.
+inline constexpr int64_t kTokenBuckets = 8;
+
+// T' for `tokens` real rows of a [batch, seq] mask: at least 1, at most
+// batch * seq. REQUIRES: 0 <= tokens <= batch * seq, batch, seq >= 1.
+int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq);
+
+struct PackingIndices {
+  int64_t tokens = 0;           // T: the real rows
+  std::vector<int64_t> pack;    // T' entries
+  std::vector<int64_t> unpack;  // batch * seq entries
+};
+
+// The indices of a [batch, seq] mask of `dtype` (BOOL, INT32, INT64, FLOAT,
+// or any other fixed-size numeric type) at `mask`, into `*out` (its vectors
+// reused). InvalidArgument for a BYTES or unknown type.
+absl::Status ComputePackingIndices(const void* mask, DataType dtype,
+                                   int64_t batch, int64_t seq,
+                                   PackingIndices* out);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_PACKING_INDICES_H_

@@ -1,0 +1,74 @@
+// Token packing (issue 27): a transformer's batch of sequences padded to one
+// length runs its token-wise layers (the dense layers, their bias and
+// residual adds, LayerNorms, GELU) on the batch's real tokens only, [T, E]
+// rows instead of [B * S, E]; attention still runs padded, its padded keys
+// masked. docs/engine.md ("Token packing") says when it pays and what it
+// changes for clients.
+//
+// RewriteForTokenPacking turns the optimized graph of a model into its
+// packed form, using two probe plans of the padded model (batches 2 and 3,
+// sequence 11 and 13, or the model's fixed sequence length) to see which
+// values are token rows: float32 [batch, seq, E] with E the same in both.
+//   - The region: nodes that compute each token row from that row alone,
+//     every output a token-row value: MatMul and FusedMatMul by a constant
+//     [K, N] (FusedMatMul's bias a constant, its residual token rows or a
+//     constant broadcast over rows), LayerNormalization over the last axis,
+//     Softmax (opset 13+) and Split along it, and the elementwise
+//     operators Add, Sub, Mul, Div, Pow, Sqrt, Erf, Tanh, Sigmoid, Relu,
+//     Neg, Gelu, Cast, Identity whose other inputs are constants broadcast
+//     over rows (dims 1 but the last). Connected parts of it with no
+//     product are left padded (they would copy more than they save).
+//   - Region nodes read and write packed [T, E] values: a token-row value
+//     made outside it is packed as it enters, Gather(Reshape(x, [-1, E]),
+//     pack_index); a packed value read outside it, or a graph output, is
+//     unpacked under its own name, Reshape(Gather(Concat(x, zeros[1, E]),
+//     unpack_index), [B, S, E]), padded rows reading the zero row. A Shape
+//     of a packed value becomes a Slice of the mask's shape and E, computed
+//     while planning. Axis attributes 2 become -1.
+//   - Two inputs follow the model's own: kPackIndexInput (int64 [T']) and
+//     kUnpackIndexInput (int64 [B * S]), filled per batch from the padding
+//     mask (engine/packing_indices.h).
+// A model qualifies when every input is [batch, seq] (batch dynamic), it
+// has at least one attention (attention_pattern.h), every attention adds a
+// mask computed from one and the same input (the padding mask; real where
+// nonzero), and the region is not empty. Real tokens' results are then
+// those of the padded model as long as nothing but those attentions mixes
+// positions; that is the model's author's assertion when they turn packing
+// on (engine/model.h, ModelOptions::token_packing), and the corpus tests
+// check it on real exports.
+#ifndef COALESCE_ENGINE_TOKEN_PACKING_H_
+#define COALESCE_ENGINE_TOKEN_PACKING_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
+
+namespace coalesce {
+
+class Model;
+
+inline constexpr char kPackIndexInput[] = "coalesce.pack_index";
+inline constexpr char kUnpackIndexInput[] = "coalesce.unpack_index";
+
+struct TokenPacking {
+  int mask_input = -1;       // the padding mask's index among the model inputs
+  int64_t region_nodes = 0;  // nodes that run on real tokens
+  int64_t packs = 0;         // values packed as they enter the region
+  int64_t unpacks = 0;       // values unpacked as they leave it
+};
+
+// Rewrites `graph`, the optimized graph `padded` was built from, into its
+// packed form (above). FailedPrecondition saying why when the model does
+// not qualify (`graph` may then be partly rewritten); a probe plan's error
+// as it is.
+absl::StatusOr<TokenPacking> RewriteForTokenPacking(
+    std::shared_ptr<const Model> padded, onnx::GraphProto* graph);
+
+}  // namespace coalesce
+
+#endif  // COALESCE_ENGINE_TOKEN_PACKING_H_

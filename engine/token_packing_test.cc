@@ -1,0 +1,327 @@
+// Token packing (token_packing.h): real exports of the corpus
+// (tests/models/real/) run through the CPU executor packed and padded on a
+// batch of mixed lengths, and must agree at every real position, with the
+// packed run's padded positions zero (so a packed run that did not happen
+// fails); a small encoder built here, which qualifies with its mask and is
+// refused without it; and the models that must be refused, with why.
+#include "engine/token_packing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cpu_executor.h"
+#include "engine/model.h"
+#include "engine/tensor_file.h"
+#include "engine/testing/onnx_model_builder.h"
+#include "gtest/gtest.h"
+
+namespace coalesce {
+namespace {
+
+using testing::OnnxModelBuilder;
+
+struct Output {
+  Shape shape;
+  std::vector<float> values;
+};
+
+// Runs `model` once through a CPU executor instance on `inputs`; every
+// output must be FLOAT.
+std::vector<Output> RunOnCpu(std::shared_ptr<const Model> model,
+                             const std::vector<HostTensor>& inputs) {
+  auto exec = CreateCpuExecutor(model, {});
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  if (!exec.ok()) return {};
+  BatchSlot* slot = (*exec)->slot(0);
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  absl::Status s = slot->SetInputShapes(shapes);
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) return {};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(slot->input_byte_size(i), inputs[i].bytes.size());
+    std::memcpy(slot->input_data(i), inputs[i].bytes.data(),
+                inputs[i].bytes.size());
+  }
+  s = (*exec)->Submit(slot)->Wait();
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) return {};
+  std::vector<Output> outputs;
+  for (size_t i = 0; i < model->signature().outputs.size(); ++i) {
+    Output out;
+    out.shape = slot->output_shape(i);
+    out.values.resize(slot->output_byte_size(i) / sizeof(float));
+    std::memcpy(out.values.data(), slot->output_data(i),
+                out.values.size() * sizeof(float));
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+// Packed and padded outputs of a [batch, seq] batch whose rows have
+// `lengths`: equal (within `tolerance` of the largest magnitude) at real
+// positions and everywhere in outputs that are not per position; the
+// packed outputs' padded positions zero, the padded run's not all zero.
+void ExpectSameAtRealPositions(const std::vector<Output>& padded,
+                               const std::vector<Output>& packed,
+                               const std::vector<int64_t>& lengths, int64_t seq,
+                               float tolerance) {
+  ASSERT_EQ(padded.size(), packed.size());
+  const int64_t batch = static_cast<int64_t>(lengths.size());
+  for (size_t o = 0; o < padded.size(); ++o) {
+    SCOPED_TRACE(o);
+    const Output& a = padded[o];
+    const Output& b = packed[o];
+    ASSERT_EQ(a.shape, b.shape);
+    ASSERT_FALSE(a.shape.empty());
+    const bool per_position =
+        a.shape.size() >= 2 && a.shape[0] == batch && a.shape[1] == seq;
+    const size_t row = per_position ? a.values.size() / (batch * seq) : 0;
+    float scale = 0.0f;
+    for (float v : a.values) scale = std::max(scale, std::fabs(v));
+    float worst = 0.0f;
+    bool padded_nonzero = false;
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      const bool real =
+          !per_position || static_cast<int64_t>(i / row) % seq <
+                               lengths[static_cast<int64_t>(i / row) / seq];
+      if (real) {
+        worst = std::max(worst, std::fabs(a.values[i] - b.values[i]));
+      } else {
+        EXPECT_EQ(b.values[i], 0.0f) << "padded element " << i;
+        padded_nonzero = padded_nonzero || a.values[i] != 0.0f;
+      }
+    }
+    EXPECT_LE(worst, tolerance * std::max(scale, 1.0f));
+    if (per_position) EXPECT_TRUE(padded_nonzero);
+  }
+}
+
+// The corpus export's inputs widened to a batch of `lengths`: each row
+// the test data's first row, the mask 1 for the row's length, ids past it
+// 0 and the row's largest id at its last real position (where CLIP's text
+// model pools, at the first largest id).
+std::vector<HostTensor> MixedLengthInputs(const std::string& dir,
+                                          const std::vector<int64_t>& lengths,
+                                          int64_t* seq) {
+  std::vector<HostTensor> inputs;
+  for (int i = 0;; ++i) {
+    auto t =
+        ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/input_", i, ".pb"));
+    if (!t.ok()) break;
+    EXPECT_EQ(t->dtype, DataType::kInt64) << t->name;
+    EXPECT_EQ(t->shape.size(), 2u) << t->name;
+    *seq = t->shape[1];
+    std::vector<int64_t> first(*seq);
+    std::memcpy(first.data(), t->bytes.data(), *seq * sizeof(int64_t));
+    const int64_t top = *std::max_element(first.begin(), first.end());
+    const bool mask = t->name == "attention_mask";
+    std::vector<int64_t> v;
+    for (int64_t length : lengths) {
+      for (int64_t s = 0; s < *seq; ++s) {
+        if (mask) {
+          v.push_back(s < length ? 1 : 0);
+        } else if (t->name == "input_ids") {
+          v.push_back(s + 1 == length ? top : s < length ? first[s] : 0);
+        } else {
+          v.push_back(s < length ? first[s] : 0);
+        }
+      }
+    }
+    t->shape = {static_cast<int64_t>(lengths.size()), *seq};
+    t->bytes.assign(reinterpret_cast<const char*>(v.data()),
+                    v.size() * sizeof(int64_t));
+    inputs.push_back(*std::move(t));
+  }
+  return inputs;
+}
+
+std::shared_ptr<const Model> LoadCorpus(const std::string& name, bool packing) {
+  ModelOptions options;
+  options.token_packing = packing;
+  auto model = Model::LoadFromFile(
+      absl::StrCat(COALESCE_CORPUS_DIR, "/", name, "/model.onnx"), options);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
+}
+
+TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
+  const char* const kModels[] = {
+      "bert_tiny__torchscript",       "bert_tiny__dynamo",
+      "distilbert_tiny__torchscript", "distilbert_tiny__dynamo",
+      "roberta_tiny__torchscript",    "roberta_tiny__dynamo",
+      "albert_tiny__torchscript",     "albert_tiny__dynamo",
+      "clip_text_tiny__torchscript",  "clip_text_tiny__dynamo",
+      "t5_encoder_tiny__torchscript",
+  };
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<const Model> packed = LoadCorpus(name, true);
+    std::shared_ptr<const Model> padded = LoadCorpus(name, false);
+    ASSERT_NE(packed, nullptr);
+    ASSERT_NE(padded, nullptr);
+    ASSERT_NE(packed->packed(), nullptr) << packed->packing_refusal();
+    EXPECT_EQ(padded->packed(), nullptr);
+    const TokenPacking& p = packed->packing();
+    EXPECT_EQ(packed->signature().inputs[p.mask_input].name, "attention_mask");
+    // At least the dense layers of both layers, and what enters and leaves.
+    EXPECT_GE(p.region_nodes, 8);
+    EXPECT_GE(p.packs, 1);
+    EXPECT_GE(p.unpacks, 1);
+    // Both forms hold one copy of the weights.
+    int shared = 0;
+    const Graph& g = packed->packed()->graph();
+    for (const auto& c : g.constants) {
+      for (const auto& d : packed->graph().constants)
+        shared += c != nullptr && c == d;
+    }
+    EXPECT_GT(shared, 10);
+
+    int64_t seq = 0;
+    const std::vector<int64_t> lengths = {16, 5, 11, 1};
+    const std::vector<HostTensor> inputs = MixedLengthInputs(
+        absl::StrCat(COALESCE_CORPUS_DIR, "/", name), lengths, &seq);
+    ASSERT_EQ(seq, 16);
+    ExpectSameAtRealPositions(RunOnCpu(padded, inputs),
+                              RunOnCpu(packed, inputs), lengths, seq, 1e-5f);
+  }
+}
+
+// A batch without padding runs the padded plan: the same outputs exactly.
+TEST(TokenPackingTest, FullBatchRunsPadded) {
+  std::shared_ptr<const Model> packed = LoadCorpus("bert_tiny__dynamo", true);
+  std::shared_ptr<const Model> padded = LoadCorpus("bert_tiny__dynamo", false);
+  ASSERT_NE(packed, nullptr);
+  ASSERT_NE(padded, nullptr);
+  int64_t seq = 0;
+  const std::vector<HostTensor> inputs = MixedLengthInputs(
+      absl::StrCat(COALESCE_CORPUS_DIR, "/bert_tiny__dynamo"), {16, 16}, &seq);
+  const std::vector<Output> a = RunOnCpu(padded, inputs);
+  const std::vector<Output> b = RunOnCpu(packed, inputs);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t o = 0; o < a.size(); ++o) EXPECT_EQ(a[o].values, b[o].values);
+}
+
+TEST(TokenPackingTest, ModelsThatDoNotQualifyAreRefusedWithTheReason) {
+  const struct {
+    const char* model;
+    const char* reason;
+  } kCases[] = {
+      {"vit_tiny__dynamo", "is not [batch, sequence]"},
+      {"whisper_encoder_tiny__torchscript", "is not [batch, sequence]"},
+      {"t5_encoder_tiny__dynamo", "no attention found"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.model);
+    std::shared_ptr<const Model> model = LoadCorpus(c.model, true);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(model->packed(), nullptr);
+    EXPECT_NE(model->packing_refusal().find(c.reason), std::string::npos)
+        << model->packing_refusal();
+  }
+}
+
+// A one-layer encoder: ids and mask [B, S], an embedding [10, 8], Q, K and
+// V dense layers, two heads, the mask's (1 - m) * -10000 added to the
+// scores unless `mask` is false, the out-projection, residual and
+// LayerNorm.
+std::shared_ptr<const Model> SmallEncoder(bool mask, bool packing) {
+  constexpr int64_t kE = 8;
+  OnnxModelBuilder b(17);
+  b.Input("ids", {-1, -1}, onnx::TensorProto::INT64)
+      .Input("attention_mask", {-1, -1}, onnx::TensorProto::INT64)
+      .Output("y", {-1, -1, kE});
+  b.FloatInitializer("table", {10, kE}, testing::RandomFloats(10 * kE, 1));
+  for (const char* w : {"wq", "wk", "wv", "wo"})
+    b.FloatInitializer(w, {kE, kE}, testing::RandomFloats(kE * kE, w[1]));
+  b.FloatInitializer("gamma", {kE}, std::vector<float>(kE, 1.0f));
+  b.FloatInitializer("beta", {kE}, std::vector<float>(kE, 0.0f));
+  b.FloatInitializer("half", {}, {0.5f});
+  b.FloatInitializer("one", {}, {1.0f});
+  b.FloatInitializer("big", {}, {-10000.0f});
+  b.Int64Initializer("heads", {4}, {0, 0, 2, 4});
+  b.Int64Initializer("merged", {3}, {0, 0, kE});
+  b.Int64Initializer("axes", {2}, {1, 2});
+  b.Node("Gather", {"table", "ids"}, {"x"});
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string n(p);
+    b.Node("MatMul", {"x", "w" + n}, {n});
+    b.Node("Reshape", {n, "heads"}, {n + "4"});
+  }
+  testing::SetIntsAttr(b.Node("Transpose", {"q4"}, {"qh"}), "perm",
+                       {0, 2, 1, 3});
+  testing::SetIntsAttr(b.Node("Transpose", {"k4"}, {"kt"}), "perm",
+                       {0, 2, 3, 1});
+  testing::SetIntsAttr(b.Node("Transpose", {"v4"}, {"vh"}), "perm",
+                       {0, 2, 1, 3});
+  b.Node("MatMul", {"qh", "kt"}, {"s"});
+  b.Node("Mul", {"s", "half"}, {"scaled"});
+  std::string scores = "scaled";
+  if (mask) {
+    testing::SetIntAttr(b.Node("Cast", {"attention_mask"}, {"m"}), "to",
+                        onnx::TensorProto::FLOAT);
+    b.Node("Unsqueeze", {"m", "axes"}, {"m4"});
+    b.Node("Sub", {"one", "m4"}, {"inverted"});
+    b.Node("Mul", {"inverted", "big"}, {"additive"});
+    b.Node("Add", {"scaled", "additive"}, {"masked"});
+    scores = "masked";
+  }
+  testing::SetIntAttr(b.Node("Softmax", {scores}, {"p"}), "axis", -1);
+  b.Node("MatMul", {"p", "vh"}, {"o"});
+  testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
+                       {0, 2, 1, 3});
+  b.Node("Reshape", {"ot", "merged"}, {"merged_heads"});
+  b.Node("MatMul", {"merged_heads", "wo"}, {"projected"});
+  b.Node("Add", {"projected", "x"}, {"residual"});
+  b.Node("LayerNormalization", {"residual", "gamma", "beta"}, {"y"});
+  ModelOptions options;
+  options.token_packing = packing;
+  auto model = Model::LoadFromBytes(b.Serialize(), options);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
+}
+
+TEST(TokenPackingTest, SmallEncoderPacksItsDenseLayers) {
+  std::shared_ptr<const Model> packed = SmallEncoder(true, true);
+  std::shared_ptr<const Model> padded = SmallEncoder(true, false);
+  ASSERT_NE(packed, nullptr);
+  ASSERT_NE(packed->packed(), nullptr) << packed->packing_refusal();
+  // The Q, K and V products (one, fused), the out-projection with its
+  // residual, the LayerNorm.
+  EXPECT_GE(packed->packing().region_nodes, 3);
+  const std::vector<int64_t> lengths = {7, 2, 4};
+  std::vector<int64_t> ids, mask;
+  for (int64_t length : lengths) {
+    for (int64_t s = 0; s < 7; ++s) {
+      ids.push_back((s * 3 + length) % 10);
+      mask.push_back(s < length);
+    }
+  }
+  auto tensor = [](const char* name, const std::vector<int64_t>& v) {
+    HostTensor t{name, DataType::kInt64, {3, 7}, ""};
+    t.bytes.assign(reinterpret_cast<const char*>(v.data()),
+                   v.size() * sizeof(int64_t));
+    return t;
+  };
+  const std::vector<HostTensor> inputs = {tensor("ids", ids),
+                                          tensor("attention_mask", mask)};
+  ExpectSameAtRealPositions(RunOnCpu(padded, inputs), RunOnCpu(packed, inputs),
+                            lengths, 7, 1e-5f);
+}
+
+// Perturbed: without the mask, padded keys would be read.
+TEST(TokenPackingTest, AttentionWithoutMaskIsRefused) {
+  std::shared_ptr<const Model> model = SmallEncoder(false, true);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->packed(), nullptr);
+  EXPECT_NE(model->packing_refusal().find("an attention has no mask"),
+            std::string::npos)
+      << model->packing_refusal();
+}
+
+}  // namespace
+}  // namespace coalesce
