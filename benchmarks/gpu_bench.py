@@ -516,6 +516,80 @@ def ratio_cells(torch_ms: list, ours: float) -> list:
     return out
 
 
+def mixed_length_feeds(case: ModelCase, batch: int, min_length: int):
+    """`case`'s feeds for `batch` with the attention_mask's rows padded
+    after lengths uniform on [min_length, S] (ids zero past them), and the
+    lengths; None when the case has no attention_mask."""
+    feeds = case.feeds(batch)
+    if "attention_mask" not in feeds:
+        return None
+    seq = feeds["attention_mask"].shape[1]
+    lengths = np.random.default_rng(batch).integers(min_length, seq + 1, size=batch)
+    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(feeds["attention_mask"].dtype)
+    feeds = {k: (v * mask if k == "input_ids" else v) for k, v in feeds.items()}
+    feeds["attention_mask"] = mask
+    return feeds, lengths
+
+
+def real_position_diff(padded: list, packed: list, lengths) -> float:
+    """Max |packed - padded| over every real position of per-position
+    outputs ([batch, seq, ...]) and over the whole of the others."""
+    worst = 0.0
+    for a, b in zip(padded, packed):
+        if a.ndim >= 2 and a.shape[0] == len(lengths):
+            for row, length in enumerate(lengths):
+                worst = max(worst, float(np.abs(a[row, :length] - b[row, :length]).max()))
+        else:
+            worst = max(worst, float(np.abs(a - b).max()))
+    return worst
+
+
+def packing_section(bundle: Path, cases: list, work: Path, quick: bool, report: Report,
+                    deadline: Deadline) -> bool:
+    """Token packing (issue 27) on the GPU: each case with an attention_mask
+    at each batch, lengths uniform on [8, S], FP16 and FP32, coalesce-onnx-run
+    padded and with --token-packing on, side by side."""
+    repeat, warmup = (10, 3) if quick else (30, 5)
+    table = report.part([
+        "", "### Token packing on the GPU (issue 27)", "",
+        f"coalesce-onnx-run, median of {repeat} host-to-host runs after {warmup} warm-up "
+        "runs, padded and with `--token-packing on` (the model parameter "
+        "`token_packing: \"true\"`), one after the other; every row padded after a length "
+        "uniform on [8, S]. Gain: padded ms / packed ms. Diff: max |packed - padded| at "
+        "real positions.", "",
+        "| model | precision | batch | fill | padded ms | packed ms | gain | diff |",
+        "|---|---|---:|---:|---:|---:|---:|---:|"])
+    ok = True
+    for case in cases:
+        for batch in case.batches:
+            mixed = mixed_length_feeds(case, batch, 8)
+            if mixed is None:
+                continue
+            feeds, lengths = mixed
+            fill = lengths.sum() / (batch * feeds["attention_mask"].shape[1])
+            for precision in ("fp16", "fp32"):
+                label = f"| {case.name} | {precision} | {batch} | {fill:.0%} |"
+                if deadline.passed():
+                    report.add(table, f"{label} not run: --deadline-s reached | | | |")
+                    continue
+                try:
+                    runs = {}
+                    for packing in ("off", "on"):
+                        where = work / f"packing_{case.name}_{precision}_{batch}_{packing}"
+                        where.mkdir(parents=True, exist_ok=True)
+                        runs[packing] = run_coalesce(bundle, case.path, feeds, where, repeat,
+                                                     warmup, precision,
+                                                     extra=("--token-packing", packing))
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    report.add(table, f"{label} FAILED: {cell(str(e))} | | | |")
+                    ok = False
+                    continue
+                (off, padded), (on, packed) = runs["off"], runs["on"]
+                diff = real_position_diff(padded, packed, lengths)
+                report.add(table, f"{label} {off:.3f} | {on:.3f} | {off / on:.2f} | {diff:.1e} |")
+    return ok
+
+
 def engine_section(bundle: Path, cases: list, work: Path, quick: bool, report: Report,
                    deadline: Deadline) -> bool:
     """Every (case, batch): Coalesce FP32, FP32 without graphs, TF32 and FP16,
@@ -1264,6 +1338,9 @@ def main() -> int:
                         help="--cold-start's concurrencies (default 16,64,256)")
     parser.add_argument("--cold-precisions", default="fp32,fp16",
                         help="--cold-start's precisions (fp32, fp16), in order")
+    parser.add_argument("--packing", action="store_true",
+                        help="the token packing table (issue 27): each case with an "
+                        "attention_mask padded and packed, FP16 and FP32")
     parser.add_argument("--skip-engine", action="store_true",
                         help="no engine-only tables (with --breakdown-batch: the breakdown only)")
     parser.add_argument("--deadline-s", type=float, default=None,
@@ -1316,6 +1393,8 @@ def main() -> int:
             kernel_breakdown(args.bundle, cases, work, args.breakdown_batch, report, deadline)
         if not args.skip_engine:
             ok = engine_section(args.bundle, cases, work, args.quick, report, deadline)
+        if args.packing:
+            ok = packing_section(args.bundle, cases, work, args.quick, report, deadline) and ok
         if args.serve:
             ok = served_section(args.bundle, cases, work, report, deadline) and ok
         if args.cold_start:

@@ -151,8 +151,9 @@ class CpuBatchSlot : public BatchSlot {
 
  private:
   // The batch on the packed model's `plan`: the inputs, then indices_'s
-  // pack and unpack indices; the outputs into the padded plan's buffers,
-  // which they fill exactly (TokenPackedPlans::PlanFor checked). No BYTES.
+  // pack, unpack and spread indices; the outputs into the padded plan's
+  // buffers, which they fill exactly (TokenPackedPlans::PlanFor checked). No
+  // BYTES.
   absl::Status RunPacked(const ExecutionPlan& plan, WorkerScratch& scratch) {
     if (absl::Status s = scratch.arena.Reserve(plan.arena_bytes()); !s.ok())
       return s;
@@ -162,6 +163,7 @@ class CpuBatchSlot : public BatchSlot {
     for (const AlignedBuffer& input : inputs_) in.push_back(input.data());
     in.push_back(reinterpret_cast<const char*>(indices_.pack.data()));
     in.push_back(reinterpret_cast<const char*>(indices_.unpack.data()));
+    in.push_back(reinterpret_cast<const char*>(indices_.spread.data()));
     out.clear();
     for (AlignedBuffer& output : outputs_) out.push_back(output.data());
     return plan.Execute(in, out, scratch.arena.data(),

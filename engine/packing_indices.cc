@@ -67,8 +67,11 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
   const int64_t bucket = TokenBucket(out->tokens, batch, seq);
   const int64_t filler = out->pack.empty() ? 0 : out->pack.front();
   out->pack.resize(bucket, filler);
-  for (int64_t& u : out->unpack) {
-    if (u < 0) u = bucket;
+  out->spread = out->unpack;
+  for (size_t r = 0; r < out->unpack.size(); ++r) {
+    if (out->unpack[r] >= 0) continue;
+    out->unpack[r] = bucket;
+    out->spread[r] = 0;
   }
   return absl::OkStatus();
 }

@@ -8,7 +8,12 @@
 //                  none is real): rows the model computes and never reads;
 //   unpack  [B*S]  for each padded row, its place in pack if it is real,
 //                  else T' (the zero row the model appends before
-//                  unpacking): padded rows come out as zeros.
+//                  unpacking a graph output): padded rows come out as zeros;
+//   spread  [B*S]  the same with 0 (pack's first row) for padded rows: how
+//                  values unpacked for an attention are spread, the padded
+//                  rows any real row (the attention masks them as keys, and
+//                  what it computes for them as queries is never read), so
+//                  that no zero row has to be appended.
 // T' is TokenBucket(T, B, S): T rounded up to a multiple of ceil(B * S / 8),
 // so that one batch shape needs at most 8 packed plans, each computing at
 // most B * S / 8 rows more than the real ones. Pure functions.
@@ -34,6 +39,7 @@ struct PackingIndices {
   int64_t tokens = 0;           // T: the real rows
   std::vector<int64_t> pack;    // T' entries
   std::vector<int64_t> unpack;  // batch * seq entries
+  std::vector<int64_t> spread;  // batch * seq entries
 };
 
 // The indices of a [batch, seq] mask of `dtype` (BOOL, INT32, INT64, FLOAT,

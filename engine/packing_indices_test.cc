@@ -40,6 +40,7 @@ TEST(PackingIndicesTest, RightPaddedRows) {
   EXPECT_EQ(p.tokens, 8);
   EXPECT_THAT(p.pack, ElementsAre(0, 1, 2, 4, 8, 9, 10, 11));
   EXPECT_THAT(p.unpack, ElementsAre(0, 1, 2, 8, 3, 8, 8, 8, 4, 5, 6, 7));
+  EXPECT_THAT(p.spread, ElementsAre(0, 1, 2, 0, 3, 0, 0, 0, 4, 5, 6, 7));
 }
 
 TEST(PackingIndicesTest, FillersRepeatTheFirstRealRow) {
@@ -53,6 +54,8 @@ TEST(PackingIndicesTest, FillersRepeatTheFirstRealRow) {
   EXPECT_THAT(p.pack, ElementsAre(1, 2, 8, 9, 10, 1));
   EXPECT_THAT(p.unpack, ElementsAre(6, 0, 1, 6, 6, 6, 6, 6,  //
                                     2, 3, 4, 6, 6, 6, 6, 6));
+  EXPECT_THAT(p.spread, ElementsAre(0, 0, 1, 0, 0, 0, 0, 0,  //
+                                    2, 3, 4, 0, 0, 0, 0, 0));
 }
 
 TEST(PackingIndicesTest, NoRealRowStillGivesOneRow) {
@@ -63,6 +66,7 @@ TEST(PackingIndicesTest, NoRealRowStillGivesOneRow) {
   EXPECT_EQ(p.tokens, 0);
   EXPECT_THAT(p.pack, ElementsAre(0));
   EXPECT_THAT(p.unpack, ElementsAre(1, 1, 1, 1, 1, 1));
+  EXPECT_THAT(p.spread, ElementsAre(0, 0, 0, 0, 0, 0));
 }
 
 TEST(PackingIndicesTest, FloatMasksTreatNegativeZeroAsPadding) {

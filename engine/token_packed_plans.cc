@@ -39,6 +39,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> TokenPackedPlans::PlanFor(
   packed_shapes_ = shapes;
   packed_shapes_.push_back({static_cast<int64_t>(indices->pack.size())});
   packed_shapes_.push_back({batch * seq});
+  packed_shapes_.push_back({batch * seq});
   auto plan = plans_.Get(packed_shapes_);
   if (!plan.ok()) return plan.status();
   for (int i = 0; i < padded.num_outputs(); ++i) {

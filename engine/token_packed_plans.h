@@ -31,7 +31,8 @@ class TokenPackedPlans {
 
   // The packed plan for a batch of the model's `shapes` whose padding mask
   // (input packing().mask_input) holds `mask`, with the indices it reads
-  // in `*indices` (inputs num_inputs() and num_inputs() + 1 of the plan);
+  // in `*indices` (its pack, unpack and spread indices are inputs
+  // num_inputs() to num_inputs() + 2 of the plan);
   // null when every position of the batch is real. InvalidArgument when
   // the mask is not [batch, seq] or the shapes do not fit the packed model;
   // Internal when its outputs would not fill the padded plan's buffers

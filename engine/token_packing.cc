@@ -145,10 +145,6 @@ class RowAnalysis {
     if (op == "Softmax") {
       return opset_ >= 13 && LastAxis(n, -1) && TokenRows(in(0));
     }
-    if (op == "Split") {
-      return LastAxis(n, 0) && TokenRows(in(0)) &&
-             (in(1) < 0 || p_.plan[0]->values[in(1)].info.constant_data);
-    }
     static const absl::flat_hash_set<std::string> kElementwise = {
         "Add",  "Sub",     "Mul",  "Div", "Pow",  "Sqrt",    "Erf",
         "Tanh", "Sigmoid", "Relu", "Neg", "Cast", "Identity"};
@@ -281,12 +277,17 @@ class Rewriter {
          {x, editor_.AddInt64Initializer("coalesce.rows", {-1, width})}, rows);
     Node("Gather", {rows, kPackIndexInput}, Packed(x), /*axis=*/0);
   }
-  // Packed(v) [T', E] back into v [B, S, E], padded rows zero.
-  void Unpack(const std::string& v, int64_t width) {
-    const std::string with_zero = editor_.UniqueName(v + "__with_zero_row");
+  // Packed(v) [T', E] back into v [B, S, E]: padded rows zero when
+  // `zeros`, else copies of a real row.
+  void Unpack(const std::string& v, int64_t width, bool zeros) {
     const std::string flat = editor_.UniqueName(v + "__padded_rows");
-    Node("Concat", {Packed(v), ZeroRow(width)}, with_zero, /*axis=*/0);
-    Node("Gather", {with_zero, kUnpackIndexInput}, flat, /*axis=*/0);
+    if (zeros) {
+      const std::string with_zero = editor_.UniqueName(v + "__with_zero_row");
+      Node("Concat", {Packed(v), ZeroRow(width)}, with_zero, /*axis=*/0);
+      Node("Gather", {with_zero, kUnpackIndexInput}, flat, /*axis=*/0);
+    } else {
+      Node("Gather", {Packed(v), kSpreadIndexInput}, flat, /*axis=*/0);
+    }
     Node("Reshape", {flat, TokenShape(width)}, v);
   }
   // A Shape node of a packed [B, S, E] value: a Slice of [B, S, E].
@@ -316,7 +317,8 @@ class Rewriter {
     return it->second;
   }
   void AddIndexInputs() {
-    for (const char* name : {kPackIndexInput, kUnpackIndexInput}) {
+    for (const char* name :
+         {kPackIndexInput, kUnpackIndexInput, kSpreadIndexInput}) {
       onnx::ValueInfoProto* in = graph_->add_input();
       in->set_name(name);
       onnx::TypeProto::Tensor* t = in->mutable_type()->mutable_tensor_type();
@@ -422,7 +424,9 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       }
     }
   }
+  std::vector<bool> output(count);
   for (int o : plan.outputs) {
+    output[o] = true;
     if (packed[o]) leaves[o] = true;
   }
 
@@ -464,7 +468,7 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       ++info.packs;
     }
     if (leaves[id]) {
-      rewriter.Unpack(names[id], rows.Width(id));
+      rewriter.Unpack(names[id], rows.Width(id), /*zeros=*/output[id]);
       ++info.unpacks;
     }
   }

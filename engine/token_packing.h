@@ -12,22 +12,26 @@
 //   - The region: nodes that compute each token row from that row alone,
 //     every output a token-row value: MatMul and FusedMatMul by a constant
 //     [K, N] (FusedMatMul's bias a constant, its residual token rows or a
-//     constant broadcast over rows), LayerNormalization over the last axis,
-//     Softmax (opset 13+) and Split along it, and the elementwise
+//     constant broadcast over rows), LayerNormalization and Softmax (opset
+//     13+) over the last axis, and the elementwise
 //     operators Add, Sub, Mul, Div, Pow, Sqrt, Erf, Tanh, Sigmoid, Relu,
 //     Neg, Gelu, Cast, Identity whose other inputs are constants broadcast
 //     over rows (dims 1 but the last). Connected parts of it with no
 //     product are left padded (they would copy more than they save).
 //   - Region nodes read and write packed [T, E] values: a token-row value
 //     made outside it is packed as it enters, Gather(Reshape(x, [-1, E]),
-//     pack_index); a packed value read outside it, or a graph output, is
-//     unpacked under its own name, Reshape(Gather(Concat(x, zeros[1, E]),
-//     unpack_index), [B, S, E]), padded rows reading the zero row. A Shape
-//     of a packed value becomes a Slice of the mask's shape and E, computed
-//     while planning. Axis attributes 2 become -1.
-//   - Two inputs follow the model's own: kPackIndexInput (int64 [T']) and
-//     kUnpackIndexInput (int64 [B * S]), filled per batch from the padding
-//     mask (engine/packing_indices.h).
+//     pack_index); a packed value read outside it is unpacked under its
+//     own name: a graph output as Reshape(Gather(Concat(x, zeros[1, E]),
+//     unpack_index), [B, S, E]), its padded rows zero; any other (the
+//     attentions' Q, K and V: the packed QKV projection is unpacked once,
+//     its Split runs padded as the view it was) as Reshape(Gather(x,
+//     spread_index), [B, S, E]), its padded rows copies of a real row,
+//     which the attentions mask. A Shape of a packed value becomes a Slice
+//     of the mask's shape and E, computed while planning. Axis attributes
+//     2 become -1.
+//   - Three inputs follow the model's own: kPackIndexInput (int64 [T']),
+//     kUnpackIndexInput and kSpreadIndexInput (int64 [B * S]), filled per
+//     batch from the padding mask (engine/packing_indices.h).
 // A model qualifies when every input is [batch, seq] (batch dynamic), it
 // has at least one attention (attention_pattern.h), every attention adds a
 // mask computed from one and the same input (the padding mask; real where
@@ -54,6 +58,7 @@ class Model;
 
 inline constexpr char kPackIndexInput[] = "coalesce.pack_index";
 inline constexpr char kUnpackIndexInput[] = "coalesce.unpack_index";
+inline constexpr char kSpreadIndexInput[] = "coalesce.spread_index";
 
 struct TokenPacking {
   int mask_input = -1;       // the padding mask's index among the model inputs

@@ -17,6 +17,7 @@
 #include "engine/model.h"
 #include "engine/tensor_file.h"
 #include "engine/testing/onnx_model_builder.h"
+#include "engine/testing/packed_batches.h"
 #include "gtest/gtest.h"
 
 namespace coalesce {
@@ -24,120 +25,17 @@ namespace {
 
 using testing::OnnxModelBuilder;
 
-struct Output {
-  Shape shape;
-  std::vector<float> values;
-};
-
-// Runs `model` once through a CPU executor instance on `inputs`; every
-// output must be FLOAT.
-std::vector<Output> RunOnCpu(std::shared_ptr<const Model> model,
-                             const std::vector<HostTensor>& inputs) {
+// One batch through a CPU executor instance of `model`.
+std::vector<testing::FloatOutput> RunOnCpu(
+    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs) {
   auto exec = CreateCpuExecutor(model, {});
   EXPECT_TRUE(exec.ok()) << exec.status();
   if (!exec.ok()) return {};
-  BatchSlot* slot = (*exec)->slot(0);
-  std::vector<Shape> shapes;
-  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
-  absl::Status s = slot->SetInputShapes(shapes);
-  EXPECT_TRUE(s.ok()) << s;
-  if (!s.ok()) return {};
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    EXPECT_EQ(slot->input_byte_size(i), inputs[i].bytes.size());
-    std::memcpy(slot->input_data(i), inputs[i].bytes.data(),
-                inputs[i].bytes.size());
-  }
-  s = (*exec)->Submit(slot)->Wait();
-  EXPECT_TRUE(s.ok()) << s;
-  if (!s.ok()) return {};
-  std::vector<Output> outputs;
-  for (size_t i = 0; i < model->signature().outputs.size(); ++i) {
-    Output out;
-    out.shape = slot->output_shape(i);
-    out.values.resize(slot->output_byte_size(i) / sizeof(float));
-    std::memcpy(out.values.data(), slot->output_data(i),
-                out.values.size() * sizeof(float));
-    outputs.push_back(std::move(out));
-  }
-  return outputs;
-}
-
-// Packed and padded outputs of a [batch, seq] batch whose rows have
-// `lengths`: equal (within `tolerance` of the largest magnitude) at real
-// positions and everywhere in outputs that are not per position; the
-// packed outputs' padded positions zero, the padded run's not all zero.
-void ExpectSameAtRealPositions(const std::vector<Output>& padded,
-                               const std::vector<Output>& packed,
-                               const std::vector<int64_t>& lengths, int64_t seq,
-                               float tolerance) {
-  ASSERT_EQ(padded.size(), packed.size());
-  const int64_t batch = static_cast<int64_t>(lengths.size());
-  for (size_t o = 0; o < padded.size(); ++o) {
-    SCOPED_TRACE(o);
-    const Output& a = padded[o];
-    const Output& b = packed[o];
-    ASSERT_EQ(a.shape, b.shape);
-    ASSERT_FALSE(a.shape.empty());
-    const bool per_position =
-        a.shape.size() >= 2 && a.shape[0] == batch && a.shape[1] == seq;
-    const size_t row = per_position ? a.values.size() / (batch * seq) : 0;
-    float scale = 0.0f;
-    for (float v : a.values) scale = std::max(scale, std::fabs(v));
-    float worst = 0.0f;
-    bool padded_nonzero = false;
-    for (size_t i = 0; i < a.values.size(); ++i) {
-      const bool real =
-          !per_position || static_cast<int64_t>(i / row) % seq <
-                               lengths[static_cast<int64_t>(i / row) / seq];
-      if (real) {
-        worst = std::max(worst, std::fabs(a.values[i] - b.values[i]));
-      } else {
-        EXPECT_EQ(b.values[i], 0.0f) << "padded element " << i;
-        padded_nonzero = padded_nonzero || a.values[i] != 0.0f;
-      }
-    }
-    EXPECT_LE(worst, tolerance * std::max(scale, 1.0f));
-    if (per_position) EXPECT_TRUE(padded_nonzero);
-  }
-}
-
-// The corpus export's inputs widened to a batch of `lengths`: each row
-// the test data's first row, the mask 1 for the row's length, ids past it
-// 0 and the row's largest id at its last real position (where CLIP's text
-// model pools, at the first largest id).
-std::vector<HostTensor> MixedLengthInputs(const std::string& dir,
-                                          const std::vector<int64_t>& lengths,
-                                          int64_t* seq) {
-  std::vector<HostTensor> inputs;
-  for (int i = 0;; ++i) {
-    auto t =
-        ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/input_", i, ".pb"));
-    if (!t.ok()) break;
-    EXPECT_EQ(t->dtype, DataType::kInt64) << t->name;
-    EXPECT_EQ(t->shape.size(), 2u) << t->name;
-    *seq = t->shape[1];
-    std::vector<int64_t> first(*seq);
-    std::memcpy(first.data(), t->bytes.data(), *seq * sizeof(int64_t));
-    const int64_t top = *std::max_element(first.begin(), first.end());
-    const bool mask = t->name == "attention_mask";
-    std::vector<int64_t> v;
-    for (int64_t length : lengths) {
-      for (int64_t s = 0; s < *seq; ++s) {
-        if (mask) {
-          v.push_back(s < length ? 1 : 0);
-        } else if (t->name == "input_ids") {
-          v.push_back(s + 1 == length ? top : s < length ? first[s] : 0);
-        } else {
-          v.push_back(s < length ? first[s] : 0);
-        }
-      }
-    }
-    t->shape = {static_cast<int64_t>(lengths.size()), *seq};
-    t->bytes.assign(reinterpret_cast<const char*>(v.data()),
-                    v.size() * sizeof(int64_t));
-    inputs.push_back(*std::move(t));
-  }
-  return inputs;
+  auto outputs =
+      testing::RunBatch(**exec, inputs, model->signature().outputs.size());
+  EXPECT_TRUE(outputs.ok()) << outputs.status();
+  return outputs.ok() ? *std::move(outputs)
+                      : std::vector<testing::FloatOutput>();
 }
 
 std::shared_ptr<const Model> LoadCorpus(const std::string& name, bool packing) {
@@ -183,11 +81,14 @@ TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
 
     int64_t seq = 0;
     const std::vector<int64_t> lengths = {16, 5, 11, 1};
-    const std::vector<HostTensor> inputs = MixedLengthInputs(
+    auto inputs = testing::MixedLengthInputs(
         absl::StrCat(COALESCE_CORPUS_DIR, "/", name), lengths, &seq);
+    ASSERT_TRUE(inputs.ok()) << inputs.status();
     ASSERT_EQ(seq, 16);
-    ExpectSameAtRealPositions(RunOnCpu(padded, inputs),
-                              RunOnCpu(packed, inputs), lengths, seq, 1e-5f);
+    EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, *inputs),
+                                              RunOnCpu(packed, *inputs),
+                                              lengths, seq, 1e-5f),
+              "");
   }
 }
 
@@ -198,10 +99,11 @@ TEST(TokenPackingTest, FullBatchRunsPadded) {
   ASSERT_NE(packed, nullptr);
   ASSERT_NE(padded, nullptr);
   int64_t seq = 0;
-  const std::vector<HostTensor> inputs = MixedLengthInputs(
+  auto inputs = testing::MixedLengthInputs(
       absl::StrCat(COALESCE_CORPUS_DIR, "/bert_tiny__dynamo"), {16, 16}, &seq);
-  const std::vector<Output> a = RunOnCpu(padded, inputs);
-  const std::vector<Output> b = RunOnCpu(packed, inputs);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  const std::vector<testing::FloatOutput> a = RunOnCpu(padded, *inputs);
+  const std::vector<testing::FloatOutput> b = RunOnCpu(packed, *inputs);
   ASSERT_EQ(a.size(), b.size());
   for (size_t o = 0; o < a.size(); ++o) EXPECT_EQ(a[o].values, b[o].values);
 }
@@ -309,8 +211,10 @@ TEST(TokenPackingTest, SmallEncoderPacksItsDenseLayers) {
   };
   const std::vector<HostTensor> inputs = {tensor("ids", ids),
                                           tensor("attention_mask", mask)};
-  ExpectSameAtRealPositions(RunOnCpu(padded, inputs), RunOnCpu(packed, inputs),
-                            lengths, 7, 1e-5f);
+  EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, inputs),
+                                            RunOnCpu(packed, inputs), lengths,
+                                            7, 1e-5f),
+            "");
 }
 
 // Perturbed: without the mask, padded keys would be read.

@@ -35,11 +35,11 @@
 //                    6, 8, 12, ...) when the model's rows are independent,
 //                    so one graph serves every size up to it.
 //   token_packing    "true" or "false" (default): build the model's
-//                    token-packed form (engine/token_packing.h), which CPU
-//                    instances run for batches with padding: a transformer's
-//                    dense layers then compute the real tokens only, and
-//                    positions the padding mask pads come out as zeros.
-//                    GPU instances run padded (not built for them yet).
+//                    token-packed form (engine/token_packing.h), which its
+//                    instances run (CPU: batches with padding; GPU: every
+//                    batch): a transformer's dense layers then compute the
+//                    real tokens only, and positions the padding mask pads
+//                    come out as zeros.
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_

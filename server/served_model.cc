@@ -100,15 +100,11 @@ void LogTokenPacking(const inference::ModelConfig& config, const Model& model) {
     return;
   }
   const TokenPacking& p = model.packing();
-  bool gpu = false;
-  for (const auto& group : config.instance_group())
-    gpu = gpu || group.kind() == inference::ModelInstanceGroup::KIND_GPU;
   spdlog::info(
       "model '{}': token packing on padding mask '{}': {} nodes run on the "
-      "real tokens of a padded batch ({} values packed, {} unpacked){}",
+      "real tokens of a padded batch ({} values packed, {} unpacked)",
       config.name(), model.signature().inputs[p.mask_input].name,
-      p.region_nodes, p.packs, p.unpacks,
-      gpu ? "; GPU instances run padded (packing is CPU only for now)" : "");
+      p.region_nodes, p.packs, p.unpacks);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ struct Flags {
   DeviceFloat activations = DeviceFloat::kFloat;
   bool device_graphs = true;        // --device-graphs on (GPU and simulated)
   bool fused_attention = true;      // --fused-attention on (GPU and simulated)
-  bool token_packing = false;       // ModelOptions::token_packing (CPU)
+  bool token_packing = false;       // ModelOptions::token_packing
   std::string gpu_layout = "auto";  // --gpu-layout
   bool device_plan = false;         // --device-plan
 };
@@ -183,8 +183,8 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
            "Run exported attention as one fused kernel (gpu, simulated).");
   AddOnOff(a, "--token-packing", flags.token_packing,
            "Run a transformer's token-wise layers on the real tokens only "
-           "(cpu; engine/token_packing.h). A model that does not qualify "
-           "runs padded, and the reason is printed.");
+           "(engine/token_packing.h). A model that does not qualify runs "
+           "padded, and the reason is printed.");
   return app;
 }
 
@@ -419,13 +419,33 @@ absl::Status ReportProfile(const Flags& flags, const Model& model,
   return absl::OkStatus();
 }
 
-// --device-plan: the device's lowering of the plan for these inputs.
+// --device-plan: the device's lowering of the plan for these inputs (the
+// packed form's, with its indices for these inputs, when it runs).
 absl::Status PrintDevicePlan(const Flags& flags,
                              const std::shared_ptr<const Model>& model,
                              const std::vector<HostTensor>& inputs) {
   std::vector<Shape> shapes;
-  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
-  auto plan = MakeNeutralPlanner(model)(shapes);
+  std::vector<const void*> data;
+  for (const HostTensor& t : inputs) {
+    shapes.push_back(t.shape);
+    data.push_back(t.bytes.data());
+  }
+  GraphProgramSource source = DeviceProgramSourceFor(model, true);
+  if (source.derived != nullptr) {
+    std::vector<std::vector<int64_t>> indices;
+    std::vector<void*> out;
+    const std::vector<Shape> largest_shapes =
+        source.derived->PossibleShapes(shapes)[0];
+    for (const Shape& largest : largest_shapes) {
+      indices.emplace_back(
+          std::max<int64_t>(1, ElementCount(largest).value_or(1)));
+      out.push_back(indices.back().data());
+    }
+    auto derived = source.derived->Compute(shapes, data, out);
+    if (!derived.ok()) return derived.status();
+    shapes.insert(shapes.end(), derived->begin(), derived->end());
+  }
+  auto plan = source.planner(shapes);
   if (!plan.ok()) return plan.status();
   auto summary =
       DescribeDevicePlan(**plan, flags.activations, flags.fused_attention);
@@ -460,15 +480,17 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
   SimulatedDevice::Options options;
   options.device_memory_bytes = options.pinned_memory_bytes = size_t{8} << 30;
   auto device = std::make_shared<SimulatedDevice>(options);
+  GraphProgramSource source = DeviceProgramSourceFor(model, true);
+  PipelinedExecutorOptions pipeline{1};
+  pipeline.derived = source.derived;
   auto program = CreateGraphProgram(
-      device, CreateSimulatedKernels(device.get()),
-      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
+      device, CreateSimulatedKernels(device.get()), std::move(source),
       GraphProgramOptions{.device_graphs = flags.device_graphs,
                           .activations = flags.activations,
                           .fuse_attention = flags.fused_attention});
   if (!program.ok()) return program.status();
-  auto executor = CreatePipelinedExecutor(device, *std::move(program),
-                                          PipelinedExecutorOptions{1});
+  auto executor =
+      CreatePipelinedExecutor(device, *std::move(program), pipeline);
   if (!executor.ok()) return executor.status();
   return std::unique_ptr<ExecutorInstance>(*std::move(executor));
 }

@@ -4,7 +4,7 @@
 // (engine/device/gpu_instance.h), against the CPU engine on fresh random inputs
 // with each case's tolerance. Without a usable GPU every test reports
 // SKIPPED with the plugin's reason, never passed. scripts/gpu-check runs
-// this binary from the bundle.
+// this binary from the bundle. Also token packing on corpus exports.
 //
 // The plugin is $COALESCE_CUDA_PLUGIN when set, else the build's or the
 // bundle's lib/libcoalesce_cuda.so beside this binary's folder.
@@ -12,10 +12,14 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/device/gpu_instance.h"
 #include "engine/device/plugin_loader.h"
 #include "engine/device/testing/device_test_cases.h"
+#include "engine/model.h"
+#include "engine/testing/packed_batches.h"
 #include "gtest/gtest.h"
 
 namespace coalesce {
@@ -153,6 +157,61 @@ TEST_P(GpuCaseTest, MatchesCpuWithBf16Nhwc) {
   ASSERT_TRUE(instance.ok()) << instance.status();
   EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "");
   EXPECT_TRUE((*instance)->health().ok()) << (*instance)->health();
+}
+
+// Token packing on the GPU: corpus exports' packed forms against the same
+// models padded, on a batch of lengths 16, 5, 11 and 1, equal at real
+// positions within `tolerance` (the GEMMs may pick other algorithms for T
+// rows than for B * S), zero at the packed outputs' padded ones. The corpus
+// is $COALESCE_CORPUS_DIR, else tests/models/real under the working
+// directory (the repository root in scripts/gpu-session).
+void CheckPackedOnGpu(DeviceFloat activations, float tolerance) {
+  const Gpu& gpu = TheGpu();
+  if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
+  const char* env = std::getenv("COALESCE_CORPUS_DIR");
+  const std::string corpus =
+      env != nullptr && *env != '\0' ? env : "tests/models/real";
+  for (const char* name : {"bert_tiny__dynamo", "roberta_tiny__torchscript",
+                           "clip_text_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = corpus + "/" + name;
+    ModelOptions model_options = ModelOptions::ForDevice(
+        /*channels_last=*/activations != DeviceFloat::kFloat);
+    model_options.token_packing = true;
+    auto model = Model::LoadFromFile(dir + "/model.onnx", model_options);
+    if (!model.ok() && absl::IsNotFound(model.status()))
+      GTEST_SKIP() << "no corpus: " << model.status();
+    ASSERT_TRUE(model.ok()) << model.status();
+    ASSERT_NE((*model)->packed(), nullptr) << (*model)->packing_refusal();
+    int64_t seq = 0;
+    const std::vector<int64_t> lengths = {16, 5, 11, 1};
+    auto inputs = ::coalesce::testing::MixedLengthInputs(dir, lengths, &seq);
+    ASSERT_TRUE(inputs.ok()) << inputs.status();
+    std::vector<std::vector<::coalesce::testing::FloatOutput>> runs;
+    for (bool packing : {false, true}) {
+      GpuInstanceOptions options;
+      options.program.activations = activations;
+      options.token_packing = packing;
+      auto instance =
+          CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
+      ASSERT_TRUE(instance.ok()) << instance.status();
+      auto outputs = ::coalesce::testing::RunBatch(
+          **instance, *inputs, (*model)->signature().outputs.size());
+      ASSERT_TRUE(outputs.ok()) << outputs.status();
+      runs.push_back(*std::move(outputs));
+    }
+    EXPECT_EQ(::coalesce::testing::CompareAtRealPositions(
+                  runs[0], runs[1], lengths, seq, tolerance),
+              "");
+  }
+}
+
+TEST(GpuTokenPackingTest, PackedMatchesPaddedFp32) {
+  CheckPackedOnGpu(DeviceFloat::kFloat, 1e-4f);
+}
+
+TEST(GpuTokenPackingTest, PackedMatchesPaddedFp16) {
+  CheckPackedOnGpu(DeviceFloat::kHalf, 2e-2f);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -3,9 +3,24 @@
 #include <utility>
 
 #include "engine/device/graph_program.h"
+#include "engine/device/token_packing_inputs.h"
 #include "engine/neutral_planner.h"
 
 namespace coalesce {
+
+GraphProgramSource DeviceProgramSourceFor(
+    const std::shared_ptr<const Model>& model, bool token_packing) {
+  const std::shared_ptr<const Model>& run =
+      token_packing && model->packed() != nullptr ? model->packed() : model;
+  GraphProgramSource source{run->signature(), MakeNeutralPlanner(run),
+                            ModelNodes(*run), nullptr};
+  if (run != model) {
+    const int mask = model->packing().mask_input;
+    source.derived = std::make_shared<TokenPackingInputs>(
+        mask, model->signature().inputs[mask].dtype);
+  }
+  return source;
+}
 
 absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
     DevicePlugin& plugin, int ordinal,
@@ -21,13 +36,15 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
   }
   auto kernels = plugin.CreateKernels(share->device, options.kernels);
   if (!kernels.ok()) return kernels.status();
-  auto program = CreateGraphProgram(
-      share->device, *std::move(kernels),
-      {model->signature(), MakeNeutralPlanner(model), ModelNodes(*model)},
-      options.program, share->constants);
-  if (!program.ok()) return program.status();
+  GraphProgramSource source =
+      DeviceProgramSourceFor(model, options.token_packing);
   PipelinedExecutorOptions pipeline = options.pipeline;
   pipeline.device_ordinal = ordinal;  // shared device memory on this GPU
+  pipeline.derived = source.derived;
+  auto program =
+      CreateGraphProgram(share->device, *std::move(kernels), std::move(source),
+                         options.program, share->constants);
+  if (!program.ok()) return program.status();
   return CreatePipelinedExecutor(share->device, *std::move(program), pipeline);
 }
 

@@ -27,6 +27,10 @@ struct GpuInstanceOptions {
   PipelinedExecutorOptions pipeline;
   DeviceKernelOptions kernels;
   GraphProgramOptions program;
+  // Run the model's packed form (Model::packed(), engine/token_packing.h)
+  // when it has one, its indices derived from each batch's padding mask
+  // (token_packing_inputs.h); else the model as it is.
+  bool token_packing = true;
 };
 
 // What the instances of one model version on one GPU share: the device
@@ -37,6 +41,12 @@ struct GpuModelShare {
   std::shared_ptr<Device> device;
   std::shared_ptr<DeviceConstants> constants;
 };
+
+// What a device instance of `model` runs: its packed form, with the
+// packed form's derived inputs (TokenPackingInputs) in `derived`, when
+// `token_packing` and the model has one (Model::packed()); else the model.
+GraphProgramSource DeviceProgramSourceFor(
+    const std::shared_ptr<const Model>& model, bool token_packing);
 
 // `share`: null, or the GPU's share for this model (the same ordinal each
 // call).

@@ -255,22 +255,31 @@ bool HasBatchDim(const ModelSignature& signature) {
 }
 
 // The signature's input shapes with a -1 dim 0 as `batch` and every other
-// -1 dim as `dim`.
-std::vector<Shape> ShapesWithSymbolicDims(const ModelSignature& signature,
+// -1 dim as `dim`; derived inputs at the largest shapes they take for the
+// others'.
+std::vector<Shape> ShapesWithSymbolicDims(const GraphProgramSource& source,
                                           int64_t batch, int64_t dim) {
+  const auto& inputs = source.signature.inputs;
+  const size_t own =
+      inputs.size() - (source.derived ? source.derived->count() : 0);
   std::vector<Shape> shapes;
-  for (const TensorSpec& spec : signature.inputs) {
-    Shape shape = spec.dims;
+  for (size_t i = 0; i < own; ++i) {
+    Shape shape = inputs[i].dims;
     for (size_t d = 0; d < shape.size(); ++d)
       if (shape[d] < 0) shape[d] = d == 0 ? batch : dim;
     shapes.push_back(std::move(shape));
+  }
+  if (source.derived != nullptr) {
+    const std::vector<Shape> derived =
+        source.derived->PossibleShapes(shapes)[0];
+    shapes.insert(shapes.end(), derived.begin(), derived.end());
   }
   return shapes;
 }
 
 // The smallest shapes the signature allows: every -1 dim as 1.
-std::vector<Shape> SmallestShapes(const ModelSignature& signature) {
-  return ShapesWithSymbolicDims(signature, 1, 1);
+std::vector<Shape> SmallestShapes(const GraphProgramSource& source) {
+  return ShapesWithSymbolicDims(source, 1, 1);
 }
 
 // The planner folds values of up to 64 KB, so a node folded at the smallest
@@ -287,8 +296,7 @@ absl::StatusOr<std::shared_ptr<const NeutralPlan>> LargePlan(
                             {1024, 128},
                             {1024, 64},
                             {64, 64}}) {
-    auto plan =
-        source.planner(ShapesWithSymbolicDims(source.signature, batch, dim));
+    auto plan = source.planner(ShapesWithSymbolicDims(source, batch, dim));
     if (plan.ok()) return plan;
     last = plan.status();
   }
@@ -308,13 +316,13 @@ absl::Status GraphProgram::Init() {
   auto idle = device_->CreateEvent();
   if (!idle.ok()) return idle.status();
   arena_idle_ = *std::move(idle);
-  batched_model_ = HasBatchDim(source_.signature);
+  batched_model_ = HasBatchDim(source_.signature) && source_.derived == nullptr;
 
   // Operators and attributes first; then, with the smallest shapes, what
   // only shapes tell (dtypes, layouts). Nodes that both the smallest plan
   // and a large one compute while planning never run, so they need no
   // kernel.
-  auto smallest = source_.planner(SmallestShapes(source_.signature));
+  auto smallest = source_.planner(SmallestShapes(source_));
   auto large = LargePlan(source_);
   std::vector<std::string> errors;
   for (const auto* specs :
@@ -336,7 +344,7 @@ absl::Status GraphProgram::Init() {
   if (errors.empty() && smallest.ok()) {
     auto bound = Bind(*smallest, &errors);
     if (!bound.ok()) return bound.status();
-    if (errors.empty()) plans_[SmallestShapes(source_.signature)] = *bound;
+    if (errors.empty()) plans_[SmallestShapes(source_)] = *bound;
   }
   if (!errors.empty()) {
     return absl::UnimplementedError(absl::StrCat("the ", device_->name(),

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/device/derived_inputs.h"
 #include "engine/device/device.h"
 #include "engine/device/device_constants.h"
 #include "engine/device/device_kernels.h"
@@ -43,6 +44,11 @@ struct GraphProgramSource {
   // Every node of the model, without shapes, for the load-time check. The
   // pointers in them stay valid while `planner` lives.
   std::vector<PlanNode> nodes;
+  // The inputs at the end of `signature` that the executor derives from
+  // the others (derived_inputs.h: a token-packed model's indices); null:
+  // none. The load-time plans take their largest shapes for the others',
+  // and batches of such a model are never padded (their dim 0 is no batch).
+  std::shared_ptr<const DerivedInputs> derived;
 };
 
 // Device graphs (CUDA graphs): the steps of a batch are captured once per

@@ -78,10 +78,12 @@ class PipelineSlot : public BatchSlot {
   // `enqueue_mu` serializes the program's Enqueue (held by the executor's
   // steps).
   PipelineSlot(Device* device, int ordinal, DeviceProgram* program,
+               const DerivedInputs* derived,
                std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
       : device_(device),
         ordinal_(ordinal),
         program_(program),
+        derived_(derived),
         health_(std::move(health)),
         enqueue_mu_(enqueue_mu) {}
 
@@ -93,6 +95,15 @@ class PipelineSlot : public BatchSlot {
     }
     inputs_.resize(program_->signature().inputs.size());
     outputs_.resize(program_->signature().outputs.size());
+    const int derived = derived_ == nullptr ? 0 : derived_->count();
+    if (derived > static_cast<int>(inputs_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("the program has ",
+                                                     inputs_.size(),
+                                                     " inputs, fewer "
+                                                     "than its ",
+                                                     derived, " derived ones"));
+    }
+    own_inputs_ = inputs_.size() - derived;
     input_pieces_.resize(inputs_.size());
     output_pieces_.resize(outputs_.size());
     return absl::OkStatus();
@@ -104,13 +115,20 @@ class PipelineSlot : public BatchSlot {
     for (auto& pieces : output_pieces_) pieces.clear();
     if (absl::Status health = health_(); !health.ok()) return health;
     const ModelSignature& sig = program_->signature();
-    if (shapes.size() != sig.inputs.size()) {
+    if (shapes.size() != own_inputs_) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "expected ", sig.inputs.size(), " inputs, got ", shapes.size()));
+          "expected ", own_inputs_, " inputs, got ", shapes.size()));
     }
-    auto output_shapes = program_->OutputShapes(shapes);
+    // Derived inputs are staged for their largest shapes (Compute sets
+    // theirs at CopyIn; the outputs do not depend on them).
+    std::vector<Shape> full = shapes;
+    if (derived_ != nullptr) {
+      const std::vector<Shape> largest = derived_->PossibleShapes(shapes)[0];
+      full.insert(full.end(), largest.begin(), largest.end());
+    }
+    auto output_shapes = program_->OutputShapes(full);
     if (!output_shapes.ok()) return output_shapes.status();
-    input_shapes_ = shapes;
+    input_shapes_ = std::move(full);
     output_shapes_ = *std::move(output_shapes);
     for (size_t i = 0; i < inputs_.size(); ++i) {
       absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
@@ -141,10 +159,22 @@ class PipelineSlot : public BatchSlot {
     return true;
   }
 
-  // ReadyFor without the memory.
+  // ReadyFor without the memory: for each possible set of derived shapes.
   bool CheckReady(const std::vector<Shape>& shapes) const {
+    if (shapes.size() != own_inputs_) return true;  // fails at once
+    if (derived_ == nullptr) return CheckProgramReady(shapes);
+    for (const std::vector<Shape>& derived : derived_->PossibleShapes(shapes)) {
+      std::vector<Shape> full = shapes;
+      full.insert(full.end(), derived.begin(), derived.end());
+      if (!CheckProgramReady(full)) return false;
+    }
+    return true;
+  }
+
+  // Whether the staging buffers hold a batch of the program's `shapes` and
+  // the program is ReadyFor it in them.
+  bool CheckProgramReady(const std::vector<Shape>& shapes) const {
     const ModelSignature& sig = program_->signature();
-    if (shapes.size() != sig.inputs.size()) return true;  // fails at once
     std::vector<const void*> in;
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (!Holds(inputs_[i], sig.inputs[i], shapes[i])) return false;
@@ -201,7 +231,7 @@ class PipelineSlot : public BatchSlot {
       return absl::UnimplementedError(
           absl::StrCat("shared device memory is not on ", device_->name()));
     }
-    if (index < 0 || index >= static_cast<int>(inputs_.size()) ||
+    if (index < 0 || index >= static_cast<int>(own_inputs_) ||
         offset > inputs_[index].bytes ||
         ref.size > inputs_[index].bytes - offset) {
       return absl::InvalidArgumentError(
@@ -236,6 +266,40 @@ class PipelineSlot : public BatchSlot {
     }
     output_pieces_[index].push_back(
         {row_bytes * static_cast<size_t>(first_row), bytes, ref.device_data()});
+    return absl::OkStatus();
+  }
+
+  // Fills the derived inputs' staging buffers from the batch's host
+  // inputs (null for one with bytes in shared device memory) and sets
+  // their shapes and byte counts. OK without derived inputs.
+  absl::Status ComputeDerived() {
+    if (derived_ == nullptr) return absl::OkStatus();
+    const std::vector<Shape> own(input_shapes_.begin(),
+                                 input_shapes_.begin() + own_inputs_);
+    std::vector<const void*> in;
+    for (size_t i = 0; i < own_inputs_; ++i) {
+      in.push_back(input_pieces_[i].empty() ? inputs_[i].host->data()
+                                            : nullptr);
+    }
+    std::vector<void*> out;
+    for (size_t i = own_inputs_; i < inputs_.size(); ++i)
+      out.push_back(inputs_[i].host->data());
+    auto shapes = derived_->Compute(own, in, out);
+    if (!shapes.ok()) return shapes.status();
+    const ModelSignature& sig = program_->signature();
+    for (size_t j = 0; j < shapes->size(); ++j) {
+      const size_t i = own_inputs_ + j;
+      const size_t bytes =
+          static_cast<size_t>(ElementCount((*shapes)[j]).value_or(0)) *
+          ElementByteSize(sig.inputs[i].dtype);
+      if (bytes > inputs_[i].host->size()) {
+        return absl::InternalError(
+            absl::StrCat("derived input '", sig.inputs[i].name,
+                         "' outgrew its staging buffer"));
+      }
+      input_shapes_[i] = (*shapes)[j];
+      inputs_[i].bytes = bytes;
+    }
     return absl::OkStatus();
   }
 
@@ -283,6 +347,8 @@ class PipelineSlot : public BatchSlot {
   Device* const device_;
   const int ordinal_;
   DeviceProgram* const program_;
+  const DerivedInputs* const derived_;  // may be null
+  size_t own_inputs_ = 0;  // the program's inputs before the derived ones
   const std::function<absl::Status()> health_;
   absl::Mutex* const enqueue_mu_;
   // ReadyFor's memory: shapes it said true for, at program epoch
@@ -299,10 +365,12 @@ class PipelineSlot : public BatchSlot {
 class PipelinedExecutorImpl : public PipelinedExecutor {
  public:
   PipelinedExecutorImpl(std::shared_ptr<Device> device,
-                        std::unique_ptr<DeviceProgram> program, int ordinal)
+                        std::unique_ptr<DeviceProgram> program, int ordinal,
+                        std::shared_ptr<const DerivedInputs> derived)
       : device_(std::move(device)),
         program_(std::move(program)),
-        ordinal_(ordinal) {}
+        ordinal_(ordinal),
+        derived_(std::move(derived)) {}
 
   ~PipelinedExecutorImpl() override {
     // Waiters first: every enqueued step completes; then the streams drain.
@@ -323,8 +391,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     for (int i = 0; i < num_slots; ++i) {
       auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), ordinal_, program_.get(), [this] { return health(); },
-          &enqueue_mu_);
+          device_.get(), ordinal_, program_.get(), derived_.get(),
+          [this] { return health(); }, &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
     }
@@ -347,6 +415,9 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     auto& slot = static_cast<PipelineSlot&>(*batch_slot);
     slot.copy_in_called = Clock::now();
     slot.batch_status = health();
+    if (slot.batch_status.ok()) {
+      slot.batch_status = Annotate(slot.ComputeDerived(), "derived inputs");
+    }
     const auto& inputs = program_->signature().inputs;
     for (size_t i = 0; i < inputs.size() && slot.batch_status.ok(); ++i) {
       slot.batch_status =
@@ -507,6 +578,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   const std::shared_ptr<Device> device_;
   const std::unique_ptr<DeviceProgram> program_;
   const int ordinal_;
+  const std::shared_ptr<const DerivedInputs> derived_;  // may be null
   std::vector<std::unique_ptr<PipelineSlot>> slots_;
   std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
       copy_out_stream_;
@@ -533,7 +605,8 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreatePipelinedExecutor(
         "pipelined executor: num_slots must be >= 1");
   }
   auto executor = std::make_unique<PipelinedExecutorImpl>(
-      std::move(device), std::move(program), options.device_ordinal);
+      std::move(device), std::move(program), options.device_ordinal,
+      options.derived);
   if (absl::Status s = executor->Init(options.num_slots); !s.ok()) return s;
   return executor;
 }

@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/device/derived_inputs.h"
 #include "engine/device/device.h"
 #include "engine/device/device_program.h"
 #include "engine/executor.h"
@@ -50,6 +51,15 @@ struct PipelinedExecutorOptions {
   // shared device memory on that ordinal device to device
   // (BatchSlot::Addresses). -1: they address none.
   int device_ordinal = -1;
+  // Inputs the program takes after the batch's own, computed on the host
+  // from them (derived_inputs.h); null: none. The slots then present the
+  // program's inputs without them. Staged in each slot like the others,
+  // for the largest of their PossibleShapes, filled at CopyIn (from the
+  // staged host inputs; an input read from shared device memory is passed
+  // as null) and copied in with the batch; the program runs the shapes
+  // Compute gave. A batch is ReadyFor its shapes when the program is for
+  // every possible set of derived shapes.
+  std::shared_ptr<const DerivedInputs> derived;
 };
 
 // health() (ExecutorInstance's) reports a sticky device fault: the

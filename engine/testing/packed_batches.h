@@ -1,0 +1,51 @@
+// What the token-packing tests share (engine/token_packing_test.cc, on the
+// CPU; engine/device/token_packing_device_test.cc, on the simulated
+// device): mixed-length batches of a corpus export's inputs, one batch run
+// through any executor instance, and the comparison of packed outputs with
+// padded ones.
+#ifndef COALESCE_ENGINE_TESTING_PACKED_BATCHES_H_
+#define COALESCE_ENGINE_TESTING_PACKED_BATCHES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/executor.h"
+#include "engine/shape.h"
+#include "engine/tensor_file.h"
+
+namespace coalesce::testing {
+
+struct FloatOutput {
+  Shape shape;
+  std::vector<float> values;
+};
+
+// Runs one batch of `inputs` on slot 0 of `exec`; every output FLOAT.
+absl::StatusOr<std::vector<FloatOutput>> RunBatch(
+    ExecutorInstance& exec, const std::vector<::coalesce::HostTensor>& inputs,
+    size_t num_outputs);
+
+// The inputs of corpus export `dir` (its test_data_set_0, int64 [1, S])
+// widened to a batch of `lengths`: each row the first row's tokens, the
+// attention_mask 1 for the row's length, ids past it 0 and the row's
+// largest id at its last real position (where CLIP's text model pools, at
+// the first largest id). Sets *seq to S.
+absl::StatusOr<std::vector<::coalesce::HostTensor>> MixedLengthInputs(
+    const std::string& dir, const std::vector<int64_t>& lengths, int64_t* seq);
+
+// "" when `packed` equals `padded` (within `tolerance` times the largest
+// magnitude, at least 1) at every real position of a [batch, seq] batch of
+// `lengths`, and everywhere in outputs that are not per position; the
+// packed outputs' padded positions are zero; and some padded position of
+// the padded run is not (so that a run that did not pack fails). Else what
+// differs.
+std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
+                                   const std::vector<FloatOutput>& packed,
+                                   const std::vector<int64_t>& lengths,
+                                   int64_t seq, float tolerance);
+
+}  // namespace coalesce::testing
+
+#endif  // COALESCE_ENGINE_TESTING_PACKED_BATCHES_H_
