@@ -108,13 +108,14 @@ class CpuBatchSlot : public BatchSlot {
 
   absl::Status RunBatch(WorkerScratch& scratch) {
     if (!status_.ok()) return status_;
-    absl::StatusOr<std::shared_ptr<const ExecutionPlan>> packed = nullptr;
+    // A batch the packed form cannot take (its plan fails to build) runs
+    // padded: right, only not faster.
     if (packed_ != nullptr) {
-      packed = packed_->PlanFor(shapes_, inputs_[packed_->mask_input()].data(),
-                                *plan_, &indices_);
-      if (!packed.ok()) return status_ = packed.status();
+      auto packed = packed_->PlanFor(
+          shapes_, inputs_[packed_->mask_input()].data(), *plan_, &indices_);
+      if (packed.ok() && *packed != nullptr)
+        return status_ = RunPacked(**packed, scratch);
     }
-    if (*packed != nullptr) return status_ = RunPacked(**packed, scratch);
     status_ = scratch.arena.Reserve(plan_->arena_bytes());
     if (!status_.ok()) return status_;
     scratch.strings.Clear();

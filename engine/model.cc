@@ -171,6 +171,12 @@ void Model::AddPackedForm(const std::shared_ptr<Model>& model,
         graph.constants[it->second]->byte_size == g.constants[id]->byte_size)
       g.constants[id] = graph.constants[it->second];
   }
+  if (absl::Status s =
+          CheckPackedAgreesWithPadded(model, *packed, packing->mask_input);
+      !s.ok()) {
+    model->packing_refusal_ = std::string(s.message());
+    return;
+  }
   model->packing_ = *packing;
   model->packed_ = *std::move(packed);
 }

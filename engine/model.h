@@ -36,11 +36,15 @@ struct ModelOptions {
   // NCHW-only operators (channels_last.cc); the device lowers either
   // layout. Servers choose NHWC with FP16 (tensor-core convolutions read
   // NHWC natively; docs/device-pipeline.md, "Layout").
+  //
   // Also build the model's token-packed form (engine/token_packing.h):
-  // its token-wise layers then run on a batch's real tokens only, and
-  // positions the padding mask pads come out as zeros. A model that does
-  // not qualify loads as if it were off, with the reason in
-  // Model::packing_refusal().
+  // its token-wise layers then run on a batch's real tokens only, and the
+  // outputs' positions the padding mask pads come out as zeros (except in
+  // a GPU batch whose mask is read from shared device memory, which runs
+  // with every row taken as real). A model that does not qualify, or
+  // whose packed form fails the load-time check against it
+  // (CheckPackedAgreesWithPadded), loads as if it were off, with the
+  // reason in Model::packing_refusal().
   bool token_packing = false;
 
   static ModelOptions ForDevice(bool channels_last = false) {
@@ -77,8 +81,9 @@ class Model {
   const Graph& graph() const { return graph_; }
 
   // With ModelOptions::token_packing, when the model qualifies: the same
-  // model in packed form, its inputs this model's then kPackIndexInput and
-  // kUnpackIndexInput (token_packing.h), its constants shared with this
+  // model in packed form, its inputs this model's then kPackIndexInput,
+  // kUnpackIndexInput and kSpreadIndexInput (token_packing.h), its
+  // constants shared with this
   // one; else null. packing() says which input is the padding mask.
   const std::shared_ptr<const Model>& packed() const { return packed_; }
   const TokenPacking& packing() const { return packing_; }

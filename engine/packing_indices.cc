@@ -68,10 +68,17 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
   const int64_t filler = out->pack.empty() ? 0 : out->pack.front();
   out->pack.resize(bucket, filler);
   out->spread = out->unpack;
-  for (size_t r = 0; r < out->unpack.size(); ++r) {
-    if (out->unpack[r] >= 0) continue;
-    out->unpack[r] = bucket;
-    out->spread[r] = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t* const spread = out->spread.data() + b * seq;
+    int64_t* const unpack = out->unpack.data() + b * seq;
+    const int64_t* real =
+        std::find_if(unpack, unpack + seq, [](int64_t u) { return u >= 0; });
+    const int64_t own = real == unpack + seq ? 0 : *real;
+    for (int64_t s = 0; s < seq; ++s) {
+      if (unpack[s] >= 0) continue;
+      unpack[s] = bucket;
+      spread[s] = own;
+    }
   }
   return absl::OkStatus();
 }

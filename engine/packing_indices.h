@@ -9,11 +9,13 @@
 //   unpack  [B*S]  for each padded row, its place in pack if it is real,
 //                  else T' (the zero row the model appends before
 //                  unpacking a graph output): padded rows come out as zeros;
-//   spread  [B*S]  the same with 0 (pack's first row) for padded rows: how
-//                  values unpacked for an attention are spread, the padded
-//                  rows any real row (the attention masks them as keys, and
-//                  what it computes for them as queries is never read), so
-//                  that no zero row has to be appended.
+//   spread  [B*S]  the same with, for a padded row, the place of its own
+//                  sequence's first real row (pack's first row when the
+//                  sequence has none): how values only attentions read are
+//                  unpacked, the padded rows a real row of the sequence (the
+//                  attention masks them as keys, and what it computes for
+//                  them as queries is never read), so that no zero row has
+//                  to be appended.
 // T' is TokenBucket(T, B, S): T rounded up to a multiple of ceil(B * S / 8),
 // so that one batch shape needs at most 8 packed plans, each computing at
 // most B * S / 8 rows more than the real ones. Pure functions.

@@ -40,7 +40,7 @@ TEST(PackingIndicesTest, RightPaddedRows) {
   EXPECT_EQ(p.tokens, 8);
   EXPECT_THAT(p.pack, ElementsAre(0, 1, 2, 4, 8, 9, 10, 11));
   EXPECT_THAT(p.unpack, ElementsAre(0, 1, 2, 8, 3, 8, 8, 8, 4, 5, 6, 7));
-  EXPECT_THAT(p.spread, ElementsAre(0, 1, 2, 0, 3, 0, 0, 0, 4, 5, 6, 7));
+  EXPECT_THAT(p.spread, ElementsAre(0, 1, 2, 0, 3, 3, 3, 3, 4, 5, 6, 7));
 }
 
 TEST(PackingIndicesTest, FillersRepeatTheFirstRealRow) {
@@ -54,8 +54,9 @@ TEST(PackingIndicesTest, FillersRepeatTheFirstRealRow) {
   EXPECT_THAT(p.pack, ElementsAre(1, 2, 8, 9, 10, 1));
   EXPECT_THAT(p.unpack, ElementsAre(6, 0, 1, 6, 6, 6, 6, 6,  //
                                     2, 3, 4, 6, 6, 6, 6, 6));
+  // A left-padded row spreads its first real row.
   EXPECT_THAT(p.spread, ElementsAre(0, 0, 1, 0, 0, 0, 0, 0,  //
-                                    2, 3, 4, 0, 0, 0, 0, 0));
+                                    2, 3, 4, 2, 2, 2, 2, 2));
 }
 
 TEST(PackingIndicesTest, NoRealRowStillGivesOneRow) {
@@ -96,6 +97,7 @@ TEST(PackingIndicesTest, ReusedOutputIsReset) {
   EXPECT_EQ(p.tokens, 2);
   EXPECT_THAT(p.pack, ElementsAre(0, 2));
   EXPECT_THAT(p.unpack, ElementsAre(0, 2, 1, 2));
+  EXPECT_THAT(p.spread, ElementsAre(0, 0, 1, 1));
 }
 
 TEST(PackingIndicesTest, StringMasksAreRefused) {

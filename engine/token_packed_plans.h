@@ -1,10 +1,11 @@
 // TokenPackedPlans: how an executor runs a model with a packed form
 // (Model::packed(), engine/token_packing.h): per batch, the padding mask
-// gives the pack and unpack indices (engine/packing_indices.h), and the
+// gives the pack, unpack and spread indices (engine/packing_indices.h), and the
 // batch runs the packed model's plan for its shapes and token bucket; a
 // batch without padding runs the padded plan as before (the packed one
 // would only add its copies). The packed plans are built on first use and
-// cached per shapes and bucket (at most kTokenBuckets per batch shape).
+// cached per shapes and bucket (at most kTokenBuckets per batch shape, so
+// the cache holds kTokenBuckets times a padded one's plans).
 //
 // Thread-compatible: one per executor instance, used from its worker.
 #ifndef COALESCE_ENGINE_TOKEN_PACKED_PLANS_H_
@@ -46,7 +47,7 @@ class TokenPackedPlans {
  private:
   TokenPackedPlans(std::shared_ptr<const Model> packed, int mask_input,
                    DataType mask_dtype)
-      : plans_(std::move(packed)),
+      : plans_(std::move(packed), kTokenBuckets * PlanCache::kDefaultMaxPlans),
         mask_input_(mask_input),
         mask_dtype_(mask_dtype) {}
 

@@ -2,6 +2,7 @@
 // edits of the graph.
 #include "engine/token_packing.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -173,9 +174,10 @@ class RowAnalysis {
   const int64_t opset_;
 };
 
-// The model input every attention's mask is computed from.
-absl::StatusOr<int> MaskInput(const NeutralPlan& plan) {
-  std::vector<AttentionSite> sites = FindAttention(plan);
+// The model input every attention's mask is computed from: a key padding
+// mask (varying along keys), not also read as token ids by a Gather.
+absl::StatusOr<int> MaskInput(const NeutralPlan& plan,
+                              const std::vector<AttentionSite>& sites) {
   if (sites.empty()) return Refuse("no attention found");
   std::vector<int> producer(plan.values.size(), -1);
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
@@ -187,6 +189,9 @@ absl::StatusOr<int> MaskInput(const NeutralPlan& plan) {
   for (const AttentionSite& site : sites) {
     if (site.mask.value < 0) {
       return Refuse("an attention has no mask (padded keys would be read)");
+    }
+    if (site.mask.strides[3] == 0) {
+      return Refuse("an attention's mask does not vary along its keys");
     }
     absl::flat_hash_set<int> inputs, seen;
     std::vector<int> stack = {site.mask.value};
@@ -209,7 +214,56 @@ absl::StatusOr<int> MaskInput(const NeutralPlan& plan) {
     }
     mask_input = *inputs.begin();
   }
+  const int mask_value = plan.inputs[mask_input];
+  for (const PlanNode& node : plan.nodes) {
+    if (*node.op_type == "Gather" && node.inputs.size() > 1 &&
+        node.inputs[1] == mask_value) {
+      return Refuse(
+          "the input the attention masks come from is also looked up as "
+          "token ids (a mask computed from the ids, such as ids != pad, is "
+          "not a padding mask input)");
+    }
+  }
   return mask_input;
+}
+
+// Values that only attentions read (their q, k and v, or a packed
+// projection only a Split into them reads): those may be unpacked with
+// their padded rows any real row, since the attentions mask them as keys
+// and their rows as queries are never read; any other value is unpacked
+// with zeros there.
+std::vector<bool> OnlyAttentionReads(const NeutralPlan& plan,
+                                     const std::vector<AttentionSite>& sites) {
+  std::vector<bool> operand(plan.values.size()), interior(plan.nodes.size());
+  for (const AttentionSite& site : sites) {
+    for (const AttentionOperand* o : {&site.q, &site.k, &site.v}) {
+      if (o->value >= 0) operand[o->value] = true;
+    }
+    for (int n : site.nodes) interior[n] = true;
+  }
+  std::vector<std::vector<int>> readers(plan.values.size());
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    for (int i : plan.nodes[n].inputs) {
+      if (i >= 0) readers[i].push_back(static_cast<int>(n));
+    }
+  }
+  auto into_operands = [&](int n) {
+    const PlanNode& node = plan.nodes[n];
+    if (interior[n]) return true;
+    if (*node.op_type != "Split") return false;
+    for (int o : node.outputs) {
+      if (o >= 0 && !operand[o]) return false;
+    }
+    return true;
+  };
+  std::vector<bool> only(plan.values.size());
+  for (size_t v = 0; v < plan.values.size(); ++v) {
+    if (readers[v].empty()) continue;
+    only[v] = operand[v] ||
+              std::all_of(readers[v].begin(), readers[v].end(), into_operands);
+  }
+  for (int o : plan.outputs) only[o] = false;
+  return only;
 }
 
 // The row-wise nodes (by plan index) in connected parts that hold a
@@ -392,8 +446,10 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
   if (!probes.ok()) return probes.status();
   const NeutralPlan& plan = *probes->plan[0];
   const RowAnalysis rows(*probes, padded->opset_version());
-  absl::StatusOr<int> mask = MaskInput(plan);
+  const std::vector<AttentionSite> sites = FindAttention(plan);
+  absl::StatusOr<int> mask = MaskInput(plan, sites);
   if (!mask.ok()) return mask.status();
+  const std::vector<bool> spread = OnlyAttentionReads(plan, sites);
   const std::vector<bool> region = Region(plan, rows);
   TokenPacking info;
   info.mask_input = *mask;
@@ -424,9 +480,7 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       }
     }
   }
-  std::vector<bool> output(count);
   for (int o : plan.outputs) {
-    output[o] = true;
     if (packed[o]) leaves[o] = true;
   }
 
@@ -468,7 +522,7 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       ++info.packs;
     }
     if (leaves[id]) {
-      rewriter.Unpack(names[id], rows.Width(id), /*zeros=*/output[id]);
+      rewriter.Unpack(names[id], rows.Width(id), /*zeros=*/!spread[id]);
       ++info.unpacks;
     }
   }

@@ -74,6 +74,19 @@ struct TokenPacking {
 absl::StatusOr<TokenPacking> RewriteForTokenPacking(
     std::shared_ptr<const Model> padded, onnx::GraphProto* graph);
 
+// The load-time check of a packed form: `padded` and `packed` run on the
+// CPU on a probe batch of two rows (lengths S and S / 2, S the model's
+// sequence length or 8; the mask 1 at real positions, an input named like
+// input_ids ids 1 to 5 and every other input 0 and 1 at every position,
+// varying along the row), and must agree at every
+// real position within 1e-4 of the outputs' magnitude. FailedPrecondition
+// saying so when they do not (positions mixed outside the attentions, a
+// mask that means something else), or for an input type it cannot fill;
+// a run's error as it is.
+absl::Status CheckPackedAgreesWithPadded(
+    const std::shared_ptr<const Model>& padded,
+    const std::shared_ptr<const Model>& packed, int mask_input);
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_TOKEN_PACKING_H_

@@ -127,11 +127,18 @@ TEST(TokenPackingTest, ModelsThatDoNotQualifyAreRefusedWithTheReason) {
   }
 }
 
-// A one-layer encoder: ids and mask [B, S], an embedding [10, 8], Q, K and
-// V dense layers, two heads, the mask's (1 - m) * -10000 added to the
-// scores unless `mask` is false, the out-projection, residual and
-// LayerNorm.
-std::shared_ptr<const Model> SmallEncoder(bool mask, bool packing) {
+// How SmallEncoder's scores are masked.
+enum class Mask {
+  kNone,      // not at all
+  kPadding,   // (1 - m) * -10000, m the attention_mask input (1: real)
+  kInverted,  // m * -10000 (1: padding, as PyTorch's key_padding_mask)
+  kFromIds,   // (1 - (ids != 0)) * -10000, the ids as the mask
+};
+
+// A one-layer encoder: ids and attention_mask [B, S], an embedding [10, 8],
+// Q, K and V dense layers, two heads, the scores masked as `mask` says,
+// the out-projection, residual and LayerNorm.
+std::shared_ptr<const Model> SmallEncoder(Mask mask, bool packing) {
   constexpr int64_t kE = 8;
   OnnxModelBuilder b(17);
   b.Input("ids", {-1, -1}, onnx::TensorProto::INT64)
@@ -163,12 +170,23 @@ std::shared_ptr<const Model> SmallEncoder(bool mask, bool packing) {
   b.Node("MatMul", {"qh", "kt"}, {"s"});
   b.Node("Mul", {"s", "half"}, {"scaled"});
   std::string scores = "scaled";
-  if (mask) {
-    testing::SetIntAttr(b.Node("Cast", {"attention_mask"}, {"m"}), "to",
+  if (mask != Mask::kNone) {
+    std::string source = "attention_mask";
+    if (mask == Mask::kFromIds) {
+      b.Int64Initializer("pad_id", {}, {0});
+      b.Node("Equal", {"ids", "pad_id"}, {"is_pad"});
+      b.Node("Not", {"is_pad"}, {"from_ids"});
+      source = "from_ids";
+    }
+    testing::SetIntAttr(b.Node("Cast", {source}, {"m"}), "to",
                         onnx::TensorProto::FLOAT);
     b.Node("Unsqueeze", {"m", "axes"}, {"m4"});
-    b.Node("Sub", {"one", "m4"}, {"inverted"});
-    b.Node("Mul", {"inverted", "big"}, {"additive"});
+    if (mask == Mask::kInverted) {
+      b.Node("Mul", {"m4", "big"}, {"additive"});
+    } else {
+      b.Node("Sub", {"one", "m4"}, {"inverted"});
+      b.Node("Mul", {"inverted", "big"}, {"additive"});
+    }
     b.Node("Add", {"scaled", "additive"}, {"masked"});
     scores = "masked";
   }
@@ -187,24 +205,24 @@ std::shared_ptr<const Model> SmallEncoder(bool mask, bool packing) {
   return model.ok() ? *model : nullptr;
 }
 
-TEST(TokenPackingTest, SmallEncoderPacksItsDenseLayers) {
-  std::shared_ptr<const Model> packed = SmallEncoder(true, true);
-  std::shared_ptr<const Model> padded = SmallEncoder(true, false);
+// SmallEncoder packed and padded on a [batch, seq] batch whose real
+// positions are `real`: equal there, the packed run zero elsewhere.
+void ExpectSmallEncoderPacks(const std::vector<uint8_t>& real, int64_t batch,
+                             int64_t seq) {
+  std::shared_ptr<const Model> packed = SmallEncoder(Mask::kPadding, true);
+  std::shared_ptr<const Model> padded = SmallEncoder(Mask::kPadding, false);
   ASSERT_NE(packed, nullptr);
   ASSERT_NE(packed->packed(), nullptr) << packed->packing_refusal();
   // The Q, K and V products (one, fused), the out-projection with its
   // residual, the LayerNorm.
   EXPECT_GE(packed->packing().region_nodes, 3);
-  const std::vector<int64_t> lengths = {7, 2, 4};
   std::vector<int64_t> ids, mask;
-  for (int64_t length : lengths) {
-    for (int64_t s = 0; s < 7; ++s) {
-      ids.push_back((s * 3 + length) % 10);
-      mask.push_back(s < length);
-    }
+  for (size_t i = 0; i < real.size(); ++i) {
+    ids.push_back((i * 3 + 1) % 10);
+    mask.push_back(real[i]);
   }
-  auto tensor = [](const char* name, const std::vector<int64_t>& v) {
-    HostTensor t{name, DataType::kInt64, {3, 7}, ""};
+  auto tensor = [&](const char* name, const std::vector<int64_t>& v) {
+    HostTensor t{name, DataType::kInt64, {batch, seq}, ""};
     t.bytes.assign(reinterpret_cast<const char*>(v.data()),
                    v.size() * sizeof(int64_t));
     return t;
@@ -212,14 +230,47 @@ TEST(TokenPackingTest, SmallEncoderPacksItsDenseLayers) {
   const std::vector<HostTensor> inputs = {tensor("ids", ids),
                                           tensor("attention_mask", mask)};
   EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, inputs),
-                                            RunOnCpu(packed, inputs), lengths,
-                                            7, 1e-5f),
+                                            RunOnCpu(packed, inputs), real,
+                                            batch, seq, 1e-5f),
             "");
+}
+
+TEST(TokenPackingTest, SmallEncoderPacksRightPaddedRows) {
+  ExpectSmallEncoderPacks({1, 1, 1, 1, 1, 1, 1,  //
+                           1, 1, 0, 0, 0, 0, 0,  //
+                           1, 1, 1, 1, 0, 0, 0},
+                          3, 7);
+}
+
+// Left padding and a hole: the indices follow the mask, not lengths.
+TEST(TokenPackingTest, SmallEncoderPacksLeftPaddedRowsAndHoles) {
+  ExpectSmallEncoderPacks({0, 0, 0, 1, 1, 1,  //
+                           1, 1, 0, 0, 1, 1,  //
+                           0, 0, 0, 0, 0, 1},
+                          3, 6);
+}
+
+// A mask that means padding where it is 1 qualifies by its shape and fails
+// the load-time check; a mask computed from the ids is refused by name.
+TEST(TokenPackingTest, MasksOfAnotherMeaningAreRefused) {
+  std::shared_ptr<const Model> inverted = SmallEncoder(Mask::kInverted, true);
+  ASSERT_NE(inverted, nullptr);
+  EXPECT_EQ(inverted->packed(), nullptr);
+  EXPECT_NE(inverted->packing_refusal().find(
+                "differs from the padded model's at real positions"),
+            std::string::npos)
+      << inverted->packing_refusal();
+  std::shared_ptr<const Model> from_ids = SmallEncoder(Mask::kFromIds, true);
+  ASSERT_NE(from_ids, nullptr);
+  EXPECT_EQ(from_ids->packed(), nullptr);
+  EXPECT_NE(from_ids->packing_refusal().find("also looked up as token ids"),
+            std::string::npos)
+      << from_ids->packing_refusal();
 }
 
 // Perturbed: without the mask, padded keys would be read.
 TEST(TokenPackingTest, AttentionWithoutMaskIsRefused) {
-  std::shared_ptr<const Model> model = SmallEncoder(false, true);
+  std::shared_ptr<const Model> model = SmallEncoder(Mask::kNone, true);
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->packed(), nullptr);
   EXPECT_NE(model->packing_refusal().find("an attention has no mask"),

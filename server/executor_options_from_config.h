@@ -39,7 +39,7 @@
 //                    instances run (CPU: batches with padding; GPU: every
 //                    batch): a transformer's dense layers then compute the
 //                    real tokens only, and positions the padding mask pads
-//                    come out as zeros.
+//                    come out as zeros (docs/engine.md, Token packing).
 // Other parameter keys are left to other readers and ignored here.
 #ifndef COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_
 #define COALESCE_SERVER_EXECUTOR_OPTIONS_FROM_CONFIG_H_

@@ -1,7 +1,7 @@
 // DerivedInputs: inputs a device program takes after a batch's own, which
 // its executor computes on the host from the batch's inputs while staging
-// them (a token-packed model's pack and unpack indices, computed from its
-// padding mask: engine/device/token_packing_inputs.h). The pipelined
+// them (a token-packed model's pack, unpack and spread indices, computed from
+// its padding mask: engine/device/token_packing_inputs.h). The pipelined
 // executor (pipelined_executor.h) presents the program's inputs without
 // them, stages them with the rest and uploads them with the batch.
 //

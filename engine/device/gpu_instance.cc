@@ -44,6 +44,17 @@ absl::StatusOr<std::unique_ptr<PipelinedExecutor>> CreateGpuInstance(
   auto program =
       CreateGraphProgram(share->device, *std::move(kernels), std::move(source),
                          options.program, share->constants);
+  // A packed form the device cannot run (a node it has no kernel for):
+  // the model as it is, padded.
+  if (!program.ok() && absl::IsUnimplemented(program.status()) &&
+      pipeline.derived != nullptr) {
+    kernels = plugin.CreateKernels(share->device, options.kernels);
+    if (!kernels.ok()) return kernels.status();
+    pipeline.derived = nullptr;
+    program = CreateGraphProgram(share->device, *std::move(kernels),
+                                 DeviceProgramSourceFor(model, false),
+                                 options.program, share->constants);
+  }
   if (!program.ok()) return program.status();
   return CreatePipelinedExecutor(share->device, *std::move(program), pipeline);
 }

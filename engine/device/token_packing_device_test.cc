@@ -2,8 +2,8 @@
 // through the pipelined executor as a GPU instance would run them
 // (DeviceProgramSourceFor: the packed program, its indices derived from
 // the staged mask), against the same model padded on the same device, in
-// FP32 and FP16, on a batch of lengths 16, 5, 11 and 1; and the derived
-// inputs' shapes and readiness.
+// FP32 and FP16, three batches in turn on one instance; and the derived
+// inputs' shapes (every token bucket a batch can take).
 #include <memory>
 #include <set>
 #include <string>

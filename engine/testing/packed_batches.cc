@@ -79,8 +79,21 @@ std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
                                    const std::vector<FloatOutput>& packed,
                                    const std::vector<int64_t>& lengths,
                                    int64_t seq, float tolerance) {
+  std::vector<uint8_t> real;
+  for (int64_t length : lengths) {
+    for (int64_t s = 0; s < seq; ++s) real.push_back(s < length);
+  }
+  return CompareAtRealPositions(padded, packed, real,
+                                static_cast<int64_t>(lengths.size()), seq,
+                                tolerance);
+}
+
+std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
+                                   const std::vector<FloatOutput>& packed,
+                                   const std::vector<uint8_t>& real,
+                                   int64_t batch, int64_t seq,
+                                   float tolerance) {
   if (padded.size() != packed.size()) return "output counts differ";
-  const int64_t batch = static_cast<int64_t>(lengths.size());
   std::string problems;
   for (size_t o = 0; o < padded.size(); ++o) {
     const FloatOutput& a = padded[o];
@@ -99,7 +112,7 @@ std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
     int64_t packed_nonzero = 0;
     for (size_t i = 0; i < a.values.size(); ++i) {
       const int64_t position = static_cast<int64_t>(i / row);
-      if (!per_position || position % seq < lengths[position / seq]) {
+      if (!per_position || real[position]) {
         worst = std::max(worst, std::fabs(a.values[i] - b.values[i]));
       } else {
         packed_nonzero += b.values[i] != 0.0f;

@@ -46,6 +46,13 @@ std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
                                    const std::vector<int64_t>& lengths,
                                    int64_t seq, float tolerance);
 
+// The same for any padding: `real` [batch * seq], nonzero at real
+// positions (a left-padded row, a hole).
+std::string CompareAtRealPositions(const std::vector<FloatOutput>& padded,
+                                   const std::vector<FloatOutput>& packed,
+                                   const std::vector<uint8_t>& real,
+                                   int64_t batch, int64_t seq, float tolerance);
+
 }  // namespace coalesce::testing
 
 #endif  // COALESCE_ENGINE_TESTING_PACKED_BATCHES_H_
