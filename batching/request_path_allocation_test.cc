@@ -84,7 +84,7 @@ class RequestPathAllocationTest : public ::testing::Test {
     auto prepared = std::make_unique<PreparedRequest>();
     prepared->request = std::make_unique<InferenceRequest>();
     prepared->request->inputs.push_back(
-        RequestInput{"x", DataType::kFp32, {1, kWidth}, input_});
+        RequestInput{"x", DataType::kFp32, {1, kWidth}, input_, {}});
     prepared->request->sink =
         std::make_unique<PreparedSink>(&prepared->done, &prepared->status);
     return prepared;

@@ -31,8 +31,12 @@ struct WorkerScratch {
 class CpuBatchSlot : public BatchSlot {
  public:
   // `packed` (may be null) is the instance's, used on its worker only.
-  CpuBatchSlot(PlanCache* plans, TokenPackedPlans* packed, NodeProfile* profile)
-      : plans_(plans), packed_(packed), profile_(profile) {}
+  CpuBatchSlot(PlanCache* plans, TokenPackedPlans* packed, NodeProfile* profile,
+               NodeProfile* packed_profile)
+      : plans_(plans),
+        packed_(packed),
+        profile_(profile),
+        packed_profile_(packed_profile) {}
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
     plan_ = nullptr;
@@ -167,8 +171,9 @@ class CpuBatchSlot : public BatchSlot {
     in.push_back(reinterpret_cast<const char*>(indices_.spread.data()));
     out.clear();
     for (AlignedBuffer& output : outputs_) out.push_back(output.data());
-    return plan.Execute(in, out, scratch.arena.data(),
-                        {.strings = &scratch.strings});
+    return plan.Execute(
+        in, out, scratch.arena.data(),
+        {.profile = packed_profile_, .strings = &scratch.strings});
   }
 
   // Points `handles` at the elements of BYTES input i's serialized buffer.
@@ -196,8 +201,9 @@ class CpuBatchSlot : public BatchSlot {
   }
 
   PlanCache* const plans_;
-  TokenPackedPlans* const packed_;  // may be null
-  NodeProfile* const profile_;      // may be null
+  TokenPackedPlans* const packed_;     // may be null
+  NodeProfile* const profile_;         // may be null
+  NodeProfile* const packed_profile_;  // may be null
   std::shared_ptr<const ExecutionPlan> plan_;
   std::vector<Shape> shapes_;  // the batch's input shapes
   PackingIndices indices_;     // the packed batch's, reused
@@ -216,17 +222,18 @@ class CpuExecutorInstance : public ExecutorInstance {
   CpuExecutorInstance(std::shared_ptr<const Model> model,
                       const CpuExecutorOptions& options)
       : plans_(model),
-        // The profile counts the model's own nodes: profiled runs stay
-        // padded.
-        packed_(options.profile == nullptr ? TokenPackedPlans::For(model)
-                                           : nullptr),
+        // A profile of the model's own nodes without one of the packed
+        // form's: profiled runs stay padded.
+        packed_(options.profile == nullptr || options.packed_profile != nullptr
+                    ? TokenPackedPlans::For(model)
+                    : nullptr),
         stream_([options] {
           kernels::SetIntraOpThreads(options.intra_op_threads);
           if (options.flush_denormals) kernels::SetFlushDenormals(true);
         }) {
     for (int i = 0; i < options.num_slots; ++i) {
-      slots_.push_back(std::make_unique<CpuBatchSlot>(&plans_, packed_.get(),
-                                                      options.profile));
+      slots_.push_back(std::make_unique<CpuBatchSlot>(
+          &plans_, packed_.get(), options.profile, options.packed_profile));
     }
   }
 
@@ -326,6 +333,13 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateCpuExecutor(
     return absl::InvalidArgumentError(
         absl::StrCat("the profile has ", options.profile->size(),
                      " nodes, the model ", model->graph().nodes.size()));
+  }
+  if (options.packed_profile != nullptr &&
+      (model->packed() == nullptr ||
+       options.packed_profile->size() !=
+           model->packed()->graph().nodes.size())) {
+    return absl::InvalidArgumentError(
+        "the packed profile does not fit the model's packed form");
   }
   return std::make_unique<CpuExecutorInstance>(std::move(model), options);
 }

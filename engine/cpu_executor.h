@@ -43,6 +43,11 @@ struct CpuExecutorOptions {
   // REQUIRES: sized for model->graph().nodes; outlives the instance and is
   // used by no other instance.
   NodeProfile* profile = nullptr;
+  // When set, every batch that runs the model's packed form (Model::packed,
+  // engine/token_packed_plans.h) adds each of that form's nodes' time to it;
+  // `profile` then counts only the batches run padded.
+  // REQUIRES: sized for model->packed()->graph().nodes; as `profile`.
+  NodeProfile* packed_profile = nullptr;
 };
 
 // InvalidArgument when model is null or an option is below 1.

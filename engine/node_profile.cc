@@ -9,4 +9,9 @@ void NodeProfile::Reset() {
   std::fill(runs_.begin(), runs_.end(), 0);
 }
 
+bool NodeProfile::ran() const {
+  return std::any_of(runs_.begin(), runs_.end(),
+                     [](int64_t runs) { return runs != 0; });
+}
+
 }  // namespace coalesce

@@ -27,6 +27,8 @@ class NodeProfile {
   }
 
   size_t size() const { return nanos_.size(); }
+  // Whether any node ran since construction or Reset.
+  bool ran() const;
   int64_t nanos(size_t node) const { return nanos_[node]; }
   int64_t runs(size_t node) const { return runs_[node]; }
 

@@ -12,6 +12,7 @@
 #include "engine/model.h"
 #include "engine/packing_indices.h"
 #include "engine/token_packing.h"
+#include "kernels/cpu/threading.h"
 
 namespace coalesce {
 namespace {
@@ -103,6 +104,9 @@ absl::StatusOr<std::vector<AlignedBuffer>> RunOnce(
 absl::Status CheckPackedAgreesWithPadded(
     const std::shared_ptr<const Model>& padded,
     const std::shared_ptr<const Model>& packed, int mask_input) {
+  // The probe batch is small; on the loading thread, an OpenMP pool would
+  // slow every executor's parallel regions (kernels/cpu/threading.h).
+  const kernels::ScopedIntraOpThreads one_thread(1);
   const ModelSignature& sig = padded->signature();
   const Shape& dims = sig.inputs[mask_input].dims;
   const int64_t seq =

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/cpu_executor.h"
@@ -19,6 +21,7 @@
 #include "engine/testing/onnx_model_builder.h"
 #include "engine/testing/packed_batches.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/threading.h"
 
 namespace coalesce {
 namespace {
@@ -276,6 +279,72 @@ TEST(TokenPackingTest, AttentionWithoutMaskIsRefused) {
   EXPECT_NE(model->packing_refusal().find("an attention has no mask"),
             std::string::npos)
       << model->packing_refusal();
+}
+
+// A profiled instance profiles the form each batch ran: the packed form's
+// nodes for a batch with padding, the model's own for one without.
+TEST(TokenPackingTest, ProfilesCountTheFormEachBatchRan) {
+  std::shared_ptr<const Model> model = SmallEncoder(Mask::kPadding, true);
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(model->packed(), nullptr) << model->packing_refusal();
+  NodeProfile profile(model->graph().nodes.size());
+  NodeProfile packed_profile(model->packed()->graph().nodes.size());
+  auto exec = CreateCpuExecutor(
+      model, {.profile = &profile, .packed_profile = &packed_profile});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  auto batch = [](std::vector<int64_t> mask) {
+    std::vector<HostTensor> inputs;
+    for (const char* name : {"ids", "attention_mask"}) {
+      HostTensor t{name, DataType::kInt64, {2, 3}, ""};
+      t.bytes.assign(reinterpret_cast<const char*>(mask.data()),
+                     mask.size() * sizeof(int64_t));
+      inputs.push_back(std::move(t));
+    }
+    return inputs;
+  };
+  ASSERT_TRUE(testing::RunBatch(**exec, batch({1, 1, 0, 1, 0, 0}), 1).ok());
+  EXPECT_TRUE(packed_profile.ran());
+  EXPECT_FALSE(profile.ran());
+  packed_profile.Reset();
+  ASSERT_TRUE(testing::RunBatch(**exec, batch({1, 1, 1, 1, 1, 1}), 1).ok());
+  EXPECT_FALSE(packed_profile.ran());
+  EXPECT_TRUE(profile.ran());
+
+  NodeProfile wrong(model->graph().nodes.size() + 1);
+  EXPECT_FALSE(CreateCpuExecutor(model, {.packed_profile = &wrong}).ok());
+}
+
+// Threads of this process now.
+int ProcessThreads() {
+  int n = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+// The load-time check runs both forms on the loading thread: with one
+// kernel thread, so that OpenMP starts no pool there (a pool that outlives
+// the load slows every executor's parallel regions, kernels/cpu/threading.h).
+// The small encoder's attention products (4 per MatMul) would run on a
+// second thread at a limit of 2.
+TEST(TokenPackingTest, TheLoadTimeCheckStartsNoKernelThreads) {
+  int before = 0, after = 0, limit_after = 0;
+  std::shared_ptr<const Model> model;
+  std::thread loader([&] {
+    kernels::SetIntraOpThreads(2);
+    before = ProcessThreads();
+    model = SmallEncoder(Mask::kPadding, true);
+    after = ProcessThreads();
+    limit_after = kernels::IntraOpThreads();
+  });
+  loader.join();
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(model->packed(), nullptr) << model->packing_refusal();
+  EXPECT_LE(after, before);
+  EXPECT_EQ(limit_after, 2);
 }
 
 }  // namespace

@@ -352,15 +352,17 @@ TimingSummary Summarize(std::vector<double> runs_ms) {
 
 // `warmup` untimed runs, then `repeat` runs timed one by one with steady_clock
 // (each includes writing the inputs into the slot, as a server batch does).
-// The profile, when there is one, is reset after the warm-up.
+// The profiles (null ones skipped) are reset after the warm-up.
 absl::StatusOr<TimingSummary> TimeRuns(ExecutorInstance& executor,
                                        const std::vector<HostTensor>& inputs,
                                        int warmup, int repeat,
-                                       NodeProfile* profile) {
+                                       std::vector<NodeProfile*> profiles) {
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = RunOnce(executor, inputs); !s.ok()) return s;
   }
-  if (profile != nullptr) profile->Reset();
+  for (NodeProfile* profile : profiles) {
+    if (profile != nullptr) profile->Reset();
+  }
   std::vector<double> runs_ms;
   for (int i = 0; i < repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -481,7 +483,8 @@ absl::StatusOr<std::unique_ptr<ExecutorInstance>> CreateSimulatedExecutor(
   options.device_memory_bytes = options.pinned_memory_bytes = size_t{8} << 30;
   auto device = std::make_shared<SimulatedDevice>(options);
   GraphProgramSource source = DeviceProgramSourceFor(model, true);
-  PipelinedExecutorOptions pipeline{1};
+  PipelinedExecutorOptions pipeline;
+  pipeline.num_slots = 1;
   pipeline.derived = source.derived;
   auto program = CreateGraphProgram(
       device, CreateSimulatedKernels(device.get()), std::move(source),
@@ -540,18 +543,26 @@ absl::Status Run(const Flags& flags) {
     return absl::InternalError(
         absl::StrCat("cannot create '", flags.output_dir, "': ", ec.message()));
   }
-  std::optional<NodeProfile> profile;
-  if (!flags.profile_json.empty())
+  // With a packed form, a batch with padding runs it: its nodes are
+  // profiled apart, and reported when they ran.
+  const Model* const packed = (*model)->packed().get();
+  std::optional<NodeProfile> profile, packed_profile;
+  if (!flags.profile_json.empty()) {
     profile.emplace((*model)->graph().nodes.size());
+    if (packed != nullptr) packed_profile.emplace(packed->graph().nodes.size());
+  }
   NodeProfile* const profile_or_null = profile ? &*profile : nullptr;
   absl::StatusOr<std::unique_ptr<ExecutorInstance>> executor =
       flags.device == "gpu" ? CreateGpuExecutor(flags, *model)
       : flags.device == "simulated"
           ? CreateSimulatedExecutor(flags, *model)
           : CreateCpuExecutor(
-                *model, CpuExecutorOptions{.intra_op_threads = flags.threads,
-                                           .num_slots = 1,
-                                           .profile = profile_or_null});
+                *model, CpuExecutorOptions{
+                            .intra_op_threads = flags.threads,
+                            .num_slots = 1,
+                            .profile = profile_or_null,
+                            .packed_profile =
+                                packed_profile ? &*packed_profile : nullptr});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =
@@ -560,11 +571,16 @@ absl::Status Run(const Flags& flags) {
     return s;
   }
   if (flags.repeat == 0) return absl::OkStatus();
-  absl::StatusOr<TimingSummary> timing = TimeRuns(
-      **executor, *inputs, flags.warmup, flags.repeat, profile_or_null);
+  absl::StatusOr<TimingSummary> timing =
+      TimeRuns(**executor, *inputs, flags.warmup, flags.repeat,
+               {profile_or_null, packed_profile ? &*packed_profile : nullptr});
   if (!timing.ok()) return timing.status();
   if (absl::Status s = ReportTiming(flags, *timing); !s.ok()) return s;
   if (!profile) return absl::OkStatus();
+  if (packed_profile && packed_profile->ran()) {
+    std::printf("profile of the packed form (every timed run was packed)\n");
+    return ReportProfile(flags, *packed, *packed_profile);
+  }
   return ReportProfile(flags, **model, *profile);
 }
 

@@ -194,17 +194,14 @@ class MatMulOp : public OpKernel {
       return kernels::Sgemm(
           {.m = batches * d->m, .n = d->n, .k = d->k, .beta = beta}, a, b, y);
     }
-    for (int64_t i = 0; i < batches; ++i) {
-      const float* a_i =
-          a + BatchOffset(i, d->a_batch, d->out_batch) * d->m * d->k;
-      const float* b_i =
-          b + BatchOffset(i, d->b_batch, d->out_batch) * d->k * d->n;
-      absl::Status s =
-          kernels::Sgemm({.m = d->m, .n = d->n, .k = d->k, .beta = beta}, a_i,
-                         b_i, y + i * d->m * d->n);
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return kernels::SgemmBatch(
+        {.m = d->m, .n = d->n, .k = d->k, .beta = beta}, batches,
+        [&](int64_t i) {
+          return kernels::GemmOperands{
+              .a = a + BatchOffset(i, d->a_batch, d->out_batch) * d->m * d->k,
+              .b = b + BatchOffset(i, d->b_batch, d->out_batch) * d->k * d->n,
+              .c = y + i * d->m * d->n};
+        });
   }
 
   kernels::FusedActivation activation_;

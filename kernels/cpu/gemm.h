@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 
 namespace coalesce::kernels {
@@ -31,6 +32,23 @@ struct GemmParams {
 // fails.
 absl::Status Sgemm(const GemmParams& params, const float* a, const float* b,
                    float* c);
+
+// One entry of SgemmBatch: its matrices.
+struct GemmOperands {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+};
+
+// `count` independent products of the same `params`, entry i's matrices
+// given by operands(i) (called once per entry, from any of the calling
+// thread's OpenMP threads). Small products (a batched MatMul's per-head
+// attention products) run one per thread, each single-threaded, in one
+// parallel region, instead of one parallel region each; large ones run one
+// after the other, each threaded. The first error is returned (entries after
+// it may still have run).
+absl::Status SgemmBatch(const GemmParams& params, int64_t count,
+                        absl::FunctionRef<GemmOperands(int64_t)> operands);
 
 // Fills the M x N matrix y with c broadcast from c_rows x c_cols, where
 // c_rows is 1 or M and c_cols is 1 or N.

@@ -1,11 +1,17 @@
 #include "kernels/cpu/gemm.h"
 
+#include <omp.h>
+
 #include <cmath>
+#include <mutex>
 #include <ostream>
 #include <random>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/threading.h"
 
 namespace coalesce::kernels {
 namespace {
@@ -93,6 +99,59 @@ TEST(GemmTest, BetaZeroIgnoresNanInOutput) {
   ASSERT_TRUE(
       Sgemm({.m = 2, .n = 2, .k = 2}, a.data(), b.data(), small.data()).ok());
   for (float x : small) ASSERT_FALSE(std::isnan(x));
+}
+
+// Entry i of a batch reads A's matrix i and B's matrix i % 2 (a broadcast
+// B, as a batched MatMul's can be); each entry must equal its own product.
+void ExpectBatchMatchesNaive(int64_t count, int64_t m, int64_t n, int64_t k,
+                             std::set<int>* region_threads) {
+  const auto a = Random(count * m * k, 6), b = Random(2 * k * n, 7);
+  const auto c0 = Random(count * m * n, 8);
+  std::vector<float> c = c0;
+  std::mutex mu;
+  const absl::Status s =
+      SgemmBatch({.m = m, .n = n, .k = k, .beta = 0.5f}, count, [&](int64_t i) {
+        {
+          const std::lock_guard<std::mutex> lock(mu);
+          region_threads->insert(omp_get_thread_num());
+        }
+        return GemmOperands{.a = a.data() + i * m * k,
+                            .b = b.data() + (i % 2) * k * n,
+                            .c = c.data() + i * m * n};
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<float> ai(a.begin() + i * m * k,
+                                a.begin() + (i + 1) * m * k);
+    const std::vector<float> bi(b.begin() + (i % 2) * k * n,
+                                b.begin() + (i % 2 + 1) * k * n);
+    const std::vector<float> ci(c0.begin() + i * m * n,
+                                c0.begin() + (i + 1) * m * n);
+    const auto want = NaiveGemm(false, false, m, n, k, 1.0f, ai, bi, 0.5f, ci);
+    for (int64_t j = 0; j < m * n; ++j)
+      ASSERT_NEAR(c[i * m * n + j], want[j], 1e-3f) << "entry " << i;
+  }
+}
+
+TEST(SgemmBatchTest, SmallProductsRunOnePerThreadInOneRegion) {
+  std::set<int> threads;
+  std::thread t([&] {
+    SetIntraOpThreads(2);
+    ExpectBatchMatchesNaive(7, 64, 48, 32, &threads);
+  });
+  t.join();
+  EXPECT_EQ(threads, (std::set<int>{0, 1}));
+}
+
+TEST(SgemmBatchTest, LargeProductsAndSingleEntriesRunOnTheCallingThread) {
+  std::set<int> threads;
+  std::thread t([&] {
+    SetIntraOpThreads(2);
+    ExpectBatchMatchesNaive(2, 256, 256, 257, &threads);
+    ExpectBatchMatchesNaive(1, 64, 48, 32, &threads);
+  });
+  t.join();
+  EXPECT_EQ(threads, (std::set<int>{0}));
 }
 
 TEST(BroadcastToMatrixTest, AllBroadcastForms) {

@@ -44,5 +44,22 @@ TEST(ThreadingTest, NonPositiveMeansOne) {
   t.join();
 }
 
+TEST(ThreadingTest, ScopedLimitRestoresTheOneBefore) {
+  int inside = 0, after = 0, threads_inside = 0;
+  std::thread t([&] {
+    SetIntraOpThreads(2);
+    {
+      ScopedIntraOpThreads one(1);
+      inside = IntraOpThreads();
+      threads_inside = ThreadsInRegion();
+    }
+    after = IntraOpThreads();
+  });
+  t.join();
+  EXPECT_EQ(inside, 1);
+  EXPECT_EQ(threads_inside, 1);
+  EXPECT_EQ(after, 2);
+}
+
 }  // namespace
 }  // namespace coalesce::kernels
