@@ -221,11 +221,13 @@ class CpuExecutorInstance : public ExecutorInstance {
  public:
   CpuExecutorInstance(std::shared_ptr<const Model> model,
                       const CpuExecutorOptions& options)
-      : plans_(model),
+      : plans_(model, PlanCache::kDefaultMaxPlans,
+               {.fuse_attention = options.fuse_attention}),
         // A profile of the model's own nodes without one of the packed
         // form's: profiled runs stay padded.
         packed_(options.profile == nullptr || options.packed_profile != nullptr
-                    ? TokenPackedPlans::For(model)
+                    ? TokenPackedPlans::For(
+                          model, {.fuse_attention = options.fuse_attention})
                     : nullptr),
         stream_([options] {
           kernels::SetIntraOpThreads(options.intra_op_threads);

@@ -48,6 +48,8 @@ struct CpuExecutorOptions {
   // `profile` then counts only the batches run padded.
   // REQUIRES: sized for model->packed()->graph().nodes; as `profile`.
   NodeProfile* packed_profile = nullptr;
+  // Exported attentions run as one kernel each (PlanOptions).
+  bool fuse_attention = true;
 };
 
 // InvalidArgument when model is null or an option is below 1.

@@ -12,7 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/arena_planner.h"
+#include "engine/cpu_attention.h"
 #include "engine/neutral_planner.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/threading.h"
 
 namespace coalesce {
 
@@ -24,15 +27,41 @@ ExecutionPlan::ExecutionPlan(std::shared_ptr<const Model> model,
       output_values_(neutral_->outputs) {}
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::Build(
-    std::shared_ptr<const Model> model,
-    const std::vector<Shape>& input_shapes) {
+    std::shared_ptr<const Model> model, const std::vector<Shape>& input_shapes,
+    const PlanOptions& options) {
   auto neutral = BuildNeutralPlan(model, input_shapes);
   if (!neutral.ok()) return neutral.status();
   std::shared_ptr<ExecutionPlan> plan(
       new ExecutionPlan(std::move(model), *std::move(neutral)));
+  plan->node_attention_.assign(plan->model_->graph().nodes.size(), -1);
+  if (options.fuse_attention) plan->FuseAttention();
   if (absl::Status s = plan->PrepareNodes(); !s.ok()) return s;
   plan->PlanArena();
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
+}
+
+void ExecutionPlan::FuseAttention() {
+  attention_ = CpuAttentionSites(*neutral_);
+  for (size_t k = 0; k < attention_.size(); ++k) {
+    for (int n : attention_[k].nodes) node_attention_[n] = kInsideAttention;
+    node_attention_[attention_[k].nodes.back()] = static_cast<int>(k);
+  }
+  attention_threads_ = std::max(1, kernels::IntraOpThreads());
+}
+
+std::vector<int> ExecutionPlan::NodeReads(size_t n) const {
+  const int k = node_attention_[n];
+  if (k == kInsideAttention) return {};
+  if (k < 0) return model_->graph().nodes[n].inputs;
+  const AttentionSite& site = attention_[k];
+  return {site.q.value, site.k.value, site.v.value, site.mask.value};
+}
+
+std::vector<int> ExecutionPlan::NodeWrites(size_t n) const {
+  const int k = node_attention_[n];
+  if (k == kInsideAttention) return {};
+  if (k < 0) return model_->graph().nodes[n].outputs;
+  return {attention_[k].out.value};
 }
 
 absl::Status ExecutionPlan::PrepareNodes() {
@@ -40,7 +69,7 @@ absl::Status ExecutionPlan::PrepareNodes() {
   const std::vector<PlannedValue>& values = neutral_->values;
   prepared_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (neutral_->nodes[n].folded) continue;
+    if (neutral_->nodes[n].folded || node_attention_[n] != -1) continue;
     const GraphNode& node = graph.nodes[n];
     absl::InlinedVector<TensorInfo, 4> inputs;
     for (int id : node.inputs)
@@ -91,25 +120,26 @@ void ExecutionPlan::PlanArena() {
   std::vector<int> last_use(values.size(), -1);
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (neutral_->nodes[n].folded) continue;
-    for (int id : nodes[n].inputs)
+    for (int id : NodeReads(n))
       if (id >= 0) last_use[id] = static_cast<int>(n);
   }
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (neutral_->nodes[n].folded) continue;
+    const std::vector<int> reads = NodeReads(n), writes = NodeWrites(n);
     const int shared = InPlaceInput(static_cast<int>(n), last_use);
-    for (int id : nodes[n].outputs) {
+    for (int id : writes) {
       if (id < 0 || values[id].storage != ValueStorage::kIntermediate) continue;
-      if (shared >= 0 && id == nodes[n].outputs[0]) {
+      if (shared >= 0 && id == writes[0]) {
         arena_offsets_[id] = arena_offsets_[shared];
         last_use[shared] = std::numeric_limits<int>::max();  // now the output's
       } else {
         arena_offsets_[id] = planner.Allocate(values[id].byte_size);
       }
     }
-    if (prepared_[n] != nullptr && prepared_[n]->scratch_bytes() > 0) {
-      const size_t bytes = prepared_[n]->scratch_bytes();
-      scratch_offsets_[n] = planner.Allocate(bytes);
-      planner.Free(scratch_offsets_[n], bytes);
+    const size_t scratch = ScratchBytes(n);
+    if (scratch > 0) {
+      scratch_offsets_[n] = planner.Allocate(scratch);
+      planner.Free(scratch_offsets_[n], scratch);
     }
     auto release = [&](int id) {
       if (id >= 0 && values[id].storage == ValueStorage::kIntermediate &&
@@ -118,8 +148,8 @@ void ExecutionPlan::PlanArena() {
         last_use[id] = std::numeric_limits<int>::max();  // freed
       }
     };
-    for (int id : nodes[n].inputs) release(id);
-    for (int id : nodes[n].outputs) release(id);
+    for (int id : reads) release(id);
+    for (int id : writes) release(id);
   }
   arena_bytes_ = planner.peak_bytes();
 }
@@ -146,7 +176,6 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
                                     absl::Span<char* const> outputs,
                                     char* arena,
                                     const ExecuteContext& context) const {
-  NodeProfile* const profile = context.profile;
   const std::vector<PlannedValue>& values = neutral_->values;
   // The address table lives in the arena, so Execute allocates nothing.
   char** data = reinterpret_cast<char**>(arena);
@@ -172,39 +201,9 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
   }
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
   for (size_t n = 0; n < nodes.size(); ++n) {
-    if (neutral_->nodes[n].folded) continue;
-    const GraphNode& node = nodes[n];
-    // Inline room for every common operator, so no run allocates.
-    absl::InlinedVector<ConstTensorView, 8> in;
-    for (int id : node.inputs) {
-      in.push_back(id < 0 ? ConstTensorView{}
-                          : ConstTensorView{values[id].info.dtype,
-                                            &values[id].info.shape, data[id]});
-    }
-    absl::InlinedVector<TensorView, 4> out;
-    for (int id : node.outputs) {
-      out.push_back(id < 0 ? TensorView{}
-                           : TensorView{values[id].info.dtype,
-                                        &values[id].info.shape, data[id],
-                                        context.strings});
-    }
-    const auto start = profile != nullptr
-                           ? std::chrono::steady_clock::now()
-                           : std::chrono::steady_clock::time_point{};
-    absl::Status s =
-        prepared_[n] != nullptr
-            ? prepared_[n]->Run(in, out, arena + scratch_offsets_[n])
-            : node.kernel->Run(in, out);
-    if (profile != nullptr) {
-      profile->Add(n, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
-    }
-    if (!s.ok()) {
-      return absl::Status(
-          s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,
-                                 "'): ", s.message()));
-    }
+    if (neutral_->nodes[n].folded || node_attention_[n] == kInsideAttention)
+      continue;
+    if (absl::Status s = RunNode(n, data, arena, context); !s.ok()) return s;
   }
   // Outputs that are inputs, constants or repeated are copied.
   for (size_t i = 0; i < output_values_.size(); ++i) {
@@ -215,6 +214,62 @@ absl::Status ExecutionPlan::Execute(absl::Span<const char* const> inputs,
       std::memcpy(outputs[i], data[output_values_[i]], v.byte_size);
   }
   return absl::OkStatus();
+}
+
+// Node n's kernel, or the fused attention it ends, timed into the profile.
+absl::Status ExecutionPlan::RunNode(size_t n, char** data, char* arena,
+                                    const ExecuteContext& context) const {
+  const std::vector<PlannedValue>& values = neutral_->values;
+  const GraphNode& node = model_->graph().nodes[n];
+  // Inline room for every common operator, so no run allocates.
+  absl::InlinedVector<ConstTensorView, 8> in;
+  absl::InlinedVector<TensorView, 4> out;
+  const int k = node_attention_[n];
+  if (k < 0) {
+    for (int id : node.inputs) {
+      in.push_back(id < 0 ? ConstTensorView{}
+                          : ConstTensorView{values[id].info.dtype,
+                                            &values[id].info.shape, data[id]});
+    }
+    for (int id : node.outputs) {
+      out.push_back(id < 0 ? TensorView{}
+                           : TensorView{values[id].info.dtype,
+                                        &values[id].info.shape, data[id],
+                                        context.strings});
+    }
+  }
+  NodeProfile* const profile = context.profile;
+  const auto start = profile != nullptr
+                         ? std::chrono::steady_clock::now()
+                         : std::chrono::steady_clock::time_point{};
+  char* const scratch = arena + scratch_offsets_[n];
+  absl::Status s =
+      k >= 0 ? kernels::Attention(CpuAttentionViews(attention_[k], data),
+                                  reinterpret_cast<float*>(scratch),
+                                  attention_threads_)
+      : prepared_[n] != nullptr ? prepared_[n]->Run(in, out, scratch)
+                                : node.kernel->Run(in, out);
+  if (profile != nullptr) {
+    if (k >= 0) profile->MarkFusedAttention(n);
+    profile->Add(n, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  if (!s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("node '", node.name, "' (op '", node.op_type,
+                               "'): ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+size_t ExecutionPlan::ScratchBytes(size_t n) const {
+  const int k = node_attention_[n];
+  if (k >= 0) {
+    return kernels::AttentionScratchBytes(
+        attention_[k].q_len, attention_[k].kv_len, attention_threads_);
+  }
+  return prepared_[n] != nullptr ? prepared_[n]->scratch_bytes() : 0;
 }
 
 }  // namespace coalesce

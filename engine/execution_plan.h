@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/aligned_buffer.h"
+#include "engine/attention_pattern.h"
 #include "engine/model.h"
 #include "engine/neutral_plan.h"
 #include "engine/node_profile.h"
@@ -45,6 +46,12 @@ struct ExecuteContext {
   StringStore* strings = nullptr;
 };
 
+struct PlanOptions {
+  // Exported attentions run as one kernel each (engine/cpu_attention.h);
+  // off: node by node, as the model spells them.
+  bool fuse_attention = true;
+};
+
 class ExecutionPlan {
  public:
   // Infers every shape for `input_shapes` (model input order, batch dim
@@ -52,7 +59,10 @@ class ExecutionPlan {
   // when the shapes do not fit the model.
   static absl::StatusOr<std::shared_ptr<const ExecutionPlan>> Build(
       std::shared_ptr<const Model> model,
-      const std::vector<Shape>& input_shapes);
+      const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
+
+  // How many attentions run as one kernel (PlanOptions::fuse_attention).
+  int fused_attentions() const { return static_cast<int>(attention_.size()); }
 
   int num_inputs() const { return static_cast<int>(input_values_.size()); }
   int num_outputs() const { return static_cast<int>(output_values_.size()); }
@@ -111,7 +121,15 @@ class ExecutionPlan {
                 std::shared_ptr<const NeutralPlan> neutral);
 
   absl::Status PrepareNodes();
+  void FuseAttention();
   void PlanArena();
+  // The values node n reads and writes as the plan runs it: its own, those
+  // of the fused attention it runs, none when a fused attention took it.
+  std::vector<int> NodeReads(size_t n) const;
+  std::vector<int> NodeWrites(size_t n) const;
+  absl::Status RunNode(size_t n, char** data, char* arena,
+                       const ExecuteContext& context) const;
+  size_t ScratchBytes(size_t n) const;  // node n's (or its attention's)
   // The input value node `n` writes its output 0 over, or -1: see
   // PreparedKernel::in_place_input. `last_use`: by value, the last node
   // reading it.
@@ -129,6 +147,12 @@ class ExecutionPlan {
   // By model input / output index: arena offsets of STRING handle blocks.
   std::vector<size_t> string_input_offsets_, string_output_offsets_;
   size_t arena_bytes_ = 0;
+  // Fused attentions; by node index: -1 runs its kernel, kInsideAttention
+  // is one a fused attention replaces, k >= 0 runs attention_[k] (its last).
+  static constexpr int kInsideAttention = -2;
+  std::vector<AttentionSite> attention_;
+  std::vector<int> node_attention_;
+  int attention_threads_ = 1;  // the threads its scratch is sized for
 };
 
 }  // namespace coalesce

@@ -4,8 +4,9 @@
 
 namespace coalesce {
 
-PlanCache::PlanCache(std::shared_ptr<const Model> model, size_t max_plans)
-    : model_(std::move(model)), max_plans_(max_plans) {}
+PlanCache::PlanCache(std::shared_ptr<const Model> model, size_t max_plans,
+                     const PlanOptions& options)
+    : model_(std::move(model)), max_plans_(max_plans), options_(options) {}
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanCache::Get(
     const std::vector<Shape>& input_shapes) {
@@ -16,7 +17,7 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> PlanCache::Get(
   }
   // Built outside the lock; a racing builder of the same shapes is harmless.
   absl::StatusOr<std::shared_ptr<const ExecutionPlan>> plan =
-      ExecutionPlan::Build(model_, input_shapes);
+      ExecutionPlan::Build(model_, input_shapes, options_);
   if (!plan.ok()) return plan.status();
   absl::MutexLock lock(&mu_);
   ++plans_built_;

@@ -21,7 +21,8 @@ class PlanCache {
   static constexpr size_t kDefaultMaxPlans = 256;
 
   explicit PlanCache(std::shared_ptr<const Model> model,
-                     size_t max_plans = kDefaultMaxPlans);
+                     size_t max_plans = kDefaultMaxPlans,
+                     const PlanOptions& options = {});
 
   // The plan for `input_shapes`, built on first use. Errors (bad shapes) are
   // not cached.
@@ -34,6 +35,7 @@ class PlanCache {
  private:
   const std::shared_ptr<const Model> model_;
   const size_t max_plans_;
+  const PlanOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>>
       plans_ ABSL_GUARDED_BY(mu_);

@@ -8,7 +8,7 @@
 namespace coalesce {
 
 std::unique_ptr<TokenPackedPlans> TokenPackedPlans::For(
-    const std::shared_ptr<const Model>& model) {
+    const std::shared_ptr<const Model>& model, const PlanOptions& options) {
   if (model == nullptr || model->packed() == nullptr) return nullptr;
   const ModelSignature& sig = model->signature();
   for (const std::vector<TensorSpec>* specs : {&sig.inputs, &sig.outputs}) {
@@ -17,8 +17,8 @@ std::unique_ptr<TokenPackedPlans> TokenPackedPlans::For(
     }
   }
   const int mask = model->packing().mask_input;
-  return std::unique_ptr<TokenPackedPlans>(
-      new TokenPackedPlans(model->packed(), mask, sig.inputs[mask].dtype));
+  return std::unique_ptr<TokenPackedPlans>(new TokenPackedPlans(
+      model->packed(), mask, sig.inputs[mask].dtype, options));
 }
 
 absl::StatusOr<std::shared_ptr<const ExecutionPlan>> TokenPackedPlans::PlanFor(

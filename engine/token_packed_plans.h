@@ -28,7 +28,8 @@ class TokenPackedPlans {
   // Null when `model` has no packed form, or when a BYTES input or output
   // makes its plans' string blocks differ from the padded plan's.
   static std::unique_ptr<TokenPackedPlans> For(
-      const std::shared_ptr<const Model>& model);
+      const std::shared_ptr<const Model>& model,
+      const PlanOptions& options = {});
 
   // The packed plan for a batch of the model's `shapes` whose padding mask
   // (input packing().mask_input) holds `mask`, with the indices it reads
@@ -46,8 +47,9 @@ class TokenPackedPlans {
 
  private:
   TokenPackedPlans(std::shared_ptr<const Model> packed, int mask_input,
-                   DataType mask_dtype)
-      : plans_(std::move(packed), kTokenBuckets * PlanCache::kDefaultMaxPlans),
+                   DataType mask_dtype, const PlanOptions& options)
+      : plans_(std::move(packed), kTokenBuckets * PlanCache::kDefaultMaxPlans,
+               options),
         mask_input_(mask_input),
         mask_dtype_(mask_dtype) {}
 

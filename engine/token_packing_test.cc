@@ -31,11 +31,7 @@ using testing::OnnxModelBuilder;
 // One batch through a CPU executor instance of `model`.
 std::vector<testing::FloatOutput> RunOnCpu(
     std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs) {
-  auto exec = CreateCpuExecutor(model, {});
-  EXPECT_TRUE(exec.ok()) << exec.status();
-  if (!exec.ok()) return {};
-  auto outputs =
-      testing::RunBatch(**exec, inputs, model->signature().outputs.size());
+  auto outputs = testing::RunOnCpu(std::move(model), inputs);
   EXPECT_TRUE(outputs.ok()) << outputs.status();
   return outputs.ok() ? *std::move(outputs)
                       : std::vector<testing::FloatOutput>();

@@ -9,6 +9,7 @@ namespace coalesce {
 namespace {
 
 constexpr char kFlushDenormals[] = "flush_denormals";
+constexpr char kCpuFusedAttention[] = "cpu_fused_attention";
 constexpr char kDoubleBuffering[] = "double_buffering";
 constexpr char kGpuPrecision[] = "gpu_precision";
 constexpr char kCudaGraphs[] = "cuda_graphs";
@@ -52,6 +53,11 @@ absl::StatusOr<CpuExecutorOptions> CpuExecutorOptionsFromConfig(
   options.intra_op_threads = std::max(1, cores / InstanceCount(config));
   if (absl::Status s =
           ReadBool(config, kFlushDenormals, &options.flush_denormals);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadBool(config, kCpuFusedAttention, &options.fuse_attention);
       !s.ok()) {
     return s;
   }

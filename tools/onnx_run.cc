@@ -180,7 +180,9 @@ std::unique_ptr<CLI::App> CommandLine(Flags& flags) {
   AddOnOff(a, "--device-graphs", flags.device_graphs,
            "Capture and replay device graphs (gpu, simulated).");
   AddOnOff(a, "--fused-attention", flags.fused_attention,
-           "Run exported attention as one fused kernel (gpu, simulated).");
+           "Run exported attention as one fused kernel (cpu, gpu, "
+           "simulated; on the cpu also off with --graph-optimizations "
+           "off).");
   AddOnOff(a, "--token-packing", flags.token_packing,
            "Run a transformer's token-wise layers on the real tokens only "
            "(engine/token_packing.h). A model that does not qualify runs "
@@ -562,7 +564,10 @@ absl::Status Run(const Flags& flags) {
                             .num_slots = 1,
                             .profile = profile_or_null,
                             .packed_profile =
-                                packed_profile ? &*packed_profile : nullptr});
+                                packed_profile ? &*packed_profile : nullptr,
+                            // As written: no fusion either.
+                            .fuse_attention = flags.fused_attention &&
+                                              flags.graph_optimizations});
   if (!executor.ok()) return executor.status();
   if (absl::Status s = RunOnce(**executor, *inputs); !s.ok()) return s;
   if (absl::Status s =

@@ -20,6 +20,15 @@ struct Row {
   int64_t nodes = 0;
 };
 
+// Node n's operator type in the report: "Attention" where a fused
+// attention ended (NodeProfile::fused_attention).
+const std::string& OpType(const Model& model, const NodeProfile& profile,
+                          size_t n) {
+  static const std::string kAttention = "Attention";
+  return profile.fused_attention(n) ? kAttention
+                                    : model.graph().nodes[n].op_type;
+}
+
 double TotalMsPerRun(const NodeProfile& profile, int runs) {
   int64_t nanos = 0;
   for (size_t n = 0; n < profile.size(); ++n) nanos += profile.nanos(n);
@@ -32,8 +41,8 @@ std::vector<Row> ByOpType(const Model& model, const NodeProfile& profile,
   const auto& nodes = model.graph().nodes;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (profile.runs(n) == 0) continue;
-    Row& row = rows[nodes[n].op_type];
-    row.op_type = nodes[n].op_type;
+    Row& row = rows[OpType(model, profile, n)];
+    row.op_type = OpType(model, profile, n);
     row.ms_per_run += profile.nanos(n) / 1e6 / runs;
     ++row.nodes;
   }
@@ -51,8 +60,8 @@ std::vector<Row> ByNode(const Model& model, const NodeProfile& profile,
   const auto& nodes = model.graph().nodes;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (profile.runs(n) == 0) continue;
-    out.push_back(
-        {nodes[n].op_type, nodes[n].name, profile.nanos(n) / 1e6 / runs, 1});
+    out.push_back({OpType(model, profile, n), nodes[n].name,
+                   profile.nanos(n) / 1e6 / runs, 1});
   }
   std::stable_sort(out.begin(), out.end(), [](const Row& a, const Row& b) {
     return a.ms_per_run > b.ms_per_run;

@@ -66,8 +66,10 @@ TEST_P(GpuCaseTest, MatchesCpu) {
   auto model = ::coalesce::testing::LoadCase(c);
   ASSERT_TRUE(model.ok()) << model.status();
   for (int slots : {1, 2}) {
-    auto instance = CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model,
-                                      GpuInstanceOptions{{slots}, {}, {}});
+    GpuInstanceOptions options;
+    options.pipeline.num_slots = slots;
+    auto instance =
+        CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
     ASSERT_TRUE(instance.ok()) << instance.status();
     EXPECT_EQ(::coalesce::testing::CheckAgainstCpu(c, *model, **instance), "")
         << slots << " slot(s)";

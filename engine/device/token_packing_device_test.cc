@@ -36,7 +36,8 @@ std::vector<std::vector<testing::FloatOutput>> RunOnSimulated(
   auto device = std::make_shared<SimulatedDevice>();
   GraphProgramSource source = DeviceProgramSourceFor(model, packing);
   EXPECT_EQ(source.derived != nullptr, packing);
-  PipelinedExecutorOptions pipeline{2};
+  PipelinedExecutorOptions pipeline;
+  pipeline.num_slots = 2;
   pipeline.derived = source.derived;
   auto program =
       CreateGraphProgram(device, CreateSimulatedKernels(device.get()),

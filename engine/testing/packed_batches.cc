@@ -9,6 +9,14 @@
 
 namespace coalesce::testing {
 
+absl::StatusOr<std::vector<FloatOutput>> RunOnCpu(
+    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs,
+    const CpuExecutorOptions& options) {
+  auto exec = CreateCpuExecutor(model, options);
+  if (!exec.ok()) return exec.status();
+  return RunBatch(**exec, inputs, model->signature().outputs.size());
+}
+
 absl::StatusOr<std::vector<FloatOutput>> RunBatch(
     ExecutorInstance& exec, const std::vector<::coalesce::HostTensor>& inputs,
     size_t num_outputs) {

@@ -7,11 +7,14 @@
 #define COALESCE_ENGINE_TESTING_PACKED_BATCHES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/cpu_executor.h"
 #include "engine/executor.h"
+#include "engine/model.h"
 #include "engine/shape.h"
 #include "engine/tensor_file.h"
 
@@ -26,6 +29,12 @@ struct FloatOutput {
 absl::StatusOr<std::vector<FloatOutput>> RunBatch(
     ExecutorInstance& exec, const std::vector<::coalesce::HostTensor>& inputs,
     size_t num_outputs);
+
+// One batch of `inputs` through a new CPU executor instance of `model`.
+absl::StatusOr<std::vector<FloatOutput>> RunOnCpu(
+    std::shared_ptr<const ::coalesce::Model> model,
+    const std::vector<::coalesce::HostTensor>& inputs,
+    const ::coalesce::CpuExecutorOptions& options = {});
 
 // The inputs of corpus export `dir` (its test_data_set_0, int64 [1, S])
 // widened to a batch of `lengths`: each row the first row's tokens, the

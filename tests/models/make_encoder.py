@@ -70,6 +70,10 @@ class EncoderConfig:
     pooler: bool = False  # a second output, pooler_output
     eps: float = 1e-12
     seed: int = 0
+    # What padded keys get: -10000 as BERT's original code (and old
+    # transformers); current transformers use float32's lowest,
+    # np.finfo(np.float32).min, which the fused attention skips exactly.
+    mask_fill: float = MASK_FILL
 
     def __post_init__(self):
         if self.hidden % self.heads:
@@ -241,12 +245,12 @@ def _embeddings(b: _Builder, cfg: EncoderConfig) -> str:
     return _layer_norm(b, cfg, summed, f"{p}.LayerNorm")
 
 
-def _extended_mask(b: _Builder) -> str:
-    """(1 - mask[:, None, None, :]) * -10000 as float: [N, 1, 1, S]."""
+def _extended_mask(b: _Builder, cfg: EncoderConfig) -> str:
+    """(1 - mask[:, None, None, :]) * mask_fill as float: [N, 1, 1, S]."""
     unsqueezed = b.op("Unsqueeze", ["attention_mask", b.const("/mask_axes", [1, 2], np.int64)])
     as_float = b.op("Cast", [unsqueezed], to=TensorProto.FLOAT)
     inverted = b.op("Sub", [b.const("/mask_one", 1.0), as_float])
-    return b.op("Mul", [inverted, b.const("/mask_fill", MASK_FILL)])
+    return b.op("Mul", [inverted, b.const("/mask_fill", cfg.mask_fill)])
 
 
 def _pooler(b: _Builder, cfg: EncoderConfig, hidden_states: str) -> str:
@@ -273,7 +277,7 @@ def make_encoder(cfg: EncoderConfig = PRESETS["tiny"]) -> onnx.ModelProto:
     """The encoder model for `cfg`, checked with onnx.checker."""
     b = _Builder(cfg.seed)
     x = _embeddings(b, cfg)
-    mask = _extended_mask(b)
+    mask = _extended_mask(b, cfg)
     for i in range(cfg.layers):
         x = _layer(b, cfg, x, mask, i)
     b.op("Identity", [x], outputs=["last_hidden_state"])
@@ -320,10 +324,15 @@ def main(argv=None) -> int:
     ap.add_argument("--token-type-ids", action="store_true")
     ap.add_argument("--pooler", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mask-fill", choices=["-10000", "lowest"], default="-10000",
+                    help="what padded keys get: -10000 (BERT's original) or float32's lowest "
+                         "(current transformers)")
     ap.add_argument("--check", action="store_true", help="run it once in onnxruntime (batch 2, seq 16)")
     args = ap.parse_args(argv)
     cfg = preset(args.preset, layer_norm=args.layer_norm, gelu=args.gelu,
-                 token_type_ids=args.token_type_ids, pooler=args.pooler, seed=args.seed)
+                 token_type_ids=args.token_type_ids, pooler=args.pooler, seed=args.seed,
+                 mask_fill=(float(np.finfo(np.float32).min) if args.mask_fill == "lowest"
+                            else MASK_FILL))
     model = make_encoder(cfg)
     onnx.save(model, args.output)
     print(f"wrote {args.output} ({model.ByteSize() / 1e6:.1f} MB, {len(model.graph.node)} nodes)")
