@@ -49,6 +49,24 @@ TEST(ExecutorOptionsFromConfigTest, FlushDenormalsFromParameters) {
   EXPECT_TRUE(on->flush_denormals);
 }
 
+TEST(ExecutorOptionsFromConfigTest, CpuFusedAttentionDefaultsOnAndTurnsOff) {
+  auto on = CpuExecutorOptionsFromConfig(Parse(R"(name: "m")"), 2);
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->fuse_attention);
+  auto off = CpuExecutorOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "cpu_fused_attention" value { string_value: "false" } })"),
+                                          2);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->fuse_attention);
+  auto bad = CpuExecutorOptionsFromConfig(Parse(R"(
+      name: "m"
+      parameters { key: "cpu_fused_attention" value { string_value: "1" } })"),
+                                          2);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("'cpu_fused_attention'"));
+}
+
 TEST(ExecutorOptionsFromConfigTest, BadValueNamesTheParameter) {
   auto bad = CpuExecutorOptionsFromConfig(Parse(R"(
       name: "m"
