@@ -1,5 +1,7 @@
 #include "engine/cpu_attention.h"
 
+#include <algorithm>
+
 namespace coalesce {
 namespace {
 
@@ -25,6 +27,19 @@ kernels::AttentionViews CpuAttentionViews(const AttentionSite& site,
   a.out_strides = site.out.strides;
   a.scale = site.scale;
   a.zero_masked_rows = site.zero_masked_rows;
+  // The matcher gives an axis of extent 1 stride 0; one row is read at
+  // any row stride, and the GEMMs want it at least head_dim.
+  const auto one_row = [&](std::array<int64_t, 4>& s) {
+    s[2] = std::max(s[2], site.head_dim);
+  };
+  if (site.q_len == 1) {
+    one_row(a.q_strides);
+    one_row(a.out_strides);
+  }
+  if (site.kv_len == 1) {
+    one_row(a.k_strides);
+    one_row(a.v_strides);
+  }
   if (data == nullptr) return a;
   a.q = At<const float>(data, site.q);
   a.k = At<const float>(data, site.k);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/execution_plan.h"
 #include "engine/model.h"
+#include "engine/testing/onnx_model_builder.h"
 #include "engine/testing/packed_batches.h"
 #include "gtest/gtest.h"
 
@@ -66,6 +67,78 @@ TEST(CpuAttentionTest, RealExportsFuseEveryAttentionAndMatchNodeByNode) {
       }
     }
   }
+}
+
+// Attention over x [B, S, 8] with two heads, S dynamic: Q, K and V dense
+// layers, the head split, scores scaled by 0.5, Softmax, the head merge.
+std::shared_ptr<const Model> TwoHeadAttention() {
+  constexpr int64_t kE = 8;
+  testing::OnnxModelBuilder b(17);
+  b.Input("x", {-1, -1, kE}).Output("y", {-1, -1, kE});
+  for (const char* w : {"wq", "wk", "wv"})
+    b.FloatInitializer(w, {kE, kE}, testing::RandomFloats(kE * kE, w[1]));
+  b.FloatInitializer("half", {}, {0.5f});
+  b.Int64Initializer("heads", {4}, {0, 0, 2, 4});
+  b.Int64Initializer("merged", {3}, {0, 0, kE});
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string n(p);
+    b.Node("MatMul", {"x", "w" + n}, {n});
+    b.Node("Reshape", {n, "heads"}, {n + "4"});
+  }
+  testing::SetIntsAttr(b.Node("Transpose", {"q4"}, {"qh"}), "perm",
+                       {0, 2, 1, 3});
+  testing::SetIntsAttr(b.Node("Transpose", {"k4"}, {"kt"}), "perm",
+                       {0, 2, 3, 1});
+  testing::SetIntsAttr(b.Node("Transpose", {"v4"}, {"vh"}), "perm",
+                       {0, 2, 1, 3});
+  b.Node("MatMul", {"qh", "kt"}, {"s"});
+  b.Node("Mul", {"s", "half"}, {"scaled"});
+  testing::SetIntAttr(b.Node("Softmax", {"scaled"}, {"p"}), "axis", -1);
+  b.Node("MatMul", {"p", "vh"}, {"o"});
+  testing::SetIntsAttr(b.Node("Transpose", {"o"}, {"ot"}), "perm",
+                       {0, 2, 1, 3});
+  b.Node("Reshape", {"ot", "merged"}, {"y"});
+  auto model = Model::LoadFromBytes(b.Serialize());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : nullptr;
+}
+
+// One token per row (the matcher gives rows of extent 1 stride 0), and
+// more: the plan fuses the attention and agrees with the nodes.
+TEST(CpuAttentionTest, ShortSequencesFuse) {
+  std::shared_ptr<const Model> model = TwoHeadAttention();
+  ASSERT_NE(model, nullptr);
+  for (int64_t seq : {1, 2, 7}) {
+    SCOPED_TRACE(seq);
+    const std::vector<float> x = testing::RandomFloats(3 * seq * 8, 5);
+    HostTensor t{"x", DataType::kFp32, {3, seq, 8}, ""};
+    t.bytes.assign(reinterpret_cast<const char*>(x.data()),
+                   x.size() * sizeof(float));
+    auto fused = ExecutionPlan::Build(model, {t.shape});
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_EQ((*fused)->fused_attentions(), 1);
+    auto want = testing::RunOnCpu(model, {t}, {.fuse_attention = false});
+    auto got = testing::RunOnCpu(model, {t});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].values.size(), (*want)[0].values.size());
+    for (size_t i = 0; i < (*want)[0].values.size(); ++i)
+      ASSERT_NEAR((*got)[0].values[i], (*want)[0].values[i], 1e-5f) << i;
+  }
+}
+
+// The kernel's scratch is sized for the executor's threads (PlanOptions),
+// not the building thread's: plans are built on batch-forming threads.
+TEST(CpuAttentionTest, ScratchIsSizedForTheExecutorsThreads) {
+  std::shared_ptr<const Model> model = TwoHeadAttention();
+  ASSERT_NE(model, nullptr);
+  const std::vector<Shape> shapes = {{3, 64, 8}};
+  auto one = ExecutionPlan::Build(model, shapes, {.intra_op_threads = 1});
+  auto four = ExecutionPlan::Build(model, shapes, {.intra_op_threads = 4});
+  ASSERT_TRUE(one.ok() && four.ok());
+  // Three more threads' weights (64 x 64) and row sums (64).
+  EXPECT_GE((*four)->arena_bytes(),
+            (*one)->arena_bytes() + 3 * (64 * 64 + 64) * sizeof(float));
 }
 
 }  // namespace

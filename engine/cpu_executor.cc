@@ -217,17 +217,21 @@ class CpuBatchSlot : public BatchSlot {
   std::vector<char*> output_pointers_;
 };
 
+// The plans an instance runs: on its worker's intra-op threads.
+PlanOptions PlanOptionsOf(const CpuExecutorOptions& options) {
+  return {.fuse_attention = options.fuse_attention,
+          .intra_op_threads = options.intra_op_threads};
+}
+
 class CpuExecutorInstance : public ExecutorInstance {
  public:
   CpuExecutorInstance(std::shared_ptr<const Model> model,
                       const CpuExecutorOptions& options)
-      : plans_(model, PlanCache::kDefaultMaxPlans,
-               {.fuse_attention = options.fuse_attention}),
+      : plans_(model, PlanCache::kDefaultMaxPlans, PlanOptionsOf(options)),
         // A profile of the model's own nodes without one of the packed
         // form's: profiled runs stay padded.
         packed_(options.profile == nullptr || options.packed_profile != nullptr
-                    ? TokenPackedPlans::For(
-                          model, {.fuse_attention = options.fuse_attention})
+                    ? TokenPackedPlans::For(model, PlanOptionsOf(options))
                     : nullptr),
         stream_([options] {
           kernels::SetIntraOpThreads(options.intra_op_threads);

@@ -34,19 +34,20 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> ExecutionPlan::Build(
   std::shared_ptr<ExecutionPlan> plan(
       new ExecutionPlan(std::move(model), *std::move(neutral)));
   plan->node_attention_.assign(plan->model_->graph().nodes.size(), -1);
-  if (options.fuse_attention) plan->FuseAttention();
+  if (options.fuse_attention) plan->FuseAttention(options.intra_op_threads);
   if (absl::Status s = plan->PrepareNodes(); !s.ok()) return s;
   plan->PlanArena();
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
 }
 
-void ExecutionPlan::FuseAttention() {
+void ExecutionPlan::FuseAttention(int threads) {
   attention_ = CpuAttentionSites(*neutral_);
   for (size_t k = 0; k < attention_.size(); ++k) {
     for (int n : attention_[k].nodes) node_attention_[n] = kInsideAttention;
     node_attention_[attention_[k].nodes.back()] = static_cast<int>(k);
   }
-  attention_threads_ = std::max(1, kernels::IntraOpThreads());
+  attention_threads_ =
+      std::max(1, threads > 0 ? threads : kernels::IntraOpThreads());
 }
 
 std::vector<int> ExecutionPlan::NodeReads(size_t n) const {

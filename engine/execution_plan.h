@@ -50,6 +50,11 @@ struct PlanOptions {
   // Exported attentions run as one kernel each (engine/cpu_attention.h);
   // off: node by node, as the model spells them.
   bool fuse_attention = true;
+  // The OpenMP threads the executor runs the plan on (its instance's
+  // intra-op threads), which the fused attention's scratch is sized for;
+  // 0: the building thread's limit. Plans are built on batch-forming and
+  // warm-up threads, whose limit is not the worker's.
+  int intra_op_threads = 0;
 };
 
 class ExecutionPlan {
@@ -121,7 +126,7 @@ class ExecutionPlan {
                 std::shared_ptr<const NeutralPlan> neutral);
 
   absl::Status PrepareNodes();
-  void FuseAttention();
+  void FuseAttention(int threads);
   void PlanArena();
   // The values node n reads and writes as the plan runs it: its own, those
   // of the fused attention it runs, none when a fused attention took it.

@@ -7,6 +7,7 @@ namespace coalesce {
 void NodeProfile::Reset() {
   std::fill(nanos_.begin(), nanos_.end(), 0);
   std::fill(runs_.begin(), runs_.end(), 0);
+  std::fill(fused_attention_.begin(), fused_attention_.end(), false);
 }
 
 bool NodeProfile::ran() const {

@@ -38,7 +38,7 @@ class NodeProfile {
   int64_t nanos(size_t node) const { return nanos_[node]; }
   int64_t runs(size_t node) const { return runs_[node]; }
 
-  // Back to zero (e.g. after warm-up runs); the marks stay.
+  // Back to zero (e.g. after warm-up runs), marks included.
   void Reset();
 
  private:

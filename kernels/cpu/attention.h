@@ -13,7 +13,9 @@
 // kernels/cuda/attention_math.h's IsMaskedKey) for every row, so their
 // weights are exactly 0 in float32, as on the GPU; a head with a row that
 // masks every key visits every key. A row whose scores are all -inf gives
-// NaN, or 0 with zero_masked_rows (PyTorch's IsNaN guard). Heads run in
+// NaN, or 0 with zero_masked_rows (PyTorch's IsNaN guard); a NaN or +inf
+// score elsewhere gives NaN (the guard then zeroes the reference's row),
+// and one at a skipped key is never seen: exact for finite scores. Heads run in
 // parallel on the calling thread's OpenMP threads, each in its own part of
 // `scratch`.
 #ifndef COALESCE_KERNELS_CPU_ATTENTION_H_
