@@ -11,8 +11,14 @@ token-packed fused (``--token-packing on``). Median ms of --repeat timed
 runs, --rounds alternating rounds; the outputs of the fused runs are
 checked against node by node at every real position.
 
+With --exports (corpus exports of one float input, tests/models/real/),
+each runs instead on a batch of --batch random inputs, node by node and
+fused (torchvision's ViT: nn.MultiheadAttention, whose Transposes around
+the projections the fused plan runs as row views), every output compared.
+
 Prints a Markdown table. Usage: python3 benchmarks/cpu_attention.py
-[--seqs 128,384] [--batch 8]. REQUIRES: the build (coalesce-onnx-run).
+[--seqs 128,384] [--batch 8] [--exports vit_tiny__torchscript,...].
+REQUIRES: the build (coalesce-onnx-run).
 """
 
 from __future__ import annotations
@@ -80,6 +86,38 @@ def real_diff(a_dir: Path, b_dir: Path, lengths: np.ndarray) -> float:
     return max(float(np.abs(a[r, :n] - b[r, :n]).max()) for r, n in enumerate(lengths))
 
 
+def exports_table(names: list[str], args) -> list[str]:
+    """Node by node against fused on corpus exports of one float input."""
+    rows = ["| export | batch | node by node ms | fused ms | fused speedup | max diff |",
+            "|---|---:|---:|---:|---:|---:|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in names:
+            model = ROOT / "tests" / "models" / "real" / name / "model.onnx"
+            graph_input = onnx.load(str(model), load_external_data=False).graph.input[0]
+            dims = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
+            x = np.random.default_rng(0).standard_normal([args.batch, *dims[1:]])
+            path = work / f"{name}.pb"
+            path.write_bytes(numpy_helper.from_array(x.astype(np.float32),
+                                                     graph_input.name).SerializeToString())
+            inputs = ["--input", f"{graph_input.name}={path}"]
+            times = {flag: [] for flag in ("off", "on")}
+            for _ in range(args.rounds):
+                for flag in times:
+                    times[flag].append(run(model, inputs, work / f"{name}_{flag}",
+                                           ["--fused-attention", flag], args))
+            diff = 0.0
+            for out in (work / f"{name}_off").glob("*.pb"):
+                a = numpy_helper.to_array(onnx.load_tensor(str(out)))
+                b = numpy_helper.to_array(onnx.load_tensor(str(work / f"{name}_on" / out.name)))
+                diff = max(diff, float(np.abs(a - b).max()))
+            off, on = statistics.median(times["off"]), statistics.median(times["on"])
+            rows.append(f"| {name} | {args.batch} | {off:.1f} | {on:.1f} | {off / on:.2f} "
+                        f"| {diff:.1e} |")
+            print(rows[-1], file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seqs", default="128,384")
@@ -87,7 +125,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--exports", default="",
+                        help="comma-separated corpus exports to run instead of bert-base")
     args = parser.parse_args()
+    if args.exports:
+        print("\n".join(exports_table(args.exports.split(","), args)))
+        return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

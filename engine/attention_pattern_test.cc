@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/execution_plan.h"
 #include "engine/model.h"
 #include "engine/neutral_planner.h"
 #include "engine/testing/onnx_model_builder.h"
@@ -414,6 +415,31 @@ TEST(AttentionPatternTest, MergedRowsAreWrittenInTheOrderTheTransposeGives) {
   EXPECT_EQ(s.out.strides[0], kS * kE);              // batch
   EXPECT_EQ(s.out.strides[1], kD);                   // head
   EXPECT_EQ(s.out.strides[2], kE);                   // position: the next row
+}
+
+// The CPU plan runs both row views' sites fused (engine/cpu_attention.h):
+// the Transposes move nothing but bytes, the projections run on rows in the
+// other order, and the outputs are the node-by-node plan's.
+TEST(AttentionPatternTest, CpuPlanFusesSitesWithRowViews) {
+  for (const Variant& v : {Variant{.gathered = true, .transposed_rows = true},
+                           Variant{.projected_merge = true}}) {
+    std::shared_ptr<const Model> model = AttentionModel(v);
+    ASSERT_NE(model, nullptr);
+    const std::vector<HostTensor> inputs = Inputs(v);
+    std::vector<Shape> shapes;
+    for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+    auto plan = ExecutionPlan::Build(model, shapes);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ((*plan)->fused_attentions(), 1);
+    auto fused = testing::RunModelOnce(model, inputs);
+    auto nodes =
+        testing::RunModelOnce(model, inputs, {.fuse_attention = false});
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    ASSERT_EQ((*fused)[0].data.size(), (*nodes)[0].data.size());
+    for (size_t i = 0; i < (*nodes)[0].data.size(); ++i)
+      ASSERT_NEAR((*fused)[0].data[i], (*nodes)[0].data[i], 1e-5) << i;
+  }
 }
 
 // Perturbed: the [S, B, E] value before the Transpose is also a model

@@ -52,7 +52,6 @@ kernels::AttentionViews CpuAttentionViews(const AttentionSite& site,
 std::vector<AttentionSite> CpuAttentionSites(const NeutralPlan& plan) {
   std::vector<AttentionSite> taken;
   for (AttentionSite& site : FindAttention(plan)) {
-    if (!site.row_views.empty()) continue;
     bool floats = true;
     for (const AttentionOperand* o :
          {&site.q, &site.k, &site.v, &site.mask, &site.out}) {

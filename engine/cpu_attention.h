@@ -4,8 +4,10 @@
 // split and merge moves become one step that reads Q, K and V where their
 // projections wrote them and writes the merged heads, skipping the keys
 // every row masks. Taken: float32 Q, K, V, mask and output, the head
-// dimension contiguous, no row views (nn.MultiheadAttention's transposed
-// rows run node by node). Pure functions of the plan.
+// dimension contiguous. A site's row views (nn.MultiheadAttention's
+// Transposes around its projections) then move nothing: the plan runs each
+// as its input's bytes under the Transpose's shape (ExecutionPlan). Pure
+// functions of the plan.
 #ifndef COALESCE_ENGINE_CPU_ATTENTION_H_
 #define COALESCE_ENGINE_CPU_ATTENTION_H_
 

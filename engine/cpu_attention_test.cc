@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,12 +15,34 @@
 #include "absl/strings/str_cat.h"
 #include "engine/execution_plan.h"
 #include "engine/model.h"
+#include "engine/tensor_file.h"
 #include "engine/testing/onnx_model_builder.h"
 #include "engine/testing/packed_batches.h"
 #include "gtest/gtest.h"
 
 namespace coalesce {
 namespace {
+
+// The outputs of `model` on `inputs` fused equal those node by node, at
+// every element, within 1e-5 of the largest magnitude (at least 1).
+void ExpectFusedMatchesNodeByNode(std::shared_ptr<const Model> model,
+                                  const std::vector<HostTensor>& inputs) {
+  auto want = testing::RunOnCpu(model, inputs, {.fuse_attention = false});
+  auto got = testing::RunOnCpu(model, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < want->size(); ++o) {
+    const testing::FloatOutput &w = (*want)[o], &g = (*got)[o];
+    ASSERT_EQ(g.shape, w.shape);
+    float largest = 1.0f;
+    for (float x : w.values) largest = std::max(largest, std::abs(x));
+    for (size_t i = 0; i < w.values.size(); ++i) {
+      ASSERT_NEAR(g.values[i], w.values[i], 1e-5f * largest)
+          << "output " << o << " element " << i;
+    }
+  }
+}
 
 TEST(CpuAttentionTest, RealExportsFuseEveryAttentionAndMatchNodeByNode) {
   const char* const kModels[] = {
@@ -51,21 +74,44 @@ TEST(CpuAttentionTest, RealExportsFuseEveryAttentionAndMatchNodeByNode) {
     EXPECT_EQ((*fused)->fused_attentions(),
               static_cast<int>(FindAttention((*fused)->neutral()).size()));
 
-    auto want = testing::RunOnCpu(*model, *inputs, {.fuse_attention = false});
-    auto got = testing::RunOnCpu(*model, *inputs);
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->size(), want->size());
-    for (size_t o = 0; o < want->size(); ++o) {
-      const testing::FloatOutput &w = (*want)[o], &g = (*got)[o];
-      ASSERT_EQ(g.shape, w.shape);
-      float largest = 1.0f;
-      for (float x : w.values) largest = std::max(largest, std::abs(x));
-      for (size_t i = 0; i < w.values.size(); ++i) {
-        ASSERT_NEAR(g.values[i], w.values[i], 1e-5f * largest)
-            << "output " << o << " element " << i;
-      }
+    ExpectFusedMatchesNodeByNode(*model, *inputs);
+  }
+}
+
+// The corpus' image and audio exports: torchvision's ViT
+// (nn.MultiheadAttention: its sites have row views), CLIP's vision model and
+// Whisper's encoder fuse every attention, on a batch of two different
+// inputs, and match the plan run node by node.
+TEST(CpuAttentionTest, VisionAndAudioExportsFuseEveryAttention) {
+  const char* const kModels[] = {
+      "vit_tiny__torchscript",         "vit_tiny__dynamo",
+      "clip_vision_tiny__torchscript", "clip_vision_tiny__dynamo",
+      "whisper_encoder_tiny__dynamo",  "whisper_encoder_tiny__torchscript",
+  };
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const std::string dir = absl::StrCat(COALESCE_CORPUS_DIR, "/", name);
+    auto model = Model::LoadFromFile(dir + "/model.onnx");
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto input = ReadTensorFile(dir + "/test_data_set_0/input_0.pb");
+    ASSERT_TRUE(input.ok()) << input.status();
+    ASSERT_EQ(input->dtype, DataType::kFp32);
+    // The second entry: the first's values in reverse order.
+    std::vector<float> reversed(input->bytes.size() / sizeof(float));
+    std::memcpy(reversed.data(), input->bytes.data(), input->bytes.size());
+    std::reverse(reversed.begin(), reversed.end());
+    input->bytes.append(reinterpret_cast<const char*>(reversed.data()),
+                        reversed.size() * sizeof(float));
+    input->shape[0] = 2;
+    auto fused = ExecutionPlan::Build(*model, {input->shape});
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    const std::vector<AttentionSite> sites = FindAttention((*fused)->neutral());
+    EXPECT_GE((*fused)->fused_attentions(), 2);
+    EXPECT_EQ((*fused)->fused_attentions(), static_cast<int>(sites.size()));
+    if (std::string(name).starts_with("vit_tiny")) {
+      for (const AttentionSite& s : sites) EXPECT_FALSE(s.row_views.empty());
     }
+    ExpectFusedMatchesNodeByNode(*model, {*input});
   }
 }
 

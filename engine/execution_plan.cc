@@ -45,6 +45,7 @@ void ExecutionPlan::FuseAttention(int threads) {
   for (size_t k = 0; k < attention_.size(); ++k) {
     for (int n : attention_[k].nodes) node_attention_[n] = kInsideAttention;
     node_attention_[attention_[k].nodes.back()] = static_cast<int>(k);
+    for (int n : attention_[k].row_views) node_attention_[n] = kRowView;
   }
   attention_threads_ =
       std::max(1, threads > 0 ? threads : kernels::IntraOpThreads());
@@ -95,9 +96,9 @@ absl::Status ExecutionPlan::PrepareNodes() {
 // intermediate tensors get blocks from their producer to their last
 // consumer; a block is released only after the consuming node's outputs are
 // placed, so no kernel's output overlaps its inputs, except where a prepared
-// kernel writes in place (PreparedKernel::in_place_input): its output then
-// takes over the input's block. A prepared kernel's scratch block lives
-// during its node only.
+// kernel writes in place (PreparedKernel::in_place_input), or a row view
+// reinterprets its input: its output then takes over the input's block. A
+// prepared kernel's scratch block lives during its node only.
 void ExecutionPlan::PlanArena() {
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
   const std::vector<PlannedValue>& values = neutral_->values;
@@ -157,9 +158,11 @@ void ExecutionPlan::PlanArena() {
 
 int ExecutionPlan::InPlaceInput(int n, const std::vector<int>& last_use) const {
   const GraphNode& node = model_->graph().nodes[n];
-  if (prepared_[n] == nullptr || node.outputs.empty() || node.outputs[0] < 0)
+  const bool row_view = node_attention_[n] == kRowView;
+  if ((prepared_[n] == nullptr && !row_view) || node.outputs.empty() ||
+      node.outputs[0] < 0)
     return -1;
-  const int slot = prepared_[n]->in_place_input();
+  const int slot = row_view ? 0 : prepared_[n]->in_place_input();
   if (slot < 0 || slot >= static_cast<int>(node.inputs.size())) return -1;
   const int in = node.inputs[slot];
   const std::vector<PlannedValue>& values = neutral_->values;
@@ -244,12 +247,17 @@ absl::Status ExecutionPlan::RunNode(size_t n, char** data, char* arena,
                          ? std::chrono::steady_clock::now()
                          : std::chrono::steady_clock::time_point{};
   char* const scratch = arena + scratch_offsets_[n];
-  absl::Status s =
-      k >= 0 ? kernels::Attention(CpuAttentionViews(attention_[k], data),
-                                  reinterpret_cast<float*>(scratch),
-                                  attention_threads_)
-      : prepared_[n] != nullptr ? prepared_[n]->Run(in, out, scratch)
+  absl::Status s = absl::OkStatus();
+  if (k >= 0) {
+    s = kernels::Attention(CpuAttentionViews(attention_[k], data),
+                           reinterpret_cast<float*>(scratch),
+                           attention_threads_);
+  } else if (k == kRowView) {
+    RunRowView(node, data);
+  } else {
+    s = prepared_[n] != nullptr ? prepared_[n]->Run(in, out, scratch)
                                 : node.kernel->Run(in, out);
+  }
   if (profile != nullptr) {
     if (k >= 0) profile->MarkFusedAttention(n);
     profile->Add(n, std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -262,6 +270,14 @@ absl::Status ExecutionPlan::RunNode(size_t n, char** data, char* arena,
                                "'): ", s.message()));
   }
   return absl::OkStatus();
+}
+
+// A row view's output is its input's bytes: the same block where the arena
+// could give it (InPlaceInput), else a copy.
+void ExecutionPlan::RunRowView(const GraphNode& node, char** data) const {
+  const int in = node.inputs[0], out = node.outputs[0];
+  if (data[in] != data[out])
+    std::memcpy(data[out], data[in], neutral_->values[in].byte_size);
 }
 
 size_t ExecutionPlan::ScratchBytes(size_t n) const {

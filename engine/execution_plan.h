@@ -134,10 +134,11 @@ class ExecutionPlan {
   std::vector<int> NodeWrites(size_t n) const;
   absl::Status RunNode(size_t n, char** data, char* arena,
                        const ExecuteContext& context) const;
+  void RunRowView(const GraphNode& node, char** data) const;
   size_t ScratchBytes(size_t n) const;  // node n's (or its attention's)
   // The input value node `n` writes its output 0 over, or -1: see
-  // PreparedKernel::in_place_input. `last_use`: by value, the last node
-  // reading it.
+  // PreparedKernel::in_place_input; a row view's input where it dies.
+  // `last_use`: by value, the last node reading it.
   int InPlaceInput(int n, const std::vector<int>& last_use) const;
 
   std::shared_ptr<const Model> model_;
@@ -153,8 +154,11 @@ class ExecutionPlan {
   std::vector<size_t> string_input_offsets_, string_output_offsets_;
   size_t arena_bytes_ = 0;
   // Fused attentions; by node index: -1 runs its kernel, kInsideAttention
-  // is one a fused attention replaces, k >= 0 runs attention_[k] (its last).
-  static constexpr int kInsideAttention = -2;
+  // is one a fused attention replaces, k >= 0 runs attention_[k] (its last),
+  // kRowView is a Transpose of a site's row_views: its output is its
+  // input's bytes, in the order the site and the dense layer beside it
+  // agree on (AttentionSite::row_views).
+  static constexpr int kInsideAttention = -2, kRowView = -3;
   std::vector<AttentionSite> attention_;
   std::vector<int> node_attention_;
   int attention_threads_ = 1;  // the threads its scratch is sized for

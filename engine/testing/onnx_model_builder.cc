@@ -156,10 +156,11 @@ std::vector<float> RandomFloats(size_t count, uint32_t seed) {
 }
 
 absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
-    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs) {
+    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs,
+    const PlanOptions& options) {
   std::vector<Shape> shapes;
   for (const HostTensor& t : inputs) shapes.push_back(t.shape);
-  auto plan = ExecutionPlan::Build(model, shapes);
+  auto plan = ExecutionPlan::Build(model, shapes, options);
   if (!plan.ok()) return plan.status();
   std::vector<const char*> in;
   for (const HostTensor& t : inputs)

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/data_type.h"
+#include "engine/execution_plan.h"
 #include "engine/model.h"
 #include "engine/shape.h"
 #include "onnx/onnx_pb.h"
@@ -70,7 +71,8 @@ struct HostTensor {
   std::vector<float> data;
 };
 absl::StatusOr<std::vector<HostTensor>> RunModelOnce(
-    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs);
+    std::shared_ptr<const Model> model, const std::vector<HostTensor>& inputs,
+    const PlanOptions& options = {});
 
 // A tensor of any fixed-size element type, as raw bytes.
 struct TypedTensor {
