@@ -165,9 +165,10 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
 // A failure to make CudnnGraphConv (no cuDNN 9, no device properties) is
 // not a convolution's: the legacy path runs them, and reports cuDNN's
 // absence itself. COALESCE_CUDNN_GRAPH_CONV=0 takes the legacy path for
-// every convolution: a diagnostic switch (the FP16 NCHW mbconv_se case
-// fails on a GPU, and this tells whether the graph path is why;
-// scripts/gpu-session tests). COALESCE_CUDNN_KERNEL_CACHE=1 shares compiled
+// every convolution, and =nchw the graph for NCHW convolutions with an
+// epilogue too (graph_conv_scope.h): diagnostic switches (the FP16 NCHW
+// mbconv_se case failed on GPUs through the graph; scripts/gpu-session
+// tests reruns it with =nchw). COALESCE_CUDNN_KERNEL_CACHE=1 shares compiled
 // kernels across a convolution's batch sizes (cudnn_graph_conv.h), opt-in
 // until a GPU has measured the warm-up with and without it.
 CudnnGraphConv* CudaKernels::GraphConv() {
@@ -181,7 +182,8 @@ CudnnGraphConv* CudaKernels::GraphConv() {
     auto conv = CudnnGraphConv::Create(
         device_->ordinal(),
         {.tuning_cache = tuning_cache_,
-         .kernel_cache = cache != nullptr && std::string_view(cache) == "1"});
+         .kernel_cache = cache != nullptr && std::string_view(cache) == "1",
+         .nchw_epilogues = use != nullptr && std::string_view(use) == "nchw"});
     graph_conv_failed_ = !conv.ok();
     if (conv.ok()) graph_conv_ = *std::move(conv);
   }

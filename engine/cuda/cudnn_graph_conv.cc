@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cudnn_backend.h"
+#include "engine/cuda/graph_conv_scope.h"
 
 namespace coalesce {
 namespace {
@@ -146,7 +147,7 @@ std::string ShapeKeyOf(const GraphConvKey& k) {
   return key;
 }
 
-absl::Status CheckSupported(const ConvArgs& a) {
+absl::Status CheckSupported(const ConvArgs& a, bool nchw_epilogues) {
   if (a.x.data == nullptr || a.w.data == nullptr || a.y.data == nullptr) {
     return absl::InvalidArgumentError("convolution without x, w or y");
   }
@@ -165,6 +166,8 @@ absl::Status CheckSupported(const ConvArgs& a) {
     return absl::InvalidArgumentError(
         "convolution: a 16-bit y must have x's type");
   }
+  if (absl::Status s = GraphConvLayoutAllows(a, nchw_epilogues); !s.ok())
+    return s;
   std::optional<PointwiseSpec> act;
   if (!MapActivation(a.activation.kind, a.activation.alpha, a.activation.beta,
                      &act)) {
@@ -670,7 +673,8 @@ absl::StatusOr<FusedConvPlan*> CudnnGraphConv::PlanFor(
 
 absl::Status CudnnGraphConv::Run(cudaStream_t stream, const ConvArgs& args,
                                  void* workspace, size_t workspace_bytes) {
-  if (absl::Status s = CheckSupported(args); !s.ok()) return s;
+  if (absl::Status s = CheckSupported(args, options_.nchw_epilogues); !s.ok())
+    return s;
   const GraphConvCall call{handle_.get(), stream, PointersOf(args, workspace),
                            workspace_bytes};
   if (absl::Status s = CheckAligned(call.pointers); !s.ok()) return s;

@@ -6,9 +6,10 @@
 //
 // Supported: x and w float16 or bfloat16, y (and z) of x's type or
 // float32, bias float32,
-// NCHW or channels_last (NHWC, w KRSC), any groups, and the activations
-// identity, Relu, LeakyRelu, Clip, Sigmoid, Tanh, GeluErf, GeluTanh and
-// Silu. Anything else, a pointer not 16-byte aligned, or a graph no cuDNN
+// channels_last (NHWC, w KRSC), or NCHW without an epilogue (with one only
+// under Options::nchw_epilogues: graph_conv_scope.h), any groups, and the
+// activations identity, Relu, LeakyRelu, Clip, Sigmoid, Tanh, GeluErf, GeluTanh
+// and Silu. Anything else, a pointer not 16-byte aligned, or a graph no cuDNN
 // engine runs within the workspace answers Unimplemented: the caller then
 // runs the convolution its legacy way, which writes all of y.
 //
@@ -108,6 +109,9 @@ class CudnnGraphConv {
     // Off by default until a GPU run has measured it
     // (COALESCE_CUDNN_KERNEL_CACHE=1, cuda_kernels.cc).
     bool kernel_cache = false;
+    // Whether NCHW convolutions with an epilogue take the graph too; off,
+    // they answer Unimplemented (graph_conv_scope.h says why).
+    bool nchw_epilogues = false;
   };
 
   // Loads cuDNN (once per process), reads the identity of device

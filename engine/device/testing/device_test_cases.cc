@@ -658,6 +658,88 @@ void AddNormalizationAndIndexingCases(std::vector<DeviceTestCase>& cases) {
   }
 }
 
+// x -> depthwise 3x3 convolution with bias (weights from `seed` and
+// seed + 1) -> SiLU written as Mul(d, Sigmoid(d)) -> `out`.
+void DepthwiseSilu(OnnxModelBuilder& b, int64_t c, const std::string& x,
+                   const std::string& out, uint32_t seed) {
+  b.FloatInitializer("dw", {c, 1, 3, 3}, RandomFloats(c * 9, seed));
+  b.FloatInitializer("dwb", {c}, RandomFloats(c, seed + 1));
+  auto& dw = b.Node("Conv", {x, "dw", "dwb"}, {"d"});
+  SetIntsAttr(dw, "pads", {1, 1, 1, 1});
+  SetIntAttr(dw, "group", c);
+  b.Node("Sigmoid", {"d"}, {"ds"});
+  b.Node("Mul", {"d", "ds"}, {out});
+}
+
+// Squeeze-excitation of x [N, c, H, W] into `out`: global pool, 1x1
+// convolution to r channels + bias, Relu or SiLU (`silu`), 1x1 convolution
+// back + bias, Sigmoid, the gate broadcast over x's planes (weights from
+// `seed` to seed + 3).
+void SqueezeExcitation(OnnxModelBuilder& b, int64_t c, int64_t r,
+                       const std::string& x, const std::string& out, bool silu,
+                       uint32_t seed) {
+  b.FloatInitializer("w1", {r, c, 1, 1}, RandomFloats(r * c, seed));
+  b.FloatInitializer("b1", {r}, RandomFloats(r, seed + 1));
+  b.FloatInitializer("w2", {c, r, 1, 1}, RandomFloats(r * c, seed + 2));
+  b.FloatInitializer("b2", {c}, RandomFloats(c, seed + 3));
+  b.Node("GlobalAveragePool", {x}, {"g"});
+  b.Node("Conv", {"g", "w1", "b1"}, {"s1"});
+  if (silu) {
+    b.Node("Sigmoid", {"s1"}, {"s1s"});
+    b.Node("Mul", {"s1", "s1s"}, {"s2"});
+  } else {
+    b.Node("Relu", {"s1"}, {"s2"});
+  }
+  b.Node("Conv", {"s2", "w2", "b2"}, {"s3"});
+  b.Node("Sigmoid", {"s3"}, {"gate"});
+  b.Node("Mul", {x, "gate"}, {out});
+}
+
+// EfficientNet's MBConv block and its parts, on x [N, 16, 14, 15].
+void AddMbconvCases(std::vector<DeviceTestCase>& cases) {
+  const int64_t c = 16, r = 4;
+  const std::vector<std::vector<Shape>> runs = {{{2, c, 14, 15}}};
+  auto add = [&](const char* name, auto&& build) {
+    OnnxModelBuilder b(13);
+    b.Input("x", {-1, c, 14, 15});
+    build(b);
+    b.Output("y");
+    cases.push_back({name, std::move(b), true, runs, 1e-5f});
+  };
+  // The block: depthwise 3x3 + SiLU, squeeze-excitation (global pool, 1x1
+  // conv + SiLU, 1x1 conv + Sigmoid, broadcast Mul), projection 1x1 conv,
+  // residual Add. FP16 with the NCHW layout gave NaN on EfficientNet-B0 on
+  // an H100 (BENCHMARKS.md, issue 26's first measurement), and this block
+  // wrong values on an H100 and an H200 (graph_conv_scope.h).
+  add("mbconv_se", [&](OnnxModelBuilder& b) {
+    DepthwiseSilu(b, c, "x", "a", 41);
+    SqueezeExcitation(b, c, r, "a", "e", /*silu=*/true, 43);
+    b.FloatInitializer("wp", {c, c, 1, 1}, RandomFloats(c * c, 47));
+    b.Node("Conv", {"e", "wp"}, {"p"});
+    b.Node("Add", {"p", "x"}, {"y"});
+  });
+  // Its parts that no other case has, each alone, so that a failure of the
+  // block on a GPU names its part: the squeeze-excitation with Relu and with
+  // SiLU; a depthwise convolution + SiLU whose result stays 16-bit (pooled
+  // next); a 1x1 convolution whose residual is the float32 model input.
+  add("squeeze_excitation", [&](OnnxModelBuilder& b) {
+    SqueezeExcitation(b, c, r, "x", "y", /*silu=*/false, 48);
+  });
+  add("se_silu", [&](OnnxModelBuilder& b) {
+    SqueezeExcitation(b, c, r, "x", "y", /*silu=*/true, 55);
+  });
+  add("depthwise_silu_half", [&](OnnxModelBuilder& b) {
+    DepthwiseSilu(b, c, "x", "a", 53);
+    b.Node("GlobalAveragePool", {"a"}, {"g"});
+    b.Node("Mul", {"a", "g"}, {"y"});
+  });
+  add("residual_input_z", [&](OnnxModelBuilder& b) {
+    b.FloatInitializer("wp", {c, c, 1, 1}, RandomFloats(c * c, 52));
+    b.Node("Conv", {"x", "wp"}, {"p"});
+    b.Node("Add", {"p", "x"}, {"y"});
+  });
+}
+
 void AddCnnCases(std::vector<DeviceTestCase>& cases) {
   struct ConvVariant {
     const char* name;
@@ -755,60 +837,7 @@ void AddCnnCases(std::vector<DeviceTestCase>& cases) {
     cases.push_back(OneNode(absl::StrCat(op, "_large"), op, {{-1, 40, 57, 59}},
                             {{{2, 40, 57, 59}}}, 1e-6f, 13));
   }
-  {
-    // EfficientNet's MBConv block: depthwise 3x3 + SiLU, squeeze-excitation
-    // (global pool, 1x1 conv + SiLU, 1x1 conv + Sigmoid, broadcast Mul),
-    // projection 1x1 conv, residual Add. FP16 with the NCHW layout gave NaN
-    // on EfficientNet-B0 on an H100 (BENCHMARKS.md, issue 26's first
-    // measurement); this block is where its layout-specific kernels are.
-    const int64_t c = 16, r = 4;
-    OnnxModelBuilder b(13);
-    b.Input("x", {-1, c, 14, 15});
-    b.FloatInitializer("dw", {c, 1, 3, 3}, RandomFloats(c * 9, 41));
-    b.FloatInitializer("dwb", {c}, RandomFloats(c, 42));
-    b.FloatInitializer("w1", {r, c, 1, 1}, RandomFloats(r * c, 43));
-    b.FloatInitializer("b1", {r}, RandomFloats(r, 44));
-    b.FloatInitializer("w2", {c, r, 1, 1}, RandomFloats(r * c, 45));
-    b.FloatInitializer("b2", {c}, RandomFloats(c, 46));
-    b.FloatInitializer("wp", {c, c, 1, 1}, RandomFloats(c * c, 47));
-    auto& dw = b.Node("Conv", {"x", "dw", "dwb"}, {"d"});
-    SetIntsAttr(dw, "pads", {1, 1, 1, 1});
-    SetIntAttr(dw, "group", c);
-    b.Node("Sigmoid", {"d"}, {"ds"});
-    b.Node("Mul", {"d", "ds"}, {"a"});
-    b.Node("GlobalAveragePool", {"a"}, {"g"});
-    b.Node("Conv", {"g", "w1", "b1"}, {"s1"});
-    b.Node("Sigmoid", {"s1"}, {"s1s"});
-    b.Node("Mul", {"s1", "s1s"}, {"s2"});
-    b.Node("Conv", {"s2", "w2", "b2"}, {"s3"});
-    b.Node("Sigmoid", {"s3"}, {"gate"});
-    b.Node("Mul", {"a", "gate"}, {"e"});
-    b.Node("Conv", {"e", "wp"}, {"p"});
-    b.Node("Add", {"p", "x"}, {"y"});
-    b.Output("y");
-    cases.push_back(
-        {"mbconv_se", std::move(b), true, {{{2, c, 14, 15}}}, 1e-5f});
-  }
-  {
-    // The squeeze-excitation half of mbconv_se alone: global pool, 1x1
-    // conv + Relu, 1x1 conv + Sigmoid, the gate broadcast over the planes.
-    const int64_t c = 16, r = 4;
-    OnnxModelBuilder b(13);
-    b.Input("x", {-1, c, 14, 15});
-    b.FloatInitializer("w1", {r, c, 1, 1}, RandomFloats(r * c, 48));
-    b.FloatInitializer("b1", {r}, RandomFloats(r, 49));
-    b.FloatInitializer("w2", {c, r, 1, 1}, RandomFloats(r * c, 50));
-    b.FloatInitializer("b2", {c}, RandomFloats(c, 51));
-    b.Node("GlobalAveragePool", {"x"}, {"g"});
-    b.Node("Conv", {"g", "w1", "b1"}, {"s1"});
-    b.Node("Relu", {"s1"}, {"s2"});
-    b.Node("Conv", {"s2", "w2", "b2"}, {"s3"});
-    b.Node("Sigmoid", {"s3"}, {"gate"});
-    b.Node("Mul", {"x", "gate"}, {"y"});
-    b.Output("y");
-    cases.push_back(
-        {"squeeze_excitation", std::move(b), true, {{{2, c, 14, 15}}}, 1e-5f});
-  }
+  AddMbconvCases(cases);
   cases.push_back(OneNode("lrn", "LRN", {{-1, 7, 4, 5}}, {{{2, 7, 4, 5}}},
                           1e-5f, 13, [](onnx::NodeProto& n) {
                             SetIntAttr(n, "size", 5);
