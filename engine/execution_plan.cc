@@ -15,6 +15,7 @@
 #include "engine/cpu_attention.h"
 #include "engine/neutral_planner.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/threading.h"
 
 namespace coalesce {
@@ -96,8 +97,9 @@ absl::Status ExecutionPlan::PrepareNodes() {
 // intermediate tensors get blocks from their producer to their last
 // consumer; a block is released only after the consuming node's outputs are
 // placed, so no kernel's output overlaps its inputs, except where a prepared
-// kernel writes in place (PreparedKernel::in_place_input), or a row view
-// reinterprets its input: its output then takes over the input's block. A
+// kernel writes in place (PreparedKernel::in_place_input), or a row view or
+// a reshaping kernel (OpKernel::CopiesInputBytes) keeps its input's bytes:
+// its output then takes over the input's block. A
 // prepared kernel's scratch block lives during its node only.
 void ExecutionPlan::PlanArena() {
   const std::vector<GraphNode>& nodes = model_->graph().nodes;
@@ -158,11 +160,16 @@ void ExecutionPlan::PlanArena() {
 
 int ExecutionPlan::InPlaceInput(int n, const std::vector<int>& last_use) const {
   const GraphNode& node = model_->graph().nodes[n];
-  const bool row_view = node_attention_[n] == kRowView;
-  if ((prepared_[n] == nullptr && !row_view) || node.outputs.empty() ||
+  // A row view, or a kernel whose output is its input's bytes: output 0
+  // may be input 0's block.
+  const bool same_bytes =
+      node_attention_[n] == kRowView ||
+      (node_attention_[n] == -1 && prepared_[n] == nullptr &&
+       node.kernel->CopiesInputBytes());
+  if ((prepared_[n] == nullptr && !same_bytes) || node.outputs.empty() ||
       node.outputs[0] < 0)
     return -1;
-  const int slot = row_view ? 0 : prepared_[n]->in_place_input();
+  const int slot = same_bytes ? 0 : prepared_[n]->in_place_input();
   if (slot < 0 || slot >= static_cast<int>(node.inputs.size())) return -1;
   const int in = node.inputs[slot];
   const std::vector<PlannedValue>& values = neutral_->values;
@@ -275,9 +282,9 @@ absl::Status ExecutionPlan::RunNode(size_t n, char** data, char* arena,
 // A row view's output is its input's bytes: the same block where the arena
 // could give it (InPlaceInput), else a copy.
 void ExecutionPlan::RunRowView(const GraphNode& node, char** data) const {
-  const int in = node.inputs[0], out = node.outputs[0];
-  if (data[in] != data[out])
-    std::memcpy(data[out], data[in], neutral_->values[in].byte_size);
+  const int in = node.inputs[0];
+  kernels::CopyBytes(data[in], neutral_->values[in].byte_size,
+                     data[node.outputs[0]]);
 }
 
 size_t ExecutionPlan::ScratchBytes(size_t n) const {

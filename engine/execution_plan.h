@@ -137,7 +137,8 @@ class ExecutionPlan {
   void RunRowView(const GraphNode& node, char** data) const;
   size_t ScratchBytes(size_t n) const;  // node n's (or its attention's)
   // The input value node `n` writes its output 0 over, or -1: see
-  // PreparedKernel::in_place_input; a row view's input where it dies.
+  // PreparedKernel::in_place_input; a row view's or a reshaping kernel's
+  // (OpKernel::CopiesInputBytes) input where it dies.
   // `last_use`: by value, the last node reading it.
   int InPlaceInput(int n, const std::vector<int>& last_use) const;
 

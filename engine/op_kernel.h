@@ -73,9 +73,16 @@ class OpKernel {
                              absl::Span<TensorInfo> outputs) const = 0;
 
   // Computes the outputs. REQUIRES: shapes are those Infer produced; output
-  // memory does not overlap input memory.
+  // memory does not overlap input memory, except that with
+  // CopiesInputBytes() output 0 may be input 0 itself.
   virtual absl::Status Run(absl::Span<const ConstTensorView> inputs,
                            absl::Span<const TensorView> outputs) const = 0;
+
+  // True when output 0 is input 0's bytes unchanged, under another shape
+  // (Reshape and its kin): the plan may then give output 0 input 0's memory
+  // where input 0 dies at this node, and Run, seeing one address, copies
+  // nothing.
+  virtual bool CopiesInputBytes() const { return false; }
 
   // True when Run reads its inputs' shapes but never their data (Shape). The
   // plan then computes the outputs once while planning, as it does for any

@@ -1,6 +1,7 @@
 // CopyingOp: base of the ops that keep a tensor's bytes and change only its
 // shape (Identity, Flatten, Reshape, Squeeze, Unsqueeze). Run copies input 0
-// to output 0 (the planner does not alias buffers); subclasses give Infer.
+// to output 0, nothing when the plan gave them one block
+// (OpKernel::CopiesInputBytes); subclasses give Infer.
 #ifndef COALESCE_ENGINE_OPS_COPYING_OP_H_
 #define COALESCE_ENGINE_OPS_COPYING_OP_H_
 
@@ -13,6 +14,8 @@ namespace coalesce {
 
 class CopyingOp : public OpKernel {
  public:
+  bool CopiesInputBytes() const override { return true; }
+
   absl::Status Run(absl::Span<const ConstTensorView> in,
                    absl::Span<const TensorView> out) const override {
     const Shape& s = *in[0].shape;
