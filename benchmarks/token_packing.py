@@ -17,6 +17,8 @@ from [--min-length, S]:
   other at each concurrency: items/s, p50 and p99, the batch formed.
 
 Prints a Markdown table: each row padded, packed, and packed / padded.
+With --baseline-onnx-run (a copy of an earlier build's binary), the engine
+rows also time the packed batch with it, in the same rounds.
 Usage: python3 benchmarks/token_packing.py [--batches 8,32] [--concurrency 32]
 REQUIRES: the build (coalesce-onnx-run, coalesce-server, coalesce-bench).
 """
@@ -82,9 +84,9 @@ def write_batch(work: Path, names: list[str], batch: int, min_length: int,
 
 
 def run_engine(model: Path, inputs: list[str], out: Path, packing: str, threads: int,
-               repeat: int) -> float:
+               repeat: int, binary: Path = ONNX_RUN) -> float:
     timing = out / "timing.json"
-    cmd = [str(ONNX_RUN), "--model", str(model), *inputs, "--output-dir", str(out),
+    cmd = [str(binary), "--model", str(model), *inputs, "--output-dir", str(out),
            "--token-packing", packing, "--threads", str(threads), "--warmup", "1",
            "--repeat", str(repeat), "--timing-json", str(timing)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -113,18 +115,25 @@ def engine_rows(model: Path, work: Path, args) -> list[str]:
     rows = []
     for batch in args.batches:
         inputs, lengths = write_batch(work, names, batch, args.min_length, batch)
-        times = {"off": [], "on": []}
+        runs = {"off": ("off", ONNX_RUN), "on": ("on", ONNX_RUN)}
+        if args.baseline_onnx_run:
+            runs["baseline"] = ("on", args.baseline_onnx_run)
+        times = {name: [] for name in runs}
         for _ in range(args.rounds):
-            for packing in ("off", "on"):
-                out = work / f"engine_{batch}_{packing}"
-                times[packing].append(run_engine(model, inputs, out, packing,
-                                                 args.threads, args.repeat))
+            for name, (packing, binary) in runs.items():
+                out = work / f"engine_{batch}_{name}"
+                times[name].append(run_engine(model, inputs, out, packing,
+                                              args.threads, args.repeat, binary))
         diff = max_real_diff(work / f"engine_{batch}_off", work / f"engine_{batch}_on", lengths)
         off, on = statistics.median(times["off"]), statistics.median(times["on"])
         fill = lengths.sum() / (batch * SEQ)
+        baseline = ""
+        if "baseline" in times:
+            base = statistics.median(times["baseline"])
+            baseline = f", baseline binary packed {base:.1f} ms ({base / on:.2f}x)"
         rows.append(f"| engine | batch {batch} | {fill:.0%} | {batch / off * 1000:.1f} | "
                     f"{batch / on * 1000:.1f} | {off / on:.2f} | {off:.1f} / {on:.1f} ms, "
-                    f"max diff {diff:.1e} |")
+                    f"max diff {diff:.1e}{baseline} |")
         print(rows[-1], file=sys.stderr)
     return rows
 
@@ -207,6 +216,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--window-ms", type=int, default=8000)
     parser.add_argument("--skip-served", action="store_true")
+    parser.add_argument("--baseline-onnx-run", type=Path,
+                        help="another coalesce-onnx-run (an earlier build): its packed time "
+                             "too, in the same rounds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

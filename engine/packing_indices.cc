@@ -38,16 +38,22 @@ bool IsReal(const unsigned char* mask, DataType dtype, size_t width,
 
 }  // namespace
 
-int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq) {
+int64_t CpuTokenBuckets(int64_t batch, int64_t seq) {
+  return std::max<int64_t>(1,
+                           (batch * seq + kCpuTokenRows - 1) / kCpuTokenRows);
+}
+
+int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq,
+                    int64_t buckets) {
   const int64_t rows = batch * seq;
-  const int64_t step = (rows + kTokenBuckets - 1) / kTokenBuckets;
+  const int64_t step = (rows + buckets - 1) / buckets;
   const int64_t bucket = std::max<int64_t>(1, (tokens + step - 1) / step);
   return std::min(rows, bucket * step);
 }
 
 absl::Status ComputePackingIndices(const void* mask, DataType dtype,
                                    int64_t batch, int64_t seq,
-                                   PackingIndices* out) {
+                                   PackingIndices* out, int64_t buckets) {
   const size_t width = ElementByteSize(dtype);
   if (width == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -64,7 +70,7 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
     out->pack.push_back(r);
   }
   out->tokens = static_cast<int64_t>(out->pack.size());
-  const int64_t bucket = TokenBucket(out->tokens, batch, seq);
+  const int64_t bucket = TokenBucket(out->tokens, batch, seq, buckets);
   const int64_t filler = out->pack.empty() ? 0 : out->pack.front();
   out->pack.resize(bucket, filler);
   out->spread = out->unpack;

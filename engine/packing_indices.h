@@ -16,9 +16,14 @@
 //                  attention masks them as keys, and what it computes for
 //                  them as queries is never read), so that no zero row has
 //                  to be appended.
-// T' is TokenBucket(T, B, S): T rounded up to a multiple of ceil(B * S / 8),
-// so that one batch shape needs at most 8 packed plans, each computing at
-// most B * S / 8 rows more than the real ones. Pure functions.
+// T' is TokenBucket(T, B, S, buckets): T rounded up to a multiple of
+// ceil(B * S / buckets), so that one batch shape needs at most `buckets`
+// packed plans, each computing at most B * S / buckets rows more than the
+// real ones. A device binds a plan and captures a CUDA graph per bucket:
+// kTokenBuckets (8) of them. The CPU builds a plan in about 0.3 ms
+// (bert-base, about 320 KB each) and takes a bucket per kCpuTokenRows
+// rows (CpuTokenBuckets), so a batch computes at most 15 rows more than it
+// has. Pure functions.
 #ifndef COALESCE_ENGINE_PACKING_INDICES_H_
 #define COALESCE_ENGINE_PACKING_INDICES_H_
 
@@ -30,12 +35,18 @@
 
 namespace coalesce {
 
-// How many buckets TokenBucket divides B * S rows into.
+// How many buckets TokenBucket divides B * S rows into on a device.
 inline constexpr int64_t kTokenBuckets = 8;
 
+// The CPU's bucket width in rows, and its bucket count for a batch shape:
+// ceil(batch * seq / kCpuTokenRows).
+inline constexpr int64_t kCpuTokenRows = 16;
+int64_t CpuTokenBuckets(int64_t batch, int64_t seq);
+
 // T' for `tokens` real rows of a [batch, seq] mask: at least 1, at most
-// batch * seq. REQUIRES: 0 <= tokens <= batch * seq, batch, seq >= 1.
-int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq);
+// batch * seq. REQUIRES: 0 <= tokens <= batch * seq, batch, seq, buckets >= 1.
+int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq,
+                    int64_t buckets = kTokenBuckets);
 
 struct PackingIndices {
   int64_t tokens = 0;           // T: the real rows
@@ -46,10 +57,12 @@ struct PackingIndices {
 
 // The indices of a [batch, seq] mask of `dtype` (BOOL, INT32, INT64, FLOAT,
 // or any other fixed-size numeric type) at `mask`, into `*out` (its vectors
-// reused). InvalidArgument for a BYTES or unknown type.
+// reused), T' from TokenBucket with `buckets`. InvalidArgument for a BYTES
+// or unknown type.
 absl::Status ComputePackingIndices(const void* mask, DataType dtype,
                                    int64_t batch, int64_t seq,
-                                   PackingIndices* out);
+                                   PackingIndices* out,
+                                   int64_t buckets = kTokenBuckets);
 
 }  // namespace coalesce
 

@@ -29,6 +29,20 @@ TEST(PackingIndicesTest, BucketsAreEighthsOfThePaddedRows) {
   EXPECT_EQ(TokenBucket(1, 1, 1), 1);
 }
 
+// The CPU's buckets are 16 rows wide, whatever the batch shape.
+TEST(PackingIndicesTest, CpuBucketsAreSixteenRows) {
+  EXPECT_EQ(CpuTokenBuckets(8, 128), 64);
+  EXPECT_EQ(CpuTokenBuckets(3, 5), 1);
+  EXPECT_EQ(CpuTokenBuckets(1, 1), 1);
+  EXPECT_EQ(TokenBucket(599, 8, 128, CpuTokenBuckets(8, 128)), 608);
+  EXPECT_EQ(TokenBucket(608, 8, 128, CpuTokenBuckets(8, 128)), 608);
+  EXPECT_EQ(TokenBucket(1, 8, 128, CpuTokenBuckets(8, 128)), 16);
+  EXPECT_EQ(TokenBucket(1020, 8, 128, CpuTokenBuckets(8, 128)), 1024);
+  EXPECT_EQ(TokenBucket(9, 3, 5, CpuTokenBuckets(3, 5)), 15);
+  // The device's eighths round 599 of 1024 up to 640.
+  EXPECT_EQ(TokenBucket(599, 8, 128), 640);
+}
+
 TEST(PackingIndicesTest, RightPaddedRows) {
   // Lengths 3, 1, 4 of 4: 8 real rows of 12; buckets of 2.
   const std::vector<int64_t> mask = {1, 1, 1, 0,  //

@@ -32,8 +32,8 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> TokenPackedPlans::PlanFor(
   }
   const int64_t batch = mask_shape[0], seq = mask_shape[1];
   if (batch * seq == 0) return nullptr;
-  absl::Status s =
-      ComputePackingIndices(mask, mask_dtype_, batch, seq, indices);
+  absl::Status s = ComputePackingIndices(mask, mask_dtype_, batch, seq, indices,
+                                         CpuTokenBuckets(batch, seq));
   if (!s.ok()) return s;
   if (indices->tokens == batch * seq) return nullptr;
   packed_shapes_ = shapes;

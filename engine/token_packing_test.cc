@@ -16,10 +16,13 @@
 #include <vector>
 
 #include "engine/cpu_executor.h"
+#include "engine/execution_plan.h"
 #include "engine/model.h"
+#include "engine/packing_indices.h"
 #include "engine/tensor_file.h"
 #include "engine/testing/onnx_model_builder.h"
 #include "engine/testing/packed_batches.h"
+#include "engine/token_packed_plans.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/threading.h"
 
@@ -105,6 +108,33 @@ TEST(TokenPackingTest, FullBatchRunsPadded) {
   const std::vector<testing::FloatOutput> b = RunOnCpu(packed, *inputs);
   ASSERT_EQ(a.size(), b.size());
   for (size_t o = 0; o < a.size(); ++o) EXPECT_EQ(a[o].values, b[o].values);
+}
+
+// The CPU's packed plan for a batch computes its real rows rounded up to
+// 16 (kCpuTokenRows), not to an eighth of the padded rows.
+TEST(TokenPackingTest, CpuPlansRoundTheRealRowsToSixteen) {
+  std::shared_ptr<const Model> model = LoadCorpus("bert_tiny__dynamo", true);
+  ASSERT_NE(model, nullptr);
+  std::unique_ptr<TokenPackedPlans> plans = TokenPackedPlans::For(model);
+  ASSERT_NE(plans, nullptr);
+  int64_t seq = 0;
+  // 33 real rows of 64: the device's eighths would compute 40.
+  const std::vector<int64_t> lengths = {16, 5, 11, 1};
+  auto inputs = testing::MixedLengthInputs(
+      absl::StrCat(COALESCE_CORPUS_DIR, "/bert_tiny__dynamo"), lengths, &seq);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : *inputs) shapes.push_back(t.shape);
+  auto padded = ExecutionPlan::Build(model, shapes);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  PackingIndices indices;
+  auto plan = plans->PlanFor(
+      shapes, (*inputs)[plans->mask_input()].bytes.data(), **padded, &indices);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_NE(*plan, nullptr);
+  EXPECT_EQ(indices.tokens, 33);
+  EXPECT_EQ(indices.pack.size(), 48u);
+  EXPECT_EQ((*plan)->input_shape(model->signature().inputs.size()), Shape{48});
 }
 
 TEST(TokenPackingTest, ModelsThatDoNotQualifyAreRefusedWithTheReason) {
