@@ -14,6 +14,7 @@
 #include "engine/arena_planner.h"
 #include "engine/cpu_attention.h"
 #include "engine/neutral_planner.h"
+#include "engine/packing_indices.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/threading.h"
@@ -47,9 +48,18 @@ void ExecutionPlan::FuseAttention(int threads) {
     for (int n : attention_[k].nodes) node_attention_[n] = kInsideAttention;
     node_attention_[attention_[k].nodes.back()] = static_cast<int>(k);
     for (int n : attention_[k].row_views) node_attention_[n] = kRowView;
+    packed_rows_.push_back(CpuPackedRows(*neutral_, attention_[k]));
+    for (int n : packed_rows_.back().nodes)
+      node_attention_[n] = kInsideAttention;
   }
   attention_threads_ =
       std::max(1, threads > 0 ? threads : kernels::IntraOpThreads());
+}
+
+int ExecutionPlan::packed_row_attentions() const {
+  return static_cast<int>(
+      std::count_if(packed_rows_.begin(), packed_rows_.end(),
+                    [](const PackedRowsSite& p) { return p.pack_index >= 0; }));
 }
 
 std::vector<int> ExecutionPlan::NodeReads(size_t n) const {
@@ -57,6 +67,9 @@ std::vector<int> ExecutionPlan::NodeReads(size_t n) const {
   if (k == kInsideAttention) return {};
   if (k < 0) return model_->graph().nodes[n].inputs;
   const AttentionSite& site = attention_[k];
+  const PackedRowsSite& packed = packed_rows_[k];
+  if (packed.pack_index >= 0)
+    return {packed.rows_in, packed.pack_index, site.mask.value};
   return {site.q.value, site.k.value, site.v.value, site.mask.value};
 }
 
@@ -64,7 +77,8 @@ std::vector<int> ExecutionPlan::NodeWrites(size_t n) const {
   const int k = node_attention_[n];
   if (k == kInsideAttention) return {};
   if (k < 0) return model_->graph().nodes[n].outputs;
-  return {attention_[k].out.value};
+  const PackedRowsSite& packed = packed_rows_[k];
+  return {packed.pack_index >= 0 ? packed.rows_out : attention_[k].out.value};
 }
 
 absl::Status ExecutionPlan::PrepareNodes() {
@@ -256,9 +270,7 @@ absl::Status ExecutionPlan::RunNode(size_t n, char** data, char* arena,
   char* const scratch = arena + scratch_offsets_[n];
   absl::Status s = absl::OkStatus();
   if (k >= 0) {
-    s = kernels::Attention(CpuAttentionViews(attention_[k], data),
-                           reinterpret_cast<float*>(scratch),
-                           attention_threads_);
+    s = RunAttention(k, data, scratch);
   } else if (k == kRowView) {
     RunRowView(node, data);
   } else {
@@ -287,11 +299,56 @@ void ExecutionPlan::RunRowView(const GraphNode& node, char** data) const {
                      data[node.outputs[0]]);
 }
 
+// Packed rows: the sequences' first rows and the rows' positions (int64)
+// from the pack index, before the kernel's scratch; rows past the real ones
+// (the bucket's fillers, never unpacked) get zeros.
+absl::Status ExecutionPlan::RunAttention(int k, char** data,
+                                         char* scratch) const {
+  kernels::AttentionViews views = CpuAttentionViews(attention_[k], data);
+  const PackedRowsSite& packed = packed_rows_[k];
+  if (packed.pack_index >= 0) {
+    const AttentionSite& site = attention_[k];
+    const int64_t rows = neutral_->values[packed.pack_index].info.shape[0];
+    const auto* pack =
+        reinterpret_cast<const int64_t*>(data[packed.pack_index]);
+    auto* offsets = reinterpret_cast<int64_t*>(scratch);
+    int64_t* positions = offsets + site.batch + 1;
+    const int64_t real =
+        PackedRealRows(pack, rows, site.batch, site.q_len, offsets, positions);
+    views.q =
+        reinterpret_cast<const float*>(data[packed.rows_in]) + site.q.offset;
+    views.k =
+        reinterpret_cast<const float*>(data[packed.rows_in]) + site.k.offset;
+    views.v =
+        reinterpret_cast<const float*>(data[packed.rows_in]) + site.v.offset;
+    views.out =
+        reinterpret_cast<float*>(data[packed.rows_out]) + site.out.offset;
+    views.offsets = offsets;
+    views.positions = positions;
+    const int64_t width = neutral_->values[packed.rows_out].info.shape[1];
+    std::fill(reinterpret_cast<float*>(data[packed.rows_out]) + real * width,
+              reinterpret_cast<float*>(data[packed.rows_out]) + rows * width,
+              0.0f);
+    scratch += PackedIndexBytes(k);
+  }
+  return kernels::Attention(views, reinterpret_cast<float*>(scratch),
+                            attention_threads_);
+}
+
+size_t ExecutionPlan::PackedIndexBytes(int k) const {
+  const PackedRowsSite& packed = packed_rows_[k];
+  if (packed.pack_index < 0) return 0;
+  const int64_t rows = neutral_->values[packed.pack_index].info.shape[0];
+  const size_t bytes = (attention_[k].batch + 1 + rows) * sizeof(int64_t);
+  return (bytes + 63) / 64 * 64;
+}
+
 size_t ExecutionPlan::ScratchBytes(size_t n) const {
   const int k = node_attention_[n];
   if (k >= 0) {
-    return kernels::AttentionScratchBytes(
-        attention_[k].q_len, attention_[k].kv_len, attention_threads_);
+    return PackedIndexBytes(k) +
+           kernels::AttentionScratchBytes(
+               attention_[k].q_len, attention_[k].kv_len, attention_threads_);
   }
   return prepared_[n] != nullptr ? prepared_[n]->scratch_bytes() : 0;
 }

@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "engine/aligned_buffer.h"
 #include "engine/attention_pattern.h"
+#include "engine/cpu_attention.h"
 #include "engine/model.h"
 #include "engine/neutral_plan.h"
 #include "engine/node_profile.h"
@@ -66,8 +67,11 @@ class ExecutionPlan {
       std::shared_ptr<const Model> model,
       const std::vector<Shape>& input_shapes, const PlanOptions& options = {});
 
-  // How many attentions run as one kernel (PlanOptions::fuse_attention).
+  // How many attentions run as one kernel (PlanOptions::fuse_attention),
+  // and how many of those read and write packed rows (a token-packed plan:
+  // engine/cpu_attention.h, PackedRowsSite).
   int fused_attentions() const { return static_cast<int>(attention_.size()); }
+  int packed_row_attentions() const;
 
   int num_inputs() const { return static_cast<int>(input_values_.size()); }
   int num_outputs() const { return static_cast<int>(output_values_.size()); }
@@ -134,8 +138,10 @@ class ExecutionPlan {
   std::vector<int> NodeWrites(size_t n) const;
   absl::Status RunNode(size_t n, char** data, char* arena,
                        const ExecuteContext& context) const;
+  absl::Status RunAttention(int k, char** data, char* scratch) const;
   void RunRowView(const GraphNode& node, char** data) const;
-  size_t ScratchBytes(size_t n) const;  // node n's (or its attention's)
+  size_t ScratchBytes(size_t n) const;   // node n's (or its attention's)
+  size_t PackedIndexBytes(int k) const;  // attention k's offsets, positions
   // The input value node `n` writes its output 0 over, or -1: see
   // PreparedKernel::in_place_input; a row view's or a reshaping kernel's
   // (OpKernel::CopiesInputBytes) input where it dies.
@@ -161,6 +167,7 @@ class ExecutionPlan {
   // agree on (AttentionSite::row_views).
   static constexpr int kInsideAttention = -2, kRowView = -3;
   std::vector<AttentionSite> attention_;
+  std::vector<PackedRowsSite> packed_rows_;  // by site; pack_index -1: none
   std::vector<int> node_attention_;
   int attention_threads_ = 1;  // the threads its scratch is sized for
 };

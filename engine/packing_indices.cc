@@ -51,6 +51,23 @@ int64_t TokenBucket(int64_t tokens, int64_t batch, int64_t seq,
   return std::min(rows, bucket * step);
 }
 
+int64_t PackedRealRows(const int64_t* pack, int64_t rows, int64_t batch,
+                       int64_t seq, int64_t* offsets, int64_t* positions) {
+  const int64_t padded = batch * seq;
+  int64_t real = 0;
+  while (real < rows && pack[real] >= 0 && pack[real] < padded &&
+         (real == 0 || pack[real] > pack[real - 1])) {
+    ++real;
+  }
+  int64_t r = 0;
+  for (int64_t b = 0; b <= batch; ++b) {
+    while (r < real && pack[r] < b * seq) ++r;
+    offsets[b] = b == batch ? real : r;
+  }
+  for (r = 0; r < real; ++r) positions[r] = pack[r] % seq;
+  return real;
+}
+
 absl::Status ComputePackingIndices(const void* mask, DataType dtype,
                                    int64_t batch, int64_t seq,
                                    PackingIndices* out, int64_t buckets) {

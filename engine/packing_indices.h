@@ -64,6 +64,16 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
                                    PackingIndices* out,
                                    int64_t buckets = kTokenBuckets);
 
+// What an attention over packed rows needs from a pack index (`pack`,
+// `rows` entries, of a [batch, seq] mask): T, the real rows (pack's
+// ascending prefix of rows inside the batch; the fillers after it repeat its
+// first); offsets[b], the first real row of entry b (batch + 1 entries, the
+// last T); positions[r] for r < T, real row r's position in its sequence.
+// A batch with no real row packs row 0 as a filler, which this counts as
+// one real row of entry 0: computed, never read.
+int64_t PackedRealRows(const int64_t* pack, int64_t rows, int64_t batch,
+                       int64_t seq, int64_t* offsets, int64_t* positions);
+
 }  // namespace coalesce
 
 #endif  // COALESCE_ENGINE_PACKING_INDICES_H_

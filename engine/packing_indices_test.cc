@@ -43,6 +43,27 @@ TEST(PackingIndicesTest, CpuBucketsAreSixteenRows) {
   EXPECT_EQ(TokenBucket(599, 8, 128), 640);
 }
 
+// The packed rows an attention reads: per entry its first real row, and
+// each real row's position; the fillers after the real rows are not rows.
+TEST(PackingIndicesTest, PackedRealRowsFollowTheMask) {
+  // Left padding, a hole, an entry without real rows: 3 x 4, buckets of 4.
+  const std::vector<int64_t> mask = {0, 1, 1, 1,  //
+                                     0, 0, 0, 0,  //
+                                     1, 0, 1, 0};
+  PackingIndices p;
+  ASSERT_TRUE(ComputePackingIndices(mask.data(), DataType::kInt64, 3, 4, &p,
+                                    /*buckets=*/3)
+                  .ok());
+  ASSERT_EQ(p.pack.size(), 8u);  // 5 real rows, 3 fillers
+  std::vector<int64_t> offsets(4), positions(8);
+  EXPECT_EQ(
+      PackedRealRows(p.pack.data(), 8, 3, 4, offsets.data(), positions.data()),
+      5);
+  EXPECT_THAT(offsets, ElementsAre(0, 3, 3, 5));
+  positions.resize(5);
+  EXPECT_THAT(positions, ElementsAre(1, 2, 3, 0, 2));
+}
+
 TEST(PackingIndicesTest, RightPaddedRows) {
   // Lengths 3, 1, 4 of 4: 8 real rows of 12; buckets of 2.
   const std::vector<int64_t> mask = {1, 1, 1, 0,  //

@@ -49,6 +49,26 @@ std::shared_ptr<const Model> LoadCorpus(const std::string& name, bool packing) {
   return model.ok() ? *model : nullptr;
 }
 
+// The packed plan a CPU executor runs for `inputs` of packed `model`
+// (null when the batch has no padding).
+std::shared_ptr<const ExecutionPlan> PackedPlanFor(
+    const std::shared_ptr<const Model>& model,
+    const std::vector<HostTensor>& inputs) {
+  std::unique_ptr<TokenPackedPlans> plans = TokenPackedPlans::For(model);
+  EXPECT_NE(plans, nullptr);
+  if (plans == nullptr) return nullptr;
+  std::vector<Shape> shapes;
+  for (const HostTensor& t : inputs) shapes.push_back(t.shape);
+  auto padded = ExecutionPlan::Build(model, shapes);
+  EXPECT_TRUE(padded.ok()) << padded.status();
+  if (!padded.ok()) return nullptr;
+  PackingIndices indices;
+  auto plan = plans->PlanFor(shapes, inputs[plans->mask_input()].bytes.data(),
+                             **padded, &indices);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : nullptr;
+}
+
 TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
   const char* const kModels[] = {
       "bert_tiny__torchscript",       "bert_tiny__dynamo",
@@ -87,6 +107,15 @@ TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
         absl::StrCat(COALESCE_CORPUS_DIR, "/", name), lengths, &seq);
     ASSERT_TRUE(inputs.ok()) << inputs.status();
     ASSERT_EQ(seq, 16);
+    // Every attention reads and writes the packed rows, but T5's first
+    // (its K is a value of its own, a Reshape's copy, not a view of the
+    // unpacked QKV product): that one keeps the unpacked form.
+    std::shared_ptr<const ExecutionPlan> plan = PackedPlanFor(packed, *inputs);
+    ASSERT_NE(plan, nullptr);
+    EXPECT_GE(plan->fused_attentions(), 2);
+    const int unpacked = std::string(name) == "t5_encoder_tiny__torchscript";
+    EXPECT_EQ(plan->packed_row_attentions(),
+              plan->fused_attentions() - unpacked);
     EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, *inputs),
                                               RunOnCpu(packed, *inputs),
                                               lengths, seq, 1e-5f),
@@ -135,6 +164,26 @@ TEST(TokenPackingTest, CpuPlansRoundTheRealRowsToSixteen) {
   EXPECT_EQ(indices.tokens, 33);
   EXPECT_EQ(indices.pack.size(), 48u);
   EXPECT_EQ((*plan)->input_shape(model->signature().inputs.size()), Shape{48});
+}
+
+// One padded request alone (batch 1, the matcher's batch stride 0) reads
+// and writes packed rows too.
+TEST(TokenPackingTest, OneRowReadsPackedRows) {
+  std::shared_ptr<const Model> packed = LoadCorpus("bert_tiny__dynamo", true);
+  ASSERT_NE(packed, nullptr);
+  int64_t seq = 0;
+  auto inputs = testing::MixedLengthInputs(
+      absl::StrCat(COALESCE_CORPUS_DIR, "/bert_tiny__dynamo"), {5}, &seq);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  std::shared_ptr<const Model> padded = LoadCorpus("bert_tiny__dynamo", false);
+  ASSERT_NE(padded, nullptr);
+  std::shared_ptr<const ExecutionPlan> plan = PackedPlanFor(packed, *inputs);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->packed_row_attentions(), 2);
+  EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, *inputs),
+                                            RunOnCpu(packed, *inputs), {5}, seq,
+                                            1e-5f),
+            "");
 }
 
 TEST(TokenPackingTest, ModelsThatDoNotQualifyAreRefusedWithTheReason) {
@@ -258,6 +307,9 @@ void ExpectSmallEncoderPacks(const std::vector<uint8_t>& real, int64_t batch,
   };
   const std::vector<HostTensor> inputs = {tensor("ids", ids),
                                           tensor("attention_mask", mask)};
+  std::shared_ptr<const ExecutionPlan> plan = PackedPlanFor(packed, inputs);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->packed_row_attentions(), 1);
   EXPECT_EQ(testing::CompareAtRealPositions(RunOnCpu(padded, inputs),
                                             RunOnCpu(packed, inputs), real,
                                             batch, seq, 1e-5f),

@@ -34,10 +34,13 @@ int64_t HeadKeyEnd(const AttentionViews& a, int64_t b, int64_t h) {
 }
 
 // Row i's scores (n of them) become exp(score + mask - max); its sum, 0 when
-// every score is -inf (the row then holds zeros).
-float RowWeights(float* row, int64_t n, const float* mask,
-                 int64_t mask_stride) {
-  if (mask != nullptr) {
+// every score is -inf (the row then holds zeros). Key j's mask column is
+// cols[j] when cols is set (packed rows), else j.
+float RowWeights(float* row, int64_t n, const float* mask, int64_t mask_stride,
+                 const int64_t* cols) {
+  if (mask != nullptr && cols != nullptr) {
+    for (int64_t j = 0; j < n; ++j) row[j] += mask[cols[j] * mask_stride];
+  } else if (mask != nullptr) {
     for (int64_t j = 0; j < n; ++j) row[j] += mask[j * mask_stride];
   }
   float max = -INFINITY;
@@ -58,17 +61,24 @@ float RowWeights(float* row, int64_t n, const float* mask,
 
 // Head (b, h), its weights and sums in `w`.
 absl::Status Head(const AttentionViews& a, int64_t b, int64_t h, float* w) {
-  const int64_t end = HeadKeyEnd(a, b, h);
-  const auto at = [b, h](const std::array<int64_t, 4>& s) {
-    return b * s[0] + h * s[1];
+  // Packed rows: entry b's rows from offsets[b], all of them real.
+  const int64_t first = a.offsets != nullptr ? a.offsets[b] : 0;
+  const int64_t q_len =
+      a.offsets != nullptr ? a.offsets[b + 1] - first : a.q_len;
+  const int64_t end = a.offsets != nullptr ? q_len : HeadKeyEnd(a, b, h);
+  const int64_t* positions =
+      a.offsets != nullptr ? a.positions + first : nullptr;
+  const auto at = [&](const std::array<int64_t, 4>& s) {
+    return (a.offsets != nullptr ? first * s[2] : b * s[0]) + h * s[1];
   };
   const float* q = a.q + at(a.q_strides);
   const float* k = a.k + at(a.k_strides);
   const float* v = a.v + at(a.v_strides);
   float* out = a.out + at(a.out_strides);
+  if (q_len == 0) return absl::OkStatus();
   const int64_t ld = std::max<int64_t>(end, 1);
   absl::Status s = Sgemm({.trans_b = true,
-                          .m = a.q_len,
+                          .m = q_len,
                           .n = end,
                           .k = a.head_dim,
                           .alpha = a.scale,
@@ -78,14 +88,17 @@ absl::Status Head(const AttentionViews& a, int64_t b, int64_t h, float* w) {
                          q, k, w);
   if (!s.ok()) return s;
   float* sums = w + a.q_len * std::max<int64_t>(a.kv_len, 1);
-  const float* mask = a.mask == nullptr ? nullptr : a.mask + at(a.mask_strides);
-  for (int64_t i = 0; i < a.q_len; ++i) {
+  const float* mask = a.mask == nullptr ? nullptr
+                                        : a.mask + b * a.mask_strides[0] +
+                                              h * a.mask_strides[1];
+  for (int64_t i = 0; i < q_len; ++i) {
+    const int64_t row = positions != nullptr ? positions[i] : i;
     sums[i] =
         RowWeights(w + i * ld, end,
-                   mask == nullptr ? nullptr : mask + i * a.mask_strides[2],
-                   a.mask_strides[3]);
+                   mask == nullptr ? nullptr : mask + row * a.mask_strides[2],
+                   a.mask_strides[3], positions);
   }
-  s = Sgemm({.m = a.q_len,
+  s = Sgemm({.m = q_len,
              .n = a.head_dim,
              .k = end,
              .lda = ld,
@@ -94,7 +107,7 @@ absl::Status Head(const AttentionViews& a, int64_t b, int64_t h, float* w) {
             w, v, out);
   if (!s.ok()) return s;
   const bool zero = cuda::ZeroMaskedRows(a.zero_masked_rows, a.kv_len);
-  for (int64_t i = 0; i < a.q_len; ++i) {
+  for (int64_t i = 0; i < q_len; ++i) {
     float* row = out + i * a.out_strides[2];
     for (int64_t d = 0; d < a.head_dim; ++d)
       row[d] = cuda::AttentionOutputValue(row[d], sums[i], zero);

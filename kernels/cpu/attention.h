@@ -40,6 +40,14 @@ struct AttentionViews {
       out_strides{};
   float scale = 1.0f;
   bool zero_masked_rows = false;
+  // Packed rows (token packing, engine/token_packing.h), when set: batch
+  // entry b's rows are rows offsets[b] to offsets[b + 1] - 1 of q, k, v and
+  // out (each view's row stride; batch strides unused), as many queries as
+  // keys, all visited; positions[r] is row r's position in its padded
+  // sequence, where the mask is read. q_len and kv_len are the padded
+  // length (an upper bound of every entry's rows).
+  const int64_t* offsets = nullptr;  // [batch + 1]
+  const int64_t* positions = nullptr;
 };
 
 // Whether Attention takes these strides: the head dimension contiguous

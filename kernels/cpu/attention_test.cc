@@ -54,6 +54,18 @@ std::vector<double> Reference(const AttentionViews& a) {
   return out;
 }
 
+// Attention(a) on a thread of its own limited to `threads` OpenMP threads.
+absl::Status RunOnThreads(const AttentionViews& a, std::vector<float>& scratch,
+                          int threads) {
+  absl::Status s;
+  std::thread t([&] {
+    SetIntraOpThreads(threads);
+    s = Attention(a, scratch.data(), threads);
+  });
+  t.join();
+  return s;
+}
+
 struct Case {
   int64_t batch = 2, heads = 3, seq = 37, head_dim = 16;
   std::vector<int64_t> lengths = {37, 11};  // key padding mask; empty: none
@@ -100,12 +112,7 @@ void ExpectMatchesReference(const Case& c, int threads) {
   const std::vector<double> want = Reference(a);
   std::vector<float> scratch(AttentionScratchBytes(c.seq, c.seq, threads) /
                              sizeof(float));
-  absl::Status s;
-  std::thread t([&] {
-    SetIntraOpThreads(threads);
-    s = Attention(a, scratch.data(), threads);
-  });
-  t.join();
+  const absl::Status s = RunOnThreads(a, scratch, threads);
   ASSERT_TRUE(s.ok()) << s;
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t h = 0; h < c.heads; ++h)
@@ -120,6 +127,80 @@ void ExpectMatchesReference(const Case& c, int threads) {
             ASSERT_NEAR(got, w, 1e-5) << b << " " << h << " " << i << " " << d;
           }
         }
+}
+
+// Packed rows (token packing): the real rows of a batch with left padding,
+// a hole and an entry with no real row, one after the other, read by
+// offsets and positions, against the padded batch's reference at each real
+// row's position. The mask is read by position: [B, 1, 1, S] with a finite
+// value at one real key too, or [B, 1, S, S] with a value of its own for
+// every (query, key) (each row's, as T5's position bias or a causal mask).
+void ExpectPackedRowsMatch(bool per_row_mask, int threads) {
+  const int64_t batch = 3, heads = 2, seq = 9, head_dim = 16;
+  const int64_t e = heads * head_dim, mask_rows = per_row_mask ? seq : 1;
+  const std::vector<std::vector<int>> real = {{0, 0, 1, 1, 1, 1, 1, 1, 1},
+                                              {1, 1, 0, 0, 1, 0, 1, 1, 0},
+                                              {0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> padded(batch * seq * 3 * e);
+  std::vector<float> mask(batch * mask_rows * seq, 0.0f);
+  for (float& x : padded) x = dist(gen);
+  std::vector<float> packed;
+  std::vector<int64_t> offsets = {0}, positions;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < seq; ++j) {
+      for (int64_t i = 0; i < mask_rows; ++i) {
+        float& m = mask[(b * mask_rows + i) * seq + j];
+        m = !real[b][j] ? kLowest : per_row_mask ? dist(gen) : 0.0f;
+      }
+      if (!real[b][j]) continue;
+      const float* row = padded.data() + (b * seq + j) * 3 * e;
+      packed.insert(packed.end(), row, row + 3 * e);
+      positions.push_back(j);
+    }
+    offsets.push_back(static_cast<int64_t>(positions.size()));
+  }
+  if (!per_row_mask) mask[4] = 0.5f;  // entry 0, a real key
+  AttentionViews a;
+  a.batch = batch;
+  a.heads = heads;
+  a.q_len = a.kv_len = seq;
+  a.head_dim = head_dim;
+  a.q = padded.data();
+  a.k = padded.data() + e;
+  a.v = padded.data() + 2 * e;
+  a.q_strides = a.k_strides = a.v_strides = {seq * 3 * e, head_dim, 3 * e, 1};
+  a.mask = mask.data();
+  a.mask_strides = {mask_rows * seq, 0, per_row_mask ? seq : 0, 1};
+  a.scale = 0.25f;
+  const std::vector<double> want = Reference(a);
+  std::vector<float> out(positions.size() * e, NAN);
+  a.q = packed.data();
+  a.k = packed.data() + e;
+  a.v = packed.data() + 2 * e;
+  a.out = out.data();
+  a.out_strides = {0, head_dim, e, 1};
+  a.offsets = offsets.data();
+  a.positions = positions.data();
+  std::vector<float> scratch(AttentionScratchBytes(seq, seq, threads) /
+                             sizeof(float));
+  const absl::Status s = RunOnThreads(a, scratch, threads);
+  ASSERT_TRUE(s.ok()) << s;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t r = offsets[b]; r < offsets[b + 1]; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < head_dim; ++d) {
+          const double w =
+              want[((b * heads + h) * seq + positions[r]) * head_dim + d];
+          ASSERT_NEAR(out[r * e + h * head_dim + d], w, 1e-5)
+              << b << " " << r << " " << h << " " << d;
+        }
+}
+
+TEST(CpuAttentionTest, PackedRowsMatchThePaddedBatch) {
+  ExpectPackedRowsMatch(/*per_row_mask=*/false, 1);
+  ExpectPackedRowsMatch(/*per_row_mask=*/true, 2);
 }
 
 TEST(CpuAttentionTest, PaddedKeysOnOneAndTwoThreads) {
