@@ -48,7 +48,7 @@ void ExecutionPlan::FuseAttention(int threads) {
     for (int n : attention_[k].nodes) node_attention_[n] = kInsideAttention;
     node_attention_[attention_[k].nodes.back()] = static_cast<int>(k);
     for (int n : attention_[k].row_views) node_attention_[n] = kRowView;
-    packed_rows_.push_back(CpuPackedRows(*neutral_, attention_[k]));
+    packed_rows_.push_back(PackedRowsOf(*neutral_, attention_[k]));
     for (int n : packed_rows_.back().nodes)
       node_attention_[n] = kInsideAttention;
   }

@@ -30,6 +30,7 @@
 #include "engine/neutral_plan.h"
 #include "engine/node_profile.h"
 #include "engine/op_kernel.h"
+#include "engine/packed_rows.h"
 #include "engine/prepared_kernel.h"
 #include "engine/shape.h"
 
@@ -69,7 +70,7 @@ class ExecutionPlan {
 
   // How many attentions run as one kernel (PlanOptions::fuse_attention),
   // and how many of those read and write packed rows (a token-packed plan:
-  // engine/cpu_attention.h, PackedRowsSite).
+  // engine/packed_rows.h).
   int fused_attentions() const { return static_cast<int>(attention_.size()); }
   int packed_row_attentions() const;
 

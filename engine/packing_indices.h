@@ -35,6 +35,12 @@
 
 namespace coalesce {
 
+// The names of the index inputs a token-packed model takes after its own
+// (engine/token_packing.h).
+inline constexpr char kPackIndexInput[] = "coalesce.pack_index";
+inline constexpr char kUnpackIndexInput[] = "coalesce.unpack_index";
+inline constexpr char kSpreadIndexInput[] = "coalesce.spread_index";
+
 // How many buckets TokenBucket divides B * S rows into on a device.
 inline constexpr int64_t kTokenBuckets = 8;
 

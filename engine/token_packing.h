@@ -47,6 +47,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/packing_indices.h"  // kPackIndexInput and its kin
 
 namespace onnx {
 class GraphProto;
@@ -55,10 +56,6 @@ class GraphProto;
 namespace coalesce {
 
 class Model;
-
-inline constexpr char kPackIndexInput[] = "coalesce.pack_index";
-inline constexpr char kUnpackIndexInput[] = "coalesce.unpack_index";
-inline constexpr char kSpreadIndexInput[] = "coalesce.spread_index";
 
 struct TokenPacking {
   int mask_input = -1;       // the padding mask's index among the model inputs

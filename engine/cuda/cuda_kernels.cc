@@ -158,6 +158,8 @@ absl::Status CudaKernels::Attention(DeviceStream& stream,
   k.scale = a.scale;
   k.zero_masked_rows = a.zero_masked_rows;
   k.registers = attention_registers_;
+  k.pack = a.pack;
+  k.packed_rows = a.packed_rows;
   return CudaStatus(kc::LaunchAttention(k, CudaStreamOf(stream)),
                     "attention kernel");
 }

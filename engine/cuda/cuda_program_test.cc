@@ -162,17 +162,23 @@ TEST_P(GpuCaseTest, MatchesCpuWithBf16Nhwc) {
 }
 
 // Token packing on the GPU: corpus exports' packed forms against the same
-// models padded, on a batch of lengths 16, 5, 11 and 1, equal at real
-// positions within `tolerance` (the GEMMs may pick other algorithms for T
-// rows than for B * S), zero at the packed outputs' padded ones. The corpus
-// is $COALESCE_CORPUS_DIR, else tests/models/real under the working
-// directory (the repository root in scripts/gpu-session).
+// models padded, on a batch of lengths 16, 5, 11 and 1 and on a batch with
+// holes (the attention over packed rows reads the mask at each row's
+// position), equal at real positions within `tolerance` (the GEMMs may pick
+// other algorithms for T rows than for B * S), zero at the packed outputs'
+// padded ones. The corpus is $COALESCE_CORPUS_DIR, else tests/models/real
+// under the working directory (the repository root in scripts/gpu-session).
 void CheckPackedOnGpu(DeviceFloat activations, float tolerance) {
   const Gpu& gpu = TheGpu();
   if (gpu.plugin == nullptr) GTEST_SKIP() << "no usable GPU: " << gpu.why_not;
   const char* env = std::getenv("COALESCE_CORPUS_DIR");
   const std::string corpus =
       env != nullptr && *env != '\0' ? env : "tests/models/real";
+  constexpr int64_t kBatch = 4, kSeq = 16;
+  const std::vector<int64_t> lengths = {16, 5, 11, 1};
+  std::vector<uint8_t> holes(kBatch * kSeq, 1);
+  holes[1] = holes[2] = holes[kSeq + 3] = holes[kSeq + 7] = 0;
+  for (int64_t s = 9; s < kSeq; ++s) holes[2 * kSeq + s] = 0;
   for (const char* name : {"bert_tiny__dynamo", "roberta_tiny__torchscript",
                            "clip_text_tiny__dynamo"}) {
     SCOPED_TRACE(name);
@@ -186,10 +192,14 @@ void CheckPackedOnGpu(DeviceFloat activations, float tolerance) {
     ASSERT_TRUE(model.ok()) << model.status();
     ASSERT_NE((*model)->packed(), nullptr) << (*model)->packing_refusal();
     int64_t seq = 0;
-    const std::vector<int64_t> lengths = {16, 5, 11, 1};
-    auto inputs = ::coalesce::testing::MixedLengthInputs(dir, lengths, &seq);
-    ASSERT_TRUE(inputs.ok()) << inputs.status();
-    std::vector<std::vector<::coalesce::testing::FloatOutput>> runs;
+    auto mixed = ::coalesce::testing::MixedLengthInputs(dir, lengths, &seq);
+    ASSERT_TRUE(mixed.ok()) << mixed.status();
+    ASSERT_EQ(seq, kSeq);
+    auto holed = ::coalesce::testing::MaskedInputs(dir, holes, kBatch, &seq);
+    ASSERT_TRUE(holed.ok()) << holed.status();
+    // runs[packing][batch]
+    std::vector<std::vector<std::vector<::coalesce::testing::FloatOutput>>>
+        runs(2);
     for (bool packing : {false, true}) {
       GpuInstanceOptions options;
       options.program.activations = activations;
@@ -197,14 +207,20 @@ void CheckPackedOnGpu(DeviceFloat activations, float tolerance) {
       auto instance =
           CreateGpuInstance(*gpu.plugin, gpu.ordinal, *model, options);
       ASSERT_TRUE(instance.ok()) << instance.status();
-      auto outputs = ::coalesce::testing::RunBatch(
-          **instance, *inputs, (*model)->signature().outputs.size());
-      ASSERT_TRUE(outputs.ok()) << outputs.status();
-      runs.push_back(*std::move(outputs));
+      for (const auto* inputs : {&*mixed, &*holed}) {
+        auto outputs = ::coalesce::testing::RunBatch(
+            **instance, *inputs, (*model)->signature().outputs.size());
+        ASSERT_TRUE(outputs.ok()) << outputs.status();
+        runs[packing].push_back(*std::move(outputs));
+      }
     }
     EXPECT_EQ(::coalesce::testing::CompareAtRealPositions(
-                  runs[0], runs[1], lengths, seq, tolerance),
+                  runs[0][0], runs[1][0], lengths, seq, tolerance),
               "");
+    EXPECT_EQ(::coalesce::testing::CompareAtRealPositions(
+                  runs[0][1], runs[1][1], holes, kBatch, seq, tolerance),
+              "")
+        << "with holes";
   }
 }
 

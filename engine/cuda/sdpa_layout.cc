@@ -99,6 +99,11 @@ absl::StatusOr<SdpaLayout> SdpaLayoutOf(const AttentionArgs& a) {
   if (a.batch < 1 || a.heads < 1 || a.q_len < 1 || a.kv_len < 1) {
     return absl::UnimplementedError("cuDNN SDPA: an empty attention");
   }
+  if (a.pack != nullptr) {
+    return absl::UnimplementedError(
+        "cuDNN SDPA: packed rows (not described to cuDNN's ragged offsets "
+        "yet)");
+  }
   SdpaLayout l;
   l.type = type;
   l.q = {{a.batch, a.heads, a.q_len, a.head_dim}, a.q_strides};

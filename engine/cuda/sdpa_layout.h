@@ -13,6 +13,8 @@
 //     elements (16-byte rows, as cuDNN's kernels load them);
 //   - no zero_masked_rows (PyTorch's guard makes a fully masked row 0;
 //     cuDNN's softmax is not asked to);
+//   - no packed rows (AttentionArgs::pack: cuDNN's ragged offsets could
+//     take them; not described yet);
 //   - a mask with its key axis contiguous and its other strides multiples
 //     of 8 elements (cuDNN takes every tensor as 16-byte aligned and does
 //     not check the bias: so with a mask, kv_len a multiple of 8 when the

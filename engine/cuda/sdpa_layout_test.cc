@@ -144,6 +144,13 @@ TEST(SdpaLayoutTest, RefusesWhatCudnnDoesNotTake) {
     EXPECT_TRUE(absl::IsUnimplemented(SdpaLayoutOf(a).status()));
   }
   {
+    AttentionArgs a = BertArgs();  // packed rows
+    const int64_t pack[1] = {0};
+    a.pack = pack;
+    a.packed_rows = 1;
+    EXPECT_TRUE(absl::IsUnimplemented(SdpaLayoutOf(a).status()));
+  }
+  {
     AttentionArgs a = BertArgs();  // a bfloat16 mask with float16 q
     a.mask = FloatIn(kHalfArray, DeviceFloat::kBFloat16);
     a.mask_strides = {kS, 0, 0, 1};

@@ -514,7 +514,16 @@ struct Copy2DArgs {
 // to 16 bits before the second product (as flash attention does). A row
 // whose scores are all -inf gives 0 when zero_masked_rows, else NaN; with
 // no keys at all (kv_len 0) out is 0, the empty product's sum.
-// REQUIRES: out overlaps no input; head_dim <= kMaxAttentionHeadDim.
+// Packed rows (token packing, engine/packed_rows.h), when `pack` is set:
+// q, k, v and out are views of packed_rows rows (their row and head
+// strides; batch strides unused), and batch entry b's rows are those
+// engine/packing_indices.h's PackedRealRows finds in the device int64 pack
+// index `pack` (packed_rows entries) of a [batch, q_len] mask: as many
+// queries as keys, the mask read at the rows' positions in their
+// sequences. Out's rows past the real ones (the bucket's fillers, which
+// the model computes and never reads) are written as zeros.
+// REQUIRES: out overlaps no input; head_dim <= kMaxAttentionHeadDim; with
+// pack, q_len == kv_len and packed_rows >= 1.
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
 struct AttentionArgs {
   FloatIn q = {}, k = {}, v = {}, mask = {};
@@ -524,6 +533,8 @@ struct AttentionArgs {
                          mask_strides = {}, out_strides = {};
   float scale = 1.0f;
   bool zero_masked_rows = false;
+  const int64_t* pack = nullptr;  // null: padded
+  int64_t packed_rows = 0;
 };
 
 // How a device may compute float32 products. kFp32 (the default): exact

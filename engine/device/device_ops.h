@@ -25,6 +25,7 @@
 #include "engine/device/device.h"
 #include "engine/device/device_kernels.h"
 #include "engine/neutral_plan.h"
+#include "engine/packed_rows.h"
 
 namespace coalesce {
 
@@ -50,6 +51,10 @@ struct LoweredNode {
   std::vector<int> reads;
   // >= 0: the node's one output is a view of this value and no step runs.
   int view_of = -1;
+  // Non-empty: the values the steps write, in place of the node's outputs
+  // (a fused attention over packed rows writes the packing Gather's
+  // output; the node's own is never written). Memory is planned by these.
+  std::vector<int> writes;
   // Constants the lowering computed from the node's constant inputs
   // (BatchNormalization's per-channel scale and shift), uploaded with the
   // plan; steps read them as StepContext::derived[i].
@@ -118,10 +123,16 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);
 
 // The steps of one fused attention (attention_pattern.h): they read the
 // site's q, k, v and mask values as stored and write its out value, in place
-// of every node of site.nodes. Unimplemented when the device cannot run it
-// (a head dimension above kMaxAttentionHeadDim).
+// of every node of site.nodes. With `packed` (its pack_index >= 0,
+// engine/packed_rows.h; `plan` the site's plan): they read q, k and v from
+// packed.rows_in and write packed.rows_out, per sequence over the rows the
+// pack index gives (AttentionArgs::pack), in place of packed.nodes too.
+// Unimplemented when the device cannot run it (a head dimension above
+// kMaxAttentionHeadDim).
 absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
-                                           LoweringOptions options = {});
+                                           LoweringOptions options = {},
+                                           const PackedRowsSite& packed = {},
+                                           const NeutralPlan* plan = nullptr);
 
 // A residual Add fused into the LayerNormalization that reads its result
 // (plan_lowering.h): the LayerNorm normalizes x + residual, the residual

@@ -7,10 +7,11 @@
 namespace coalesce {
 
 using device_ops::In;
-using device_ops::Out;
 
 absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
-                                           LoweringOptions options) {
+                                           LoweringOptions options,
+                                           const PackedRowsSite& packed,
+                                           const NeutralPlan* plan) {
   if (site.head_dim > kMaxAttentionHeadDim) {
     return absl::UnimplementedError(
         absl::StrCat("attention with head dimension ", site.head_dim,
@@ -33,8 +34,17 @@ absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
   args.out_strides = site.out.strides;
   args.scale = site.scale;
   args.zero_masked_rows = site.zero_masked_rows;
-  const AttentionOperand q = site.q, k = site.k, v = site.v, mask = site.mask,
-                         out = site.out;
+  AttentionOperand q = site.q, k = site.k, v = site.v, mask = site.mask,
+                   out = site.out;
+  int pack_index = -1;
+  if (packed.pack_index >= 0) {
+    // The same views, over the packed rows (PackedRowsOf checked that they
+    // are whole rows of the same width).
+    q.value = k.value = v.value = packed.rows_in;
+    out.value = packed.rows_out;
+    pack_index = packed.pack_index;
+    args.packed_rows = plan->values[pack_index].info.shape[0];
+  }
   const DeviceFloat q_type = stored(q.value), k_type = stored(k.value),
                     v_type = stored(v.value), out_type = stored(out.value);
   const DeviceFloat mask_type =
@@ -42,6 +52,10 @@ absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
   LoweredNode lowered;
   lowered.reads = {q.value, k.value, v.value};
   if (mask.value >= 0) lowered.reads.push_back(mask.value);
+  if (pack_index >= 0) {
+    lowered.reads.push_back(pack_index);
+    lowered.writes = {out.value};
+  }
   if (site.batch * site.heads * site.q_len * site.head_dim == 0) return lowered;
   // An operand's view starts `offset` elements into its value (a Split's
   // output read in place).
@@ -51,12 +65,20 @@ absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
                        o.offset * DeviceFloatBytes(type),
                    type);
   };
+  auto at_out = [](const StepContext& c, const AttentionOperand& o,
+                   DeviceFloat type) {
+    return FloatOut(static_cast<char*>(c.addresses[o.value]) +
+                        o.offset * DeviceFloatBytes(type),
+                    type);
+  };
   lowered.steps.push_back([=](const StepContext& c) mutable {
     args.q = at(c, q, q_type);
     args.k = at(c, k, k_type);
     args.v = at(c, v, v_type);
     if (mask.value >= 0) args.mask = In(c, mask.value, mask_type);
-    args.out = Out(c, out.value, out_type);
+    if (pack_index >= 0)
+      args.pack = static_cast<const int64_t*>(c.addresses[pack_index]);
+    args.out = at_out(c, out, out_type);
     return c.kernels.Attention(c.stream, args);
   });
   return lowered;

@@ -57,6 +57,13 @@ absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(const NeutralPlan& plan,
       out.inputs = names(
           {site->q.value, site->k.value, site->v.value, site->mask.value});
       out.outputs = names({site->out.value});
+      if (const PackedRowsSite* packed =
+              lowering.PackedRowsEndingAt(static_cast<int>(n))) {
+        out.op = "PackedAttention";  // over the packed rows
+        out.inputs =
+            names({packed->rows_in, packed->pack_index, site->mask.value});
+        out.outputs = names({packed->rows_out});
+      }
     }
     if (const FusedResidual* fused =
             lowering.ResidualInto(static_cast<int>(n))) {

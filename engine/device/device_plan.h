@@ -37,7 +37,9 @@ struct DevicePlanSummary {
 };
 
 // A fused attention (plan_lowering.h) is one node, op "Attention", named
-// after its last node, with inputs q, k, v and the mask ("" when none).
+// after its last node, with inputs q, k, v and the mask ("" when none); one
+// over packed rows is op "PackedAttention", inputs the packed rows, the
+// pack index and the mask, output the packed rows it writes.
 // activations and fuse_attention as GraphProgramOptions'.
 // Errors: LowerDeviceNode's, naming the node.
 absl::StatusOr<DevicePlanSummary> DescribeDevicePlan(

@@ -57,6 +57,9 @@ struct BoundPlan {
   // By node index: runs no step and owns no output (folded, or inside a
   // fused attention before its last node; plan_lowering.h).
   std::vector<bool> skipped;
+  // By node index: the values its steps write (LoweredNode::writes; the
+  // node's outputs when that is empty).
+  std::vector<std::vector<int>> writes;
   std::vector<size_t> arena_offsets;  // by value id (intermediates)
   size_t arena_bytes = 0;
   // For running padded batches (BatchRowsIndependent): the model inputs'
@@ -393,6 +396,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
   bound->storage =
       PlanDeviceStorage(*plan, options_.activations, lowering.attention());
   bound->skipped.assign(plan->nodes.size(), false);
+  bound->writes.resize(plan->nodes.size());
   // By value id: the last node reading it (through views too).
   std::vector<int> last_read(values.size(), -1);
   std::vector<int> root(values.size());
@@ -401,6 +405,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
     const PlanNode& node = plan->nodes[n];
     bound->skipped[n] = lowering.Skips(static_cast<int>(n));
     if (bound->skipped[n]) continue;
+    bound->writes[n] = node.outputs;
     const bool allow_view =
         values[node.outputs[0]].storage == ValueStorage::kIntermediate;
     auto lowered = lowering.Lower(
@@ -424,6 +429,7 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::BindSteps(
       if (!address.ok()) return WithContext(address.status(), NodeLabel(node));
       bound->constants[id] = *address;
     }
+    if (!lowered->writes.empty()) bound->writes[n] = lowered->writes;
     if (lowered->view_of >= 0) {
       root[node.outputs[0]] = root[lowered->view_of];
       bound->views.emplace_back(node.outputs[0], lowered->view_of);
@@ -486,8 +492,9 @@ absl::Status GraphProgram::UploadDerived(const LoweredNode& lowered,
   return absl::OkStatus();
 }
 
-// Intermediate values get blocks from their producer to their last reader
-// (views extend their source's life), a node's scratch buffers for the
+// Intermediate values get blocks from the node that writes them (its
+// outputs, or LoweredNode::writes) to their last reader (views extend
+// their source's life), a node's scratch buffers for the
 // node; a block is freed only after the node's outputs and scratch are
 // placed, so no step writes over its inputs.
 void GraphProgram::PlanArena(BoundPlan& bound,
@@ -503,9 +510,8 @@ void GraphProgram::PlanArena(BoundPlan& bound,
   bound.arena_offsets.assign(plan.values.size(), 0);
   std::vector<bool> live(plan.values.size(), false);
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
-    const PlanNode& node = plan.nodes[n];
     if (bound.skipped[n]) continue;
-    for (int id : node.outputs) {
+    for (int id : bound.writes[n]) {
       if (!owns_block(id)) continue;
       bound.arena_offsets[id] =
           planner.Allocate(StoredBytes(plan, bound.storage, id));

@@ -194,6 +194,11 @@ absl::Status CheckAttention(const AttentionArgs& a) {
     return absl::InvalidArgumentError(
         "attention q, k and v of different types");
   }
+  if (a.pack != nullptr && (a.q_len != a.kv_len || a.packed_rows < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention over ", a.packed_rows, " packed rows with ",
+                     a.q_len, " queries and ", a.kv_len, " keys a sequence"));
+  }
   for (const auto* s :
        {&a.q_strides, &a.k_strides, &a.v_strides, &a.out_strides}) {
     if ((*s)[3] != 1 && a.head_dim > 1) {

@@ -89,7 +89,8 @@ absl::Status CheckOne16BitType(std::initializer_list<DeviceFloat> types,
 absl::Status CheckLayerNorm(const LayerNormArgs& a);
 
 // Non-negative sizes, head_dim <= kMaxAttentionHeadDim, q, k and v of one
-// type, and the head dimension contiguous (col stride 1) in q, k, v, out.
+// type, and the head dimension contiguous (col stride 1) in q, k, v, out;
+// with packed rows, as many queries as keys and at least one row.
 absl::Status CheckAttention(const AttentionArgs& a);
 
 // float32, int64 or int32: the types CumSum and ArgMax take (`primitive`

@@ -18,6 +18,11 @@ PlanLowering::PlanLowering(const NeutralPlan& plan, bool fuse_attention)
       for (int n : site.nodes)
         site_of_node_[n] = static_cast<int>(attention_.size());
       for (int n : site.row_views) row_view_[n] = true;
+      packed_.push_back(PackedRowsOf(plan, site));
+      // Its moves run nothing: they lie before or after the site, whose
+      // last node runs it.
+      for (int n : packed_.back().nodes)
+        site_of_node_[n] = static_cast<int>(attention_.size());
       attention_.push_back(std::move(site));
     }
   }
@@ -111,6 +116,12 @@ std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
   return std::nullopt;
 }
 
+int PlanLowering::packed_row_attentions() const {
+  return static_cast<int>(
+      std::count_if(packed_.begin(), packed_.end(),
+                    [](const PackedRowsSite& p) { return p.pack_index >= 0; }));
+}
+
 bool PlanLowering::Skips(int n) const {
   if (plan_.nodes[n].folded) return true;
   const int norm = norm_of_add_[n];
@@ -125,6 +136,12 @@ const AttentionSite* PlanLowering::AttentionEndingAt(int n) const {
   return &attention_[site];
 }
 
+const PackedRowsSite* PlanLowering::PackedRowsEndingAt(int n) const {
+  if (AttentionEndingAt(n) == nullptr) return nullptr;
+  const PackedRowsSite& packed = packed_[site_of_node_[n]];
+  return packed.pack_index >= 0 ? &packed : nullptr;
+}
+
 const FusedResidual* PlanLowering::ResidualInto(int n) const {
   return residual_into_[n].residual >= 0 ? &residual_into_[n] : nullptr;
 }
@@ -132,7 +149,7 @@ const FusedResidual* PlanLowering::ResidualInto(int n) const {
 absl::StatusOr<LoweredNode> PlanLowering::Lower(int n, bool allow_view,
                                                 LoweringOptions options) const {
   if (const AttentionSite* site = AttentionEndingAt(n))
-    return LowerAttention(*site, options);
+    return LowerAttention(*site, options, packed_[site_of_node_[n]], &plan_);
   if (norm_of_add_[n] >= 0) return LoweredNode{};  // its LayerNorm adds it
   if (const FusedResidual* fused = ResidualInto(n))
     return LowerResidualLayerNorm(plan_, plan_.nodes[n], *fused, options);

@@ -12,7 +12,11 @@
 //     One operand has the result's shape; the other too, or it repeats
 //     over the leading axes (a position embedding [1, S, E]);
 //   - a fused attention's row_views: Transposes lowered as views of their
-//     inputs, moving nothing (the site reads the rows in that order).
+//     inputs, moving nothing (the site reads the rows in that order);
+//   - a fused attention of a token-packed plan that reads and writes
+//     packed rows (engine/packed_rows.h): its unpacking and packing
+//     Gathers and Reshapes run nothing; the attention reads the packed
+//     rows and writes the packing Gather's output itself.
 // Shared by GraphProgram (which binds the steps) and DescribeDevicePlan
 // (which reports them), so both see the same plan. Immutable after
 // construction; `plan` must outlive it.
@@ -26,6 +30,7 @@
 #include "engine/attention_pattern.h"
 #include "engine/device/device_ops.h"
 #include "engine/neutral_plan.h"
+#include "engine/packed_rows.h"
 
 namespace coalesce {
 
@@ -37,12 +42,19 @@ class PlanLowering {
 
   const std::vector<AttentionSite>& attention() const { return attention_; }
 
-  // True when node n runs nothing of its own: folded, or one of a fused
-  // attention's nodes before its last.
+  // How many of the fused attentions read and write packed rows.
+  int packed_row_attentions() const;
+
+  // True when node n runs nothing of its own: folded, one of a fused
+  // attention's nodes before its last, or one of its packed-rows moves.
   bool Skips(int n) const;
 
   // The fused attention whose last node is n, or null.
   const AttentionSite* AttentionEndingAt(int n) const;
+
+  // Its packed rows, when the fused attention ending at n reads and
+  // writes them; else null.
+  const PackedRowsSite* PackedRowsEndingAt(int n) const;
 
   // The residual Add fused into LayerNormalization node n, or null.
   const FusedResidual* ResidualInto(int n) const;
@@ -66,8 +78,9 @@ class PlanLowering {
 
   const NeutralPlan& plan_;
   std::vector<AttentionSite> attention_;
-  std::vector<int> site_of_node_;  // by node: index in attention_, or -1
-  std::vector<bool> row_view_;     // by node: one of a site's row_views
+  std::vector<PackedRowsSite> packed_;  // by site; pack_index -1: padded
+  std::vector<int> site_of_node_;       // by node: index in attention_, or -1
+  std::vector<bool> row_view_;          // by node: one of a site's row_views
   // By LayerNormalization node: the Add fused into it (residual >= 0).
   std::vector<FusedResidual> residual_into_;
   std::vector<int> norm_of_add_;  // by Add node: its LayerNorm, or -1

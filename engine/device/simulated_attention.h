@@ -1,6 +1,8 @@
 // The host math of the simulated device's Attention primitive
 // (DeviceKernels::Attention, engine/device/device_kernels.h): per query row
-// over the strided views, the CUDA kernel's steps in one tile
+// over the strided views, or per sequence over its packed rows
+// (AttentionArgs::pack; the fillers' rows zeroed), the CUDA kernel's steps
+// in one tile
 // (kernels/cuda/attention_math.h: the max, each weight exp(score - max),
 // float16 operands' weights rounded to float16, the output as accumulator /
 // sum with its masked-row rule), float32 throughout. The launch around it

@@ -583,17 +583,28 @@ class SimulatedKernels : public DeviceKernels {
   absl::Status Attention(DeviceStream& stream,
                          const AttentionArgs& a) override {
     if (absl::Status s = CheckAttention(a); !s.ok()) return s;
-    auto region = [&](FloatIn x, const std::array<int64_t, 4>& strides,
-                      int64_t rows, int64_t cols) {
-      return Elements(x,
-                      AttentionSpan(strides, {a.batch, a.heads, rows, cols}));
+    // Packed rows: q, k, v and out span packed_rows rows, batch stride
+    // unused.
+    const bool packed = a.pack != nullptr;
+    auto region = [&](FloatIn x, std::array<int64_t, 4> strides, int64_t rows,
+                      int64_t cols) {
+      if (packed) strides[0] = 0;
+      return Elements(
+          x, AttentionSpan(strides, {packed ? 1 : a.batch, a.heads,
+                                     packed ? a.packed_rows : rows, cols}));
     };
     std::vector<Region> reads = {
         region(a.q, a.q_strides, a.q_len, a.head_dim),
         region(a.k, a.k_strides, a.kv_len, a.head_dim),
         region(a.v, a.v_strides, a.kv_len, a.head_dim)};
-    if (a.mask.data != nullptr)
-      reads.push_back(region(a.mask, a.mask_strides, a.q_len, a.kv_len));
+    if (a.mask.data != nullptr) {
+      reads.push_back(Elements(
+          a.mask, AttentionSpan(a.mask_strides,
+                                {a.batch, a.heads, a.q_len, a.kv_len})));
+    }
+    if (packed)
+      reads.push_back(
+          {a.pack, static_cast<size_t>(a.packed_rows) * sizeof(int64_t)});
     return Launch(stream, "attention", std::move(reads),
                   {region(FloatIn(a.out.data, a.out.type), a.out_strides,
                           a.q_len, a.head_dim)},

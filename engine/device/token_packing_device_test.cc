@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/device/device_plan.h"
 #include "engine/device/gpu_instance.h"
 #include "engine/device/pipelined_executor.h"
 #include "engine/device/simulated_device.h"
@@ -60,6 +61,26 @@ std::vector<std::vector<testing::FloatOutput>> RunOnSimulated(
   return results;
 }
 
+// Corpus export `dir` as a GPU instance in `activations` loads it, with
+// its packed form; null (a failure recorded) when it does not load or has
+// no packed form.
+std::shared_ptr<const Model> LoadPackable(const std::string& dir,
+                                          DeviceFloat activations) {
+  ModelOptions options = ModelOptions::ForDevice(
+      /*channels_last=*/activations != DeviceFloat::kFloat);
+  options.token_packing = true;
+  auto model = Model::LoadFromFile(dir + "/model.onnx", options);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  EXPECT_NE((*model)->packed(), nullptr) << (*model)->packing_refusal();
+  return (*model)->packed() != nullptr ? *model : nullptr;
+}
+
+std::string Named(const char* name, DeviceFloat activations) {
+  return absl::StrCat(name,
+                      activations == DeviceFloat::kHalf ? " fp16" : " fp32");
+}
+
 TEST(TokenPackingDeviceTest, PackedMatchesPaddedAtRealPositions) {
   const char* const kModels[] = {
       "bert_tiny__dynamo",       "bert_tiny__torchscript",
@@ -68,15 +89,10 @@ TEST(TokenPackingDeviceTest, PackedMatchesPaddedAtRealPositions) {
   };
   for (const char* name : kModels) {
     for (DeviceFloat activations : {DeviceFloat::kFloat, DeviceFloat::kHalf}) {
-      SCOPED_TRACE(absl::StrCat(
-          name, activations == DeviceFloat::kHalf ? " fp16" : " fp32"));
-      ModelOptions options = ModelOptions::ForDevice(
-          /*channels_last=*/activations != DeviceFloat::kFloat);
-      options.token_packing = true;
+      SCOPED_TRACE(Named(name, activations));
       const std::string dir = absl::StrCat(COALESCE_CORPUS_DIR, "/", name);
-      auto model = Model::LoadFromFile(dir + "/model.onnx", options);
-      ASSERT_TRUE(model.ok()) << model.status();
-      ASSERT_NE((*model)->packed(), nullptr) << (*model)->packing_refusal();
+      std::shared_ptr<const Model> model = LoadPackable(dir, activations);
+      ASSERT_NE(model, nullptr);
       // Three batches on one instance: mixed lengths, other ones (another
       // token bucket, the same staging), and none padded.
       const std::vector<std::vector<int64_t>> lengths = {
@@ -88,8 +104,8 @@ TEST(TokenPackingDeviceTest, PackedMatchesPaddedAtRealPositions) {
         ASSERT_TRUE(inputs.ok()) << inputs.status();
         batches.push_back(*std::move(inputs));
       }
-      const auto padded = RunOnSimulated(*model, false, activations, batches);
-      const auto packed = RunOnSimulated(*model, true, activations, batches);
+      const auto padded = RunOnSimulated(model, false, activations, batches);
+      const auto packed = RunOnSimulated(model, true, activations, batches);
       ASSERT_EQ(padded.size(), 3u);
       ASSERT_EQ(packed.size(), 3u);
       // The same rows computed the same way in both: equal, not close. The
@@ -104,6 +120,86 @@ TEST(TokenPackingDeviceTest, PackedMatchesPaddedAtRealPositions) {
       ASSERT_EQ(padded[2].size(), packed[2].size());
       for (size_t o = 0; o < padded[2].size(); ++o)
         EXPECT_EQ(padded[2][o].values, packed[2][o].values);
+    }
+  }
+}
+
+// Holes: the packed rows' positions are not their indices among the
+// sequence's rows, and the mask is read at them. (Not left padding: the
+// pooler output reads position 0, which is then padded, and the padded
+// model pools what it computed there, the packed one zeros. The
+// simulated_attention_test.cc case has left padding.)
+TEST(TokenPackingDeviceTest, HolesMatchThePaddedModel) {
+  constexpr int64_t kBatch = 4, kSeq = 16;
+  std::vector<uint8_t> real(kBatch * kSeq, 1);
+  real[1] = real[2] = 0;                // row 0: two holes near the start
+  real[kSeq + 3] = real[kSeq + 7] = 0;  // row 1: two holes apart
+  for (int64_t s = 9; s < kSeq; ++s) real[2 * kSeq + s] = 0;  // row 2: right
+  for (const char* name : {"bert_tiny__dynamo", "roberta_tiny__torchscript",
+                           "clip_text_tiny__dynamo"}) {
+    for (DeviceFloat activations : {DeviceFloat::kFloat, DeviceFloat::kHalf}) {
+      SCOPED_TRACE(Named(name, activations));
+      const std::string dir = absl::StrCat(COALESCE_CORPUS_DIR, "/", name);
+      std::shared_ptr<const Model> model = LoadPackable(dir, activations);
+      ASSERT_NE(model, nullptr);
+      int64_t seq = 0;
+      auto inputs = testing::MaskedInputs(dir, real, kBatch, &seq);
+      ASSERT_TRUE(inputs.ok()) << inputs.status();
+      ASSERT_EQ(seq, kSeq);
+      const auto padded = RunOnSimulated(model, false, activations, {*inputs});
+      const auto packed = RunOnSimulated(model, true, activations, {*inputs});
+      ASSERT_EQ(padded.size(), 1u);
+      ASSERT_EQ(packed.size(), 1u);
+      EXPECT_EQ(testing::CompareAtRealPositions(padded[0], packed[0], real,
+                                                kBatch, kSeq, 1e-6f),
+                "");
+    }
+  }
+}
+
+// Every fused attention of the packed plans reads and writes the packed
+// rows (plan_lowering.h, engine/packed_rows.h): none runs over padded rows
+// between unpacking and packing Gathers, at the largest and the smallest
+// token bucket, in FP32 and FP16.
+TEST(TokenPackingDeviceTest, EveryAttentionReadsPackedRows) {
+  for (const char* name :
+       {"bert_tiny__dynamo", "bert_tiny__torchscript",
+        "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
+        "clip_text_tiny__dynamo"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<const Model> model = LoadPackable(
+        absl::StrCat(COALESCE_CORPUS_DIR, "/", name), DeviceFloat::kFloat);
+    ASSERT_NE(model, nullptr);
+    GraphProgramSource source = DeviceProgramSourceFor(model, true);
+    ASSERT_NE(source.derived, nullptr);
+    std::vector<Shape> own;
+    const size_t count =
+        source.signature.inputs.size() - source.derived->count();
+    for (size_t i = 0; i < count; ++i) {
+      Shape shape = source.signature.inputs[i].dims;
+      for (int64_t& d : shape)
+        if (d < 0) d = 4;  // the batch; the corpus's sequence is 16
+      own.push_back(shape);
+    }
+    const auto possible = source.derived->PossibleShapes(own);
+    ASSERT_GE(possible.size(), 2u);
+    for (const auto& derived : {possible.front(), possible.back()}) {
+      std::vector<Shape> shapes = own;
+      shapes.insert(shapes.end(), derived.begin(), derived.end());
+      auto plan = source.planner(shapes);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      for (DeviceFloat activations :
+           {DeviceFloat::kFloat, DeviceFloat::kHalf}) {
+        auto summary = DescribeDevicePlan(**plan, activations);
+        ASSERT_TRUE(summary.ok()) << summary.status();
+        int packed = 0, padded = 0;
+        for (const DevicePlanNode& n : summary->nodes) {
+          packed += n.op == "PackedAttention";
+          padded += n.op == "Attention";
+        }
+        EXPECT_GE(packed, 2) << "T' " << derived[0][0];
+        EXPECT_EQ(padded, 0) << "T' " << derived[0][0];
+      }
     }
   }
 }

@@ -47,6 +47,22 @@ absl::StatusOr<std::vector<FloatOutput>> RunBatch(
 
 absl::StatusOr<std::vector<::coalesce::HostTensor>> MixedLengthInputs(
     const std::string& dir, const std::vector<int64_t>& lengths, int64_t* seq) {
+  auto first = ReadTensorFile(absl::StrCat(dir, "/test_data_set_0/input_0.pb"));
+  if (!first.ok()) return first.status();
+  if (first->shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(first->name, " is not int64 [1, S]"));
+  }
+  std::vector<uint8_t> real;
+  for (int64_t length : lengths) {
+    for (int64_t s = 0; s < first->shape[1]; ++s) real.push_back(s < length);
+  }
+  return MaskedInputs(dir, real, static_cast<int64_t>(lengths.size()), seq);
+}
+
+absl::StatusOr<std::vector<::coalesce::HostTensor>> MaskedInputs(
+    const std::string& dir, const std::vector<uint8_t>& real, int64_t batch,
+    int64_t* seq) {
   std::vector<::coalesce::HostTensor> inputs;
   for (int i = 0;; ++i) {
     auto t =
@@ -59,20 +75,28 @@ absl::StatusOr<std::vector<::coalesce::HostTensor>> MixedLengthInputs(
     *seq = t->shape[1];
     std::vector<int64_t> first(*seq);
     std::memcpy(first.data(), t->bytes.data(), *seq * sizeof(int64_t));
+    if (static_cast<int64_t>(real.size()) != batch * *seq) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(real.size(), " positions for ", batch, " x ", *seq));
+    }
     const int64_t top = *std::max_element(first.begin(), first.end());
     std::vector<int64_t> v;
-    for (int64_t length : lengths) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const uint8_t* row = real.data() + b * *seq;
+      int64_t last = -1;  // the row's last real position
+      for (int64_t s = 0; s < *seq; ++s)
+        if (row[s] != 0) last = s;
       for (int64_t s = 0; s < *seq; ++s) {
         if (t->name == "attention_mask") {
-          v.push_back(s < length ? 1 : 0);
+          v.push_back(row[s] != 0 ? 1 : 0);
         } else if (t->name == "input_ids") {
-          v.push_back(s + 1 == length ? top : s < length ? first[s] : 0);
+          v.push_back(s == last ? top : row[s] != 0 ? first[s] : 0);
         } else {
-          v.push_back(s < length ? first[s] : 0);
+          v.push_back(row[s] != 0 ? first[s] : 0);
         }
       }
     }
-    t->shape = {static_cast<int64_t>(lengths.size()), *seq};
+    t->shape = {batch, *seq};
     t->bytes.assign(reinterpret_cast<const char*>(v.data()),
                     v.size() * sizeof(int64_t));
     inputs.push_back(*std::move(t));

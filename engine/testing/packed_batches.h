@@ -44,6 +44,12 @@ absl::StatusOr<std::vector<FloatOutput>> RunOnCpu(
 absl::StatusOr<std::vector<::coalesce::HostTensor>> MixedLengthInputs(
     const std::string& dir, const std::vector<int64_t>& lengths, int64_t* seq);
 
+// The same for any padding: `real` [batch * S], nonzero at real positions
+// (a left-padded row, a hole), the row's largest id at its last real one.
+absl::StatusOr<std::vector<::coalesce::HostTensor>> MaskedInputs(
+    const std::string& dir, const std::vector<uint8_t>& real, int64_t batch,
+    int64_t* seq);
+
 // "" when `packed` equals `padded` (within `tolerance` times the largest
 // magnitude, at least 1) at every real position of a [batch, seq] batch of
 // `lengths`, and everywhere in outputs that are not per position; the

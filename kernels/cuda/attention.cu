@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/attention.h"
@@ -52,6 +53,8 @@ struct AttentionParams {
   float scale;
   bool zero_masked_rows;              // ZeroMaskedRows's
   bool vector_q, vector_k, vector_v;  // CanLoadRowsAsVectors's
+  const int64_t* pack;                // packed rows (attention.h); or null
+  int64_t packed_rows;
 };
 
 // MakeAttentionTiling's numbers as constants for the kernel of element
@@ -169,19 +172,31 @@ __device__ void LoadRows(const T* __restrict__ src, int64_t stride,
   }
 }
 
+// Where the mask reads a query or key row: packed rows at their positions
+// in their sequence (`rows`, the sequence's pack index entries, minus
+// `origin`, its first flat row b * seq); padded ones at their own.
+struct MaskPositions {
+  const int64_t* rows = nullptr;  // null: padded
+  int64_t origin = 0;
+  __device__ int64_t operator()(int64_t i) const {
+    return rows == nullptr ? i : rows[i] - origin;
+  }
+};
+
 // The mask's [kRowsQ, kRowsK] tile at query row i0 and key j0 into the
 // score tile s (leading dim kLdS) as float, by the whole block; 0 outside
 // the q_len x kv_len rows and columns. mask: the (batch, head)'s origin.
 template <int kRowsQ, int kRowsK, int kLdS, int kThreads, typename M>
 __device__ void LoadMask(const M* __restrict__ mask,
-                         const AttentionStrides& strides, int64_t i0,
-                         int64_t j0, int64_t q_len, int64_t kv_len, float* s) {
+                         const AttentionStrides& strides, MaskPositions at,
+                         int64_t i0, int64_t j0, int64_t q_len, int64_t kv_len,
+                         float* s) {
   for (int item = threadIdx.x; item < kRowsQ * kRowsK; item += kThreads) {
     const int r = item / kRowsK;
     const int c = item % kRowsK;
     float x = 0.0f;
     if (i0 + r < q_len && j0 + c < kv_len) {
-      x = ToFloat(mask[(i0 + r) * strides.row + (j0 + c) * strides.col]);
+      x = ToFloat(mask[at(i0 + r) * strides.row + at(j0 + c) * strides.col]);
     }
     s[r * kLdS + c] = x;
   }
@@ -685,12 +700,14 @@ __device__ void WriteRows(const float* o, const float* row_sum, Y* out,
 // The keys a query tile visits (attention_math.h's RowKeyEnd over its
 // rows): the largest row end, or kv_len when some row has no unmasked key.
 // A warp a row, 32 keys a step from the last key down; one row when the
-// mask is broadcast over the queries (row stride 0). Block-wide; scratch:
-// two ints of shared memory nothing else uses meanwhile.
+// mask is broadcast over the queries (row stride 0). Rows and keys are read
+// at their positions (`at`: packed rows). Block-wide; scratch: two ints of
+// shared memory nothing else uses meanwhile.
 template <int kRowsQ, int kThreads, typename M>
 __device__ int64_t TileKeyEnd(const M* __restrict__ mask,
-                              const AttentionStrides& strides, int64_t i0,
-                              int64_t q_len, int64_t kv_len, int* scratch) {
+                              const AttentionStrides& strides, MaskPositions at,
+                              int64_t i0, int64_t q_len, int64_t kv_len,
+                              int* scratch) {
   constexpr int kWarps = kThreads / 32;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -702,12 +719,12 @@ __device__ int64_t TileKeyEnd(const M* __restrict__ mask,
   int64_t rows = q_len - i0 < kRowsQ ? q_len - i0 : kRowsQ;
   if (strides.row == 0) rows = 1;
   for (int64_t r = warp; r < rows; r += kWarps) {
-    const M* row = mask + (i0 + r) * strides.row;
+    const M* row = mask + at(i0 + r) * strides.row;
     int64_t end = 0;
     for (int64_t top = kv_len; top > 0 && end == 0; top -= 32) {
       const int64_t j = top - 1 - lane;
       const bool visible =
-          j >= 0 && !IsMaskedKey(ToFloat(row[j * strides.col]));
+          j >= 0 && !IsMaskedKey(ToFloat(row[at(j) * strides.col]));
       const unsigned ballot = __ballot_sync(kFullWarp, visible);
       // The lowest lane set holds the highest visible key.
       if (ballot != 0) end = top - (__ffs(ballot) - 1);
@@ -726,9 +743,33 @@ __device__ int64_t TileKeyEnd(const M* __restrict__ mask,
   return key_end;
 }
 
+// Packed rows: batch entry b's first row and row count in the pack index
+// (attention_math.h's PackedRealCount and PackedFirstRow), found by thread
+// 0. Block-wide; scratch: two int64s of shared memory nothing else uses
+// meanwhile.
+struct PackedEntry {
+  int64_t first, rows;
+};
+
+__device__ PackedEntry FindPackedEntry(const int64_t* __restrict__ pack,
+                                       int64_t packed_rows, int64_t b,
+                                       int64_t seq, int64_t batch,
+                                       int64_t* scratch) {
+  if (threadIdx.x == 0) {
+    const int64_t real = PackedRealCount(pack, packed_rows, batch * seq);
+    scratch[0] = PackedFirstRow(pack, real, b * seq);
+    scratch[1] = PackedFirstRow(pack, real, (b + 1) * seq) - scratch[0];
+  }
+  __syncthreads();
+  const PackedEntry entry = {scratch[0], scratch[1]};
+  __syncthreads();  // every thread read scratch before it is reused
+  return entry;
+}
+
 // One block's query tile of one (batch, head): every key tile up to the
 // tile's key end (padded keys skipped, TileKeyEnd), then out; each warp's
-// rows on the register path when kRegisters.
+// rows on the register path when kRegisters. Packed rows: the entry's own
+// rows, the mask read at their positions; a tile past them does nothing.
 template <typename T, typename M, typename Y, int kD, bool kRegisters>
 __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
                                 const AttentionBlock& at,
@@ -739,16 +780,36 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int64_t i0 = at.q_tile * Tl::kRowsQ;
-  const bool warp_has_rows = i0 + warp * kWarpRows < n.q_len;
-  const T* q = p.q + at.batch * p.q_strides.batch + at.head * p.q_strides.head;
-  const T* k = p.k + at.batch * p.k_strides.batch + at.head * p.k_strides.head;
-  const T* v = p.v + at.batch * p.v_strides.batch + at.head * p.v_strides.head;
+  // Scratch until the key loop: the final sums' region, or on the register
+  // path (which has none) the score tile's.
+  void* scratch = kRegisters ? static_cast<void*>(sh.s) : sh.sum;
+  // The entry's rows: the view's batch at its stride, or packed ones.
+  int64_t q_len = n.q_len, kv_len = n.kv_len;
+  int64_t first_row = -1;  // packed: the entry's first row
+  MaskPositions positions;
+  if (p.pack != nullptr) {
+    const PackedEntry entry =
+        FindPackedEntry(p.pack, p.packed_rows, at.batch, n.q_len, n.batch,
+                        static_cast<int64_t*>(scratch));
+    if (i0 >= entry.rows) return;  // the same in every thread of the block
+    q_len = kv_len = entry.rows;
+    first_row = entry.first;
+    positions = {p.pack + entry.first, at.batch * n.q_len};
+  }
+  auto origin = [&](const AttentionStrides& s) {
+    return (first_row >= 0 ? first_row * s.row : at.batch * s.batch) +
+           at.head * s.head;
+  };
+  const bool warp_has_rows = i0 + warp * kWarpRows < q_len;
+  const T* q = p.q + origin(p.q_strides);
+  const T* k = p.k + origin(p.k_strides);
+  const T* v = p.v + origin(p.v_strides);
   const M* mask = p.mask == nullptr ? nullptr
                                     : p.mask + at.batch * p.mask_strides.batch +
                                           at.head * p.mask_strides.head;
 
   LoadRows<Tl::kRowsQ, kD, Tl::kLdQ, Tl::kThreads>(
-      q, p.q_strides.row, i0, n.q_len, head_dim, p.vector_q, sh.q);
+      q, p.q_strides.row, i0, q_len, head_dim, p.vector_q, sh.q);
   float* o = sh.o + warp * kWarpRows * Tl::kLdO;
   RunningSoftmax row = EmptyMaxSum();
   RegisterRows<kRegisters ? kD : 8> st;
@@ -758,13 +819,11 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
     for (int item = lane; item < kWarpRows * Tl::kLdO; item += 32)
       o[item] = 0.0f;
   }
-  // Scratch until the loop: the final sums' region, or on the register
-  // path (which has none) the score tile's.
-  int* scratch = reinterpret_cast<int*>(kRegisters ? sh.s : sh.sum);
-  const int64_t kv_end = mask == nullptr ? n.kv_len
-                                         : TileKeyEnd<Tl::kRowsQ, Tl::kThreads>(
-                                               mask, p.mask_strides, i0,
-                                               n.q_len, n.kv_len, scratch);
+  const int64_t kv_end = mask == nullptr
+                             ? kv_len
+                             : TileKeyEnd<Tl::kRowsQ, Tl::kThreads>(
+                                   mask, p.mask_strides, positions, i0, q_len,
+                                   kv_len, static_cast<int*>(scratch));
   for (int64_t j0 = 0; j0 < kv_end; j0 += Tl::kRowsK) {
     __syncthreads();  // the last tile's K, V and scores are used up
     LoadRows<Tl::kRowsK, kD, Tl::kLdK, Tl::kThreads>(
@@ -773,7 +832,7 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
         v, p.v_strides.row, j0, kv_end, head_dim, p.vector_v, sh.v);
     if (mask != nullptr) {
       LoadMask<Tl::kRowsQ, Tl::kRowsK, Tl::kLdS, Tl::kThreads>(
-          mask, p.mask_strides, i0, j0, n.q_len, kv_end, sh.s);
+          mask, p.mask_strides, positions, i0, j0, q_len, kv_end, sh.s);
     }
     __syncthreads();
     if (warp_has_rows) {
@@ -788,18 +847,17 @@ __device__ void AttendQueryTile(const AttentionParams<T, M, Y>& p,
       }
     }
   }
-  Y* out =
-      p.out + at.batch * p.out_strides.batch + at.head * p.out_strides.head;
+  Y* out = p.out + origin(p.out_strides);
   if constexpr (kRegisters) {
     WriteRegisterRows<Y, kD>(st, out, p.out_strides.row, i0 + warp * kWarpRows,
-                             n.q_len, head_dim, p.zero_masked_rows);
+                             q_len, head_dim, p.zero_masked_rows);
     return;
   }
   float* row_sum = sh.sum + warp * kWarpRows;
   if (lane % 2 == 0) row_sum[lane / 2] = row.sum;
   __syncwarp();
   WriteRows<Y, Tl::kLdO>(o, row_sum, out, p.out_strides.row,
-                         i0 + warp * kWarpRows, n.q_len, head_dim,
+                         i0 + warp * kWarpRows, q_len, head_dim,
                          p.zero_masked_rows);
 }
 
@@ -815,10 +873,36 @@ __global__ void __launch_bounds__(Tiles<T, kD>::kThreads)
   }
 }
 
-bool VectorRows(const AttentionSource& x, int64_t rows, const AttentionShape& n,
+// Packed rows: zeros in out's rows past the real ones (the bucket's
+// fillers), every head's columns; the grid strides over them.
+template <typename Y>
+__global__ void ZeroPackedFillers(Y* out, AttentionStrides strides,
+                                  int64_t heads, int64_t head_dim,
+                                  const int64_t* __restrict__ pack,
+                                  int64_t packed_rows, int64_t padded) {
+  __shared__ int64_t real;
+  if (threadIdx.x == 0) real = PackedRealCount(pack, packed_rows, padded);
+  __syncthreads();
+  const int64_t row_items = heads * head_dim;
+  const int64_t items = (packed_rows - real) * row_items;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < items;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = real + i / row_items;
+    const int64_t h = i % row_items / head_dim;
+    out[r * strides.row + h * strides.head + i % head_dim] = FromFloat<Y>(0.0f);
+  }
+}
+
+// Rows of a view as the kernel reads them: the batch's, or packed rows
+// (every row of the view, batch stride unused).
+bool VectorRows(const AttentionArgs& a, const AttentionSource& x, int64_t rows,
                 int64_t element_bytes) {
-  const int64_t strides[3] = {x.strides.batch, x.strides.head, x.strides.row};
-  const int64_t extents[3] = {n.batch, n.heads, rows};
+  const AttentionShape& n = a.shape;
+  const bool packed = a.pack != nullptr;
+  const int64_t strides[3] = {packed ? 0 : x.strides.batch, x.strides.head,
+                              x.strides.row};
+  const int64_t extents[3] = {packed ? 1 : n.batch, n.heads,
+                              packed ? a.packed_rows : rows};
   return CanLoadRowsAsVectors(reinterpret_cast<uintptr_t>(x.data.data),
                               element_bytes, strides, extents, n.head_dim);
 }
@@ -834,6 +918,9 @@ bool ValidAttention(const AttentionArgs& a) {
   }
   if (a.k.data.storage != a.q.data.storage ||
       a.v.data.storage != a.q.data.storage) {
+    return false;
+  }
+  if (a.pack != nullptr && (n.q_len != n.kv_len || a.packed_rows < 1)) {
     return false;
   }
   return n.head_dim <= 1 || (a.q.strides.col == 1 && a.k.strides.col == 1 &&
@@ -865,9 +952,11 @@ cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
   p.blocks = p.q_tiles * n.heads * n.batch;
   p.scale = a.scale;
   p.zero_masked_rows = ZeroMaskedRows(a.zero_masked_rows, n.kv_len);
-  p.vector_q = VectorRows(a.q, n.q_len, n, sizeof(T));
-  p.vector_k = VectorRows(a.k, n.kv_len, n, sizeof(T));
-  p.vector_v = VectorRows(a.v, n.kv_len, n, sizeof(T));
+  p.vector_q = VectorRows(a, a.q, n.q_len, sizeof(T));
+  p.vector_k = VectorRows(a, a.k, n.kv_len, sizeof(T));
+  p.vector_v = VectorRows(a, a.v, n.kv_len, sizeof(T));
+  p.pack = a.pack;
+  p.packed_rows = a.packed_rows;
 
   auto kernel = AttentionKernel<T, M, Y, kD, false>;
   int bytes = Tl::kBytes;
@@ -885,6 +974,17 @@ cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
   // Blocks past 2^31 - 1 (never in practice) loop in the kernel.
   const int64_t grid = p.blocks < 2147483647 ? p.blocks : 2147483647;
   kernel<<<static_cast<unsigned>(grid), Tl::kThreads, bytes, stream>>>(p);
+  if (a.pack == nullptr) return cudaGetLastError();
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) return error;
+  constexpr int kFillThreads = 256;
+  const int64_t items = a.packed_rows * n.heads * n.head_dim;
+  const int64_t fill_blocks =
+      std::min<int64_t>((items + kFillThreads - 1) / kFillThreads, 1024);
+  ZeroPackedFillers<Y>
+      <<<static_cast<unsigned>(fill_blocks), kFillThreads, 0, stream>>>(
+          p.out, a.out.strides, n.heads, n.head_dim, a.pack, a.packed_rows,
+          n.batch * n.q_len);
   return cudaGetLastError();
 }
 

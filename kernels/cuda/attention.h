@@ -61,6 +61,17 @@ struct AttentionArgs {
   // another order of float32 additions. Opt-in until a GPU has compared
   // the two (engine/cuda/cuda_kernels.cc).
   bool registers = false;
+  // Packed rows (token packing), when `pack` is set: q, k, v and out are
+  // views of packed_rows rows (batch strides unused), and batch entry b's
+  // rows are those PackedRealCount and PackedFirstRow (attention_math.h)
+  // find in the device int64 pack index `pack` (packed_rows entries) of a
+  // [batch, q_len] mask: as many queries as keys (q_len must equal
+  // kv_len), the mask read at each row's position in its sequence (a
+  // tile's keys past its rows' last unmasked one skipped, as padded). Out's
+  // rows past the real ones (the bucket's fillers) are written as zeros, by a
+  // second kernel on `stream`.
+  const int64_t* pack = nullptr;
+  int64_t packed_rows = 0;
 };
 
 cudaError_t LaunchAttention(const AttentionArgs& args, cudaStream_t stream);

@@ -3,10 +3,11 @@
 // rescaled when the max grows, as flash attention keeps them), the final
 // normalization with the fully-masked-row rule, the keys a row must visit
 // (padding-aware work), the kernel's tiling per
-// padded head dim, its block numbering and the check that picks 16-byte
-// row loads; and AttentionRowReference, one output row on plain float
-// arrays by the same steps, for tests. Host and device; unit-tested on the
-// host (cuda_math_test.cc).
+// padded head dim, its block numbering, the check that picks 16-byte
+// row loads and the search for a sequence's packed rows; and
+// AttentionRowReference, one output row on plain float arrays by the same
+// steps, for tests. Host and device; unit-tested on the host
+// (cuda_math_test.cc).
 #ifndef COALESCE_KERNELS_CUDA_ATTENTION_MATH_H_
 #define COALESCE_KERNELS_CUDA_ATTENTION_MATH_H_
 
@@ -173,6 +174,52 @@ COALESCE_HD bool CanLoadRowsAsVectors(uintptr_t address, int64_t element_bytes,
     }
   }
   return true;
+}
+
+// Packed rows (token packing): a pack index of `rows` entries lists a
+// [batch, seq] batch's real rows, ascending, as flat indices b * seq + s
+// (engine/packing_indices.h), then fillers that repeat its first entry.
+// The real rows are its ascending prefix inside [0, padded): the first
+// entry that is out of range or not above the one before ends it. Found by
+// bisection (what ends the prefix holds from there on in a pack index), so
+// that every block of a kernel finds its sequence's rows in a few loads.
+COALESCE_HD bool EndsPackedPrefix(const int64_t* pack, int64_t r,
+                                  int64_t padded) {
+  return pack[r] < 0 || pack[r] >= padded || (r > 0 && pack[r] <= pack[r - 1]);
+}
+
+// The real rows of a pack index: 0 only when rows is 0 or pack[0] is out
+// of range. A batch without a real row packs row 0 as a filler, which
+// counts as one real row of entry 0 (computed, never read).
+COALESCE_HD int64_t PackedRealCount(const int64_t* pack, int64_t rows,
+                                    int64_t padded) {
+  int64_t lo = 0, hi = rows;  // the prefix ends in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (EndsPackedPrefix(pack, mid, padded)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// The first of the `real` rows whose flat index is at least `flat`: with
+// flat = b * seq, entry b's first row (its rows end where entry b + 1's
+// begin).
+COALESCE_HD int64_t PackedFirstRow(const int64_t* pack, int64_t real,
+                                   int64_t flat) {
+  int64_t lo = 0, hi = real;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (pack[mid] < flat) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }
 
 // One query row's operands on plain float arrays (AttentionRowReference).

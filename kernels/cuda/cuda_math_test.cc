@@ -1458,6 +1458,23 @@ TEST(CudaMathTest, AttentionBlocksCoverEveryTileHeadAndBatch) {
   for (int count : seen) EXPECT_EQ(count, 1);
 }
 
+// A sequence's packed rows by bisection: a [2, 8] batch's real rows 1, 2
+// (entry 0) and 8, 9, 10 (entry 1), one filler repeating the first.
+TEST(CudaMathTest, PackedRowsAreFoundByBisection) {
+  const int64_t pack[] = {1, 2, 8, 9, 10, 1};
+  EXPECT_EQ(PackedRealCount(pack, 6, 16), 5);
+  EXPECT_EQ(PackedRealCount(pack, 5, 16), 5);  // no filler
+  EXPECT_EQ(PackedRealCount(pack, 3, 16), 3);
+  EXPECT_EQ(PackedRealCount(pack, 6, 10), 4);  // 10 is out of range
+  EXPECT_EQ(PackedFirstRow(pack, 5, 0), 0);
+  EXPECT_EQ(PackedFirstRow(pack, 5, 8), 2);
+  EXPECT_EQ(PackedFirstRow(pack, 5, 16), 5);
+  // No real row: row 0 packed as a filler counts as one.
+  const int64_t none[] = {0, 0, 0};
+  EXPECT_EQ(PackedRealCount(none, 3, 6), 1);
+  EXPECT_EQ(PackedFirstRow(none, 1, 3), 1);
+}
+
 TEST(CudaMathTest, AttentionVectorLoadsNeedAlignedRows) {
   // [2, 4, 10, 64] float16, contiguous, from a 256-byte aligned address.
   const int64_t strides[3] = {4 * 10 * 64, 10 * 64, 64};
