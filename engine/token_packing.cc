@@ -78,8 +78,14 @@ bool IsInternal(const PlanNode& n) {
   return *n.domain == OpRegistry::kInternalDomain;
 }
 bool IsProduct(const PlanNode& n) {
-  return (*n.op_type == "MatMul" && IsDefaultDomain(n)) ||
-         (*n.op_type == "FusedMatMul" && IsInternal(n));
+  return ((*n.op_type == "MatMul" || *n.op_type == "Gemm") &&
+          IsDefaultDomain(n)) ||
+         ((*n.op_type == "FusedMatMul" || *n.op_type == "FusedGemm") &&
+          IsInternal(n));
+}
+
+bool IsGemm(const PlanNode& n) {
+  return *n.op_type == "Gemm" || *n.op_type == "FusedGemm";
 }
 
 // Which plan values are token rows and which nodes compute them row by row.
@@ -88,18 +94,28 @@ class RowAnalysis {
   RowAnalysis(const Probes& probes, int64_t opset)
       : p_(probes), opset_(opset) {}
 
-  // Float32 [batch, seq, E], E the same in both probes, not a constant.
+  // Float32 [batch, seq, E], or [batch * seq, E] (GPT-2's dense layers
+  // run on such reshapes), E the same in both probes, not a constant.
   bool TokenRows(int id) const {
     if (id < 0) return false;
     const TensorInfo& a = p_.plan[0]->values[id].info;
     const TensorInfo& b = p_.plan[1]->values[id].info;
     if (a.constant_data != nullptr || a.dtype != DataType::kFp32) return false;
-    return a.shape.size() == 3 && b.shape.size() == 3 &&
-           a.shape[0] == kProbeBatch[0] && a.shape[1] == p_.seq[0] &&
-           b.shape[0] == kProbeBatch[1] && b.shape[1] == p_.seq[1] &&
-           a.shape[2] == b.shape[2];
+    if (a.shape.size() != b.shape.size() || a.shape.back() != b.shape.back())
+      return false;
+    if (a.shape.size() == 2) {
+      return a.shape[0] == kProbeBatch[0] * p_.seq[0] &&
+             b.shape[0] == kProbeBatch[1] * p_.seq[1];
+    }
+    return a.shape.size() == 3 && a.shape[0] == kProbeBatch[0] &&
+           a.shape[1] == p_.seq[0] && b.shape[0] == kProbeBatch[1] &&
+           b.shape[1] == p_.seq[1];
   }
-  int64_t Width(int id) const { return p_.plan[0]->values[id].info.shape[2]; }
+  int64_t Width(int id) const {
+    return p_.plan[0]->values[id].info.shape.back();
+  }
+  // 2 for [batch * seq, E] token rows, 3 for [batch, seq, E].
+  size_t Rank(int id) const { return p_.plan[0]->values[id].info.shape.size(); }
 
   // A constant of rank <= 3 broadcast over rows: every dim but the last 1.
   bool RowConstant(int id) const {
@@ -131,6 +147,9 @@ class RowAnalysis {
           !ConstantOfRank(in(1), 2)) {
         return false;
       }
+      // Gemm: A's rows are the tokens (not transposed), C a row constant.
+      if (IsGemm(n) && (n.inputs.size() > 3 || Attribute(n, "transA") != 0))
+        return false;
       if (in(2) >= 0 && !RowConstant(in(2))) return false;
       return in(3) < 0 || TokenRows(in(3)) || RowConstant(in(3));
     }
@@ -138,13 +157,19 @@ class RowAnalysis {
       return TokenRows(in(0));
     }
     if (!IsDefaultDomain(n)) return false;
+    if (op == "Reshape") {
+      // Between [batch, seq, E] and [batch * seq, E]: packed, nothing.
+      return n.outputs.size() == 1 && TokenRows(in(0)) &&
+             Width(in(0)) == Width(n.outputs[0]);
+    }
     if (op == "LayerNormalization") {
-      if (n.outputs.size() != 1 || !LastAxis(n, -1)) return false;
+      if (n.outputs.size() != 1 || !LastAxis(n, -1, Rank(n.outputs[0])))
+        return false;
       return TokenRows(in(0)) && (in(1) < 0 || RowConstant(in(1))) &&
              (in(2) < 0 || RowConstant(in(2)));
     }
     if (op == "Softmax") {
-      return opset_ >= 13 && LastAxis(n, -1) && TokenRows(in(0));
+      return opset_ >= 13 && TokenRows(in(0)) && LastAxis(n, -1, Rank(in(0)));
     }
     static const absl::flat_hash_set<std::string> kElementwise = {
         "Add",  "Sub",     "Mul",  "Div", "Pow",  "Sqrt",    "Erf",
@@ -164,10 +189,15 @@ class RowAnalysis {
 
  private:
   // Whether the node's "axis" attribute (`fallback` when absent) is the last
-  // axis of a rank-3 value.
-  static bool LastAxis(const PlanNode& n, int64_t fallback) {
+  // axis of a value of `rank`.
+  static bool LastAxis(const PlanNode& n, int64_t fallback, size_t rank) {
     auto axis = n.attributes->GetInt("axis", fallback);
-    return axis.ok() && (*axis == -1 || *axis == 2);
+    return axis.ok() &&
+           (*axis == -1 || *axis == static_cast<int64_t>(rank) - 1);
+  }
+  static int64_t Attribute(const PlanNode& n, const char* name) {
+    auto value = n.attributes->GetInt(name, 0);
+    return value.ok() ? *value : -1;
   }
 
   const Probes& p_;
@@ -331,10 +361,11 @@ class Rewriter {
          {x, editor_.AddInt64Initializer("coalesce.rows", {-1, width})}, rows);
     Node("Gather", {rows, kPackIndexInput}, Packed(x), /*axis=*/0);
   }
-  // Packed(v) [T', E] back into v [B, S, E]: padded rows zero when
-  // `zeros`, else copies of a real row.
-  void Unpack(const std::string& v, int64_t width, bool zeros) {
-    const std::string flat = editor_.UniqueName(v + "__padded_rows");
+  // Packed(v) [T', E] back into v [B, S, E] (rank 3) or [B * S, E]: padded
+  // rows zero when `zeros`, else copies of a real row.
+  void Unpack(const std::string& v, int64_t width, size_t rank, bool zeros) {
+    const std::string flat =
+        rank == 2 ? v : editor_.UniqueName(v + "__padded_rows");
     if (zeros) {
       const std::string with_zero = editor_.UniqueName(v + "__with_zero_row");
       Node("Concat", {Packed(v), ZeroRow(width)}, with_zero, /*axis=*/0);
@@ -342,7 +373,14 @@ class Rewriter {
     } else {
       Node("Gather", {Packed(v), kSpreadIndexInput}, flat, /*axis=*/0);
     }
-    Node("Reshape", {flat, TokenShape(width)}, v);
+    if (rank != 2) Node("Reshape", {flat, TokenShape(width)}, v);
+  }
+  // A Reshape between token rows of one width, [B, S, E] and [B * S, E]:
+  // both [T', E] packed, an Identity.
+  static void ReplaceReshape(onnx::NodeProto& node) {
+    node.set_op_type("Identity");
+    node.clear_attribute();
+    node.mutable_input()->DeleteSubrange(1, node.input_size() - 1);
   }
   // A Shape node of a packed [B, S, E] value: a Slice of [B, S, E].
   void ReplaceShape(onnx::NodeProto& node, int64_t width) {
@@ -474,6 +512,10 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       if (region[n] && rows.TokenRows(i) && !packed[i]) enters[i] = true;
       if (region[n] || !packed[i]) continue;
       if (*node.op_type == "Shape" && IsDefaultDomain(node)) {
+        if (rows.Rank(i) != 3) {
+          return Refuse(absl::StrCat("the shape of token rows '", names[i],
+                                     "' ([batch * seq, E]) is read"));
+        }
         shape_readers.insert(names[node.outputs[0]]);
       } else {
         leaves[i] = true;
@@ -499,6 +541,7 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       continue;
     }
     if (!region_by_output.contains(node.output(0))) continue;
+    if (node.op_type() == "Reshape") Rewriter::ReplaceReshape(node);
     for (std::string& out : *node.mutable_output()) {
       if (!out.empty()) out = rewriter.Packed(out);
     }
@@ -522,7 +565,8 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
       ++info.packs;
     }
     if (leaves[id]) {
-      rewriter.Unpack(names[id], rows.Width(id), /*zeros=*/!spread[id]);
+      rewriter.Unpack(names[id], rows.Width(id), rows.Rank(id),
+                      /*zeros=*/!spread[id]);
       ++info.unpacks;
     }
   }

@@ -1,19 +1,24 @@
 // Token packing (issue 27): a transformer's batch of sequences padded to one
 // length runs its token-wise layers (the dense layers, their bias and
 // residual adds, LayerNorms, GELU) on the batch's real tokens only, [T, E]
-// rows instead of [B * S, E]; attention still runs padded, its padded keys
-// masked. docs/engine.md ("Token packing") says when it pays and what it
-// changes for clients.
+// rows instead of [B * S, E]; attention runs per sequence over the packed
+// rows where its site allows (engine/packed_rows.h), else padded, its
+// padded keys masked. docs/engine.md ("Token packing") says when it pays and
+// what it changes for clients.
 //
 // RewriteForTokenPacking turns the optimized graph of a model into its
 // packed form, using two probe plans of the padded model (batches 2 and 3,
 // sequence 11 and 13, or the model's fixed sequence length) to see which
-// values are token rows: float32 [batch, seq, E] with E the same in both.
+// values are token rows: float32 [batch, seq, E], or [batch * seq, E]
+// (GPT-2's dense layers run on such reshapes), with E the same in both.
 //   - The region: nodes that compute each token row from that row alone,
 //     every output a token-row value: MatMul and FusedMatMul by a constant
 //     [K, N] (FusedMatMul's bias a constant, its residual token rows or a
-//     constant broadcast over rows), LayerNormalization and Softmax (opset
-//     13+) over the last axis, and the elementwise
+//     constant broadcast over rows), Gemm and FusedGemm likewise (A not
+//     transposed, C a constant broadcast over rows), a Reshape between
+//     token rows of one width (an Identity packed: both forms are [T, E]),
+//     LayerNormalization and Softmax (opset 13+) over the last axis, and
+//     the elementwise
 //     operators Add, Sub, Mul, Div, Pow, Sqrt, Erf, Tanh, Sigmoid, Relu,
 //     Neg, Gelu, Cast, Identity whose other inputs are constants broadcast
 //     over rows (dims 1 but the last). Connected parts of it with no
@@ -26,8 +31,10 @@
 //     attentions' Q, K and V: the packed QKV projection is unpacked once,
 //     its Split runs padded as the view it was) as Reshape(Gather(x,
 //     spread_index), [B, S, E]), its padded rows copies of a real row,
-//     which the attentions mask. A Shape of a packed value becomes a Slice
-//     of the mask's shape and E, computed while planning. Axis attributes
+//     which the attentions mask; a [batch * seq, E] one is the Gather's
+//     [B * S, E] result itself. A Shape of a packed [batch, seq, E] value
+//     becomes a Slice of the mask's shape and E, computed while planning
+//     (one of a [batch * seq, E] value refuses the model). Axis attributes
 //     2 become -1.
 //   - Three inputs follow the model's own: kPackIndexInput (int64 [T']),
 //     kUnpackIndexInput and kSpreadIndexInput (int64 [B * S]), filled per

@@ -72,6 +72,7 @@ std::shared_ptr<const ExecutionPlan> PackedPlanFor(
 TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
   const char* const kModels[] = {
       "bert_tiny__torchscript",       "bert_tiny__dynamo",
+      "gpt2_tiny__torchscript",       "gpt2_tiny__dynamo",
       "distilbert_tiny__torchscript", "distilbert_tiny__dynamo",
       "roberta_tiny__torchscript",    "roberta_tiny__dynamo",
       "albert_tiny__torchscript",     "albert_tiny__dynamo",

@@ -180,7 +180,7 @@ void CheckPackedOnGpu(DeviceFloat activations, float tolerance) {
   holes[1] = holes[2] = holes[kSeq + 3] = holes[kSeq + 7] = 0;
   for (int64_t s = 9; s < kSeq; ++s) holes[2 * kSeq + s] = 0;
   for (const char* name : {"bert_tiny__dynamo", "roberta_tiny__torchscript",
-                           "clip_text_tiny__dynamo"}) {
+                           "clip_text_tiny__dynamo", "gpt2_tiny__dynamo"}) {
     SCOPED_TRACE(name);
     const std::string dir = corpus + "/" + name;
     ModelOptions model_options = ModelOptions::ForDevice(

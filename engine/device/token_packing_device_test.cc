@@ -61,6 +61,14 @@ std::vector<std::vector<testing::FloatOutput>> RunOnSimulated(
   return results;
 }
 
+// Corpus exports with a packed form.
+constexpr const char* kPackedExports[] = {
+    "bert_tiny__dynamo",       "bert_tiny__torchscript",
+    "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
+    "clip_text_tiny__dynamo",  "gpt2_tiny__torchscript",
+    "gpt2_tiny__dynamo",
+};
+
 // Corpus export `dir` as a GPU instance in `activations` loads it, with
 // its packed form; null (a failure recorded) when it does not load or has
 // no packed form.
@@ -82,12 +90,7 @@ std::string Named(const char* name, DeviceFloat activations) {
 }
 
 TEST(TokenPackingDeviceTest, PackedMatchesPaddedAtRealPositions) {
-  const char* const kModels[] = {
-      "bert_tiny__dynamo",       "bert_tiny__torchscript",
-      "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
-      "clip_text_tiny__dynamo",
-  };
-  for (const char* name : kModels) {
+  for (const char* name : kPackedExports) {
     for (DeviceFloat activations : {DeviceFloat::kFloat, DeviceFloat::kHalf}) {
       SCOPED_TRACE(Named(name, activations));
       const std::string dir = absl::StrCat(COALESCE_CORPUS_DIR, "/", name);
@@ -162,10 +165,7 @@ TEST(TokenPackingDeviceTest, HolesMatchThePaddedModel) {
 // between unpacking and packing Gathers, at the largest and the smallest
 // token bucket, in FP32 and FP16.
 TEST(TokenPackingDeviceTest, EveryAttentionReadsPackedRows) {
-  for (const char* name :
-       {"bert_tiny__dynamo", "bert_tiny__torchscript",
-        "distilbert_tiny__dynamo", "roberta_tiny__torchscript",
-        "clip_text_tiny__dynamo"}) {
+  for (const char* name : kPackedExports) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Model> model = LoadPackable(
         absl::StrCat(COALESCE_CORPUS_DIR, "/", name), DeviceFloat::kFloat);
