@@ -385,8 +385,8 @@ def bert_case(bundle: Path, work: Path, batches: list) -> ModelCase:
 
 
 class HfBertTorch:
-    """A transformers BertModel as its ONNX export's PyTorch twin: the last
-    hidden state from input_ids and attention_mask."""
+    """A transformers model (BertModel, GPT2Model) as its ONNX export's
+    PyTorch twin: the last hidden state from input_ids and attention_mask."""
 
     def __init__(self, model):
         self.model = model
@@ -397,32 +397,50 @@ class HfBertTorch:
 
 def hf_bert_case(work: Path, batches: list, seq: int) -> ModelCase | None:
     """transformers' BertModel(BertConfig()) (bert-base, random weights,
-    seed 0, the library's default SDPA attention) exported here as a user
-    exports it: torch.onnx.export's TorchScript exporter at opset 17, batch
-    and sequence dynamic. Feeds: random token ids, every row padded after a
-    random length in [seq/2, seq] (its attention_mask zero there). None
-    without transformers."""
+    seed 0, the library's default SDPA attention): hf_text_case."""
+    return hf_text_case(work, batches, seq, "bert", 30000)
+
+
+def hf_gpt2_case(work: Path, batches: list, seq: int) -> ModelCase | None:
+    """transformers' GPT2Model(GPT2Config()) (gpt2, 124M, random weights,
+    seed 0; its dense layers are Gemms on [batch * seq, E] reshapes):
+    hf_text_case."""
+    return hf_text_case(work, batches, seq, "gpt2", 50000)
+
+
+def hf_text_case(work: Path, batches: list, seq: int, family: str,
+                 vocab: int) -> ModelCase | None:
+    """A transformers model of `family` (bert or gpt2) with its default
+    config, exported here as a user exports it: torch.onnx.export's
+    TorchScript exporter at opset 17, batch and sequence dynamic. Feeds:
+    random token ids below `vocab`, every row padded after a random length
+    in [seq/2, seq] (its attention_mask zero there). None without
+    transformers."""
     try:
         import torch
         import transformers
     except ImportError:
         return None
     torch.manual_seed(0)
-    model = transformers.BertModel(transformers.BertConfig()).eval()
-    path = work / f"bert-hf-s{seq}.onnx"
+    if family == "gpt2":
+        model = transformers.GPT2Model(transformers.GPT2Config()).eval()
+    else:
+        model = transformers.BertModel(transformers.BertConfig()).eval()
+    name = f"{family}-hf-s{seq}"
+    path = work / f"{name}.onnx"
     dummy = (torch.ones(1, seq, dtype=torch.int64), torch.ones(1, seq, dtype=torch.int64))
 
     class ByName(torch.nn.Module):
         """The two inputs by name: newer transformers' forward takes more
         arguments after attention_mask than a positional trace can fill."""
 
-        def __init__(self, bert):
+        def __init__(self, inner):
             super().__init__()
-            self.bert = bert
+            self.inner = inner
 
         def forward(self, input_ids, attention_mask):
-            return self.bert(input_ids=input_ids,
-                             attention_mask=attention_mask).last_hidden_state
+            return self.inner(input_ids=input_ids,
+                              attention_mask=attention_mask).last_hidden_state
 
     torch.onnx.export(ByName(model), dummy, str(path), opset_version=17,
                       input_names=["input_ids", "attention_mask"],
@@ -434,13 +452,12 @@ def hf_bert_case(work: Path, batches: list, seq: int) -> ModelCase | None:
 
     def feeds(b: int) -> dict:
         rng = np.random.default_rng(b)
-        ids = rng.integers(1, 30000, size=(b, seq), dtype=np.int64)
+        ids = rng.integers(1, vocab, size=(b, seq), dtype=np.int64)
         lengths = rng.integers(seq // 2, seq + 1, size=b)
         mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int64)
         return {"input_ids": ids * mask, "attention_mask": mask}
 
-    return ModelCase(f"bert-hf-s{seq}", path, batches, feeds,
-                     lambda: HfBertTorch(model.cuda()))
+    return ModelCase(name, path, batches, feeds, lambda: HfBertTorch(model.cuda()))
 
 
 class Report:
@@ -1376,6 +1393,7 @@ def main() -> int:
             "bert-base-s128": lambda: bert_case(args.bundle, work, NET_BATCHES),
             "bert-hf-s128": lambda: hf_bert_case(work, NET_BATCHES, 128),
             "bert-hf-s384": lambda: hf_bert_case(work, NET_BATCHES, 384),
+            "gpt2-hf-s128": lambda: hf_gpt2_case(work, NET_BATCHES, 128),
             "vit_b_16": lambda: torchvision_case("vit_b_16", work, NET_BATCHES),
         }
         cases = []
