@@ -68,12 +68,13 @@ TEST(SimulatedAttentionTest, PackedRowsMatchThePaddedBatch) {
   auto memory =
       device.AllocateDevice(floats * sizeof(float) + rows * sizeof(int64_t));
   ASSERT_TRUE(memory.ok()) << memory.status();
-  float* qkv = static_cast<float*>((*memory)->data());
+  // The pack index first: the allocation's start is aligned for it.
+  auto* pack = static_cast<int64_t*>((*memory)->data());
+  float* qkv = reinterpret_cast<float*>(pack + rows);
   float* packed_qkv = qkv + padded_rows * kW;
   float* mask = packed_qkv + rows * kW;
   float* out = mask + kBatch * kSeq * kSeq;
   float* packed_out = out + padded_rows * kE;
-  auto* pack = reinterpret_cast<int64_t*>(packed_out + rows * kE);
 
   for (int64_t i = 0; i < padded_rows * kW; ++i)
     qkv[i] = std::sin(0.37f * static_cast<float>(i));
