@@ -308,7 +308,7 @@ absl::Status ExecutionPlan::RunAttention(int k, char** data,
   const PackedRowsSite& packed = packed_rows_[k];
   if (packed.pack_index >= 0) {
     const AttentionSite& site = attention_[k];
-    const int64_t rows = neutral_->values[packed.pack_index].info.shape[0];
+    const int64_t rows = packed.rows;
     const auto* pack =
         reinterpret_cast<const int64_t*>(data[packed.pack_index]);
     auto* offsets = reinterpret_cast<int64_t*>(scratch);
@@ -338,8 +338,8 @@ absl::Status ExecutionPlan::RunAttention(int k, char** data,
 size_t ExecutionPlan::PackedIndexBytes(int k) const {
   const PackedRowsSite& packed = packed_rows_[k];
   if (packed.pack_index < 0) return 0;
-  const int64_t rows = neutral_->values[packed.pack_index].info.shape[0];
-  const size_t bytes = (attention_[k].batch + 1 + rows) * sizeof(int64_t);
+  const size_t bytes =
+      (attention_[k].batch + 1 + packed.rows) * sizeof(int64_t);
   return (bytes + 63) / 64 * 64;
 }
 

@@ -134,6 +134,7 @@ PackedRowsSite PackedRowsOf(const NeutralPlan& plan,
       plan.values[p.rows_in].info.shape[0] != pack.info.shape[0] ||
       plan.values[p.rows_out].info.shape[0] != pack.info.shape[0])
     return none;
+  p.rows = pack.info.shape[0];
   return p;
 }
 

@@ -13,6 +13,7 @@
 #ifndef COALESCE_ENGINE_PACKED_ROWS_H_
 #define COALESCE_ENGINE_PACKED_ROWS_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/attention_pattern.h"
@@ -23,6 +24,7 @@ namespace coalesce {
 struct PackedRowsSite {
   int pack_index = -1;  // the value of the plan's kPackIndexInput
   int rows_in = -1, rows_out = -1;
+  int64_t rows = 0;  // T': the pack index's entries, rows_in's and rows_out's
   std::vector<int> nodes;
 };
 

@@ -124,15 +124,14 @@ absl::Status CheckDeviceNode(const PlanNode& node, int64_t opset);
 // The steps of one fused attention (attention_pattern.h): they read the
 // site's q, k, v and mask values as stored and write its out value, in place
 // of every node of site.nodes. With `packed` (its pack_index >= 0,
-// engine/packed_rows.h; `plan` the site's plan): they read q, k and v from
+// engine/packed_rows.h): they read q, k and v from
 // packed.rows_in and write packed.rows_out, per sequence over the rows the
 // pack index gives (AttentionArgs::pack), in place of packed.nodes too.
 // Unimplemented when the device cannot run it (a head dimension above
 // kMaxAttentionHeadDim).
 absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
                                            LoweringOptions options = {},
-                                           const PackedRowsSite& packed = {},
-                                           const NeutralPlan* plan = nullptr);
+                                           const PackedRowsSite& packed = {});
 
 // A residual Add fused into the LayerNormalization that reads its result
 // (plan_lowering.h): the LayerNorm normalizes x + residual, the residual

@@ -10,8 +10,7 @@ using device_ops::In;
 
 absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
                                            LoweringOptions options,
-                                           const PackedRowsSite& packed,
-                                           const NeutralPlan* plan) {
+                                           const PackedRowsSite& packed) {
   if (site.head_dim > kMaxAttentionHeadDim) {
     return absl::UnimplementedError(
         absl::StrCat("attention with head dimension ", site.head_dim,
@@ -43,7 +42,7 @@ absl::StatusOr<LoweredNode> LowerAttention(const AttentionSite& site,
     q.value = k.value = v.value = packed.rows_in;
     out.value = packed.rows_out;
     pack_index = packed.pack_index;
-    args.packed_rows = plan->values[pack_index].info.shape[0];
+    args.packed_rows = packed.rows;
   }
   const DeviceFloat q_type = stored(q.value), k_type = stored(k.value),
                     v_type = stored(v.value), out_type = stored(out.value);

@@ -116,12 +116,6 @@ std::optional<FusedResidual> PlanLowering::MatchResidual(int norm,
   return std::nullopt;
 }
 
-int PlanLowering::packed_row_attentions() const {
-  return static_cast<int>(
-      std::count_if(packed_.begin(), packed_.end(),
-                    [](const PackedRowsSite& p) { return p.pack_index >= 0; }));
-}
-
 bool PlanLowering::Skips(int n) const {
   if (plan_.nodes[n].folded) return true;
   const int norm = norm_of_add_[n];
@@ -149,7 +143,7 @@ const FusedResidual* PlanLowering::ResidualInto(int n) const {
 absl::StatusOr<LoweredNode> PlanLowering::Lower(int n, bool allow_view,
                                                 LoweringOptions options) const {
   if (const AttentionSite* site = AttentionEndingAt(n))
-    return LowerAttention(*site, options, packed_[site_of_node_[n]], &plan_);
+    return LowerAttention(*site, options, packed_[site_of_node_[n]]);
   if (norm_of_add_[n] >= 0) return LoweredNode{};  // its LayerNorm adds it
   if (const FusedResidual* fused = ResidualInto(n))
     return LowerResidualLayerNorm(plan_, plan_.nodes[n], *fused, options);

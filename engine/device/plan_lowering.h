@@ -42,9 +42,6 @@ class PlanLowering {
 
   const std::vector<AttentionSite>& attention() const { return attention_; }
 
-  // How many of the fused attentions read and write packed rows.
-  int packed_row_attentions() const;
-
   // True when node n runs nothing of its own: folded, one of a fused
   // attention's nodes before its last, or one of its packed-rows moves.
   bool Skips(int n) const;
