@@ -153,6 +153,21 @@ std::vector<int64_t> FakeExecutorInstance::PreparedBatchSizes(
   return sizes;
 }
 
+int FakeExecutorInstance::PreparedVariants(
+    const std::vector<Shape>& shapes) const {
+  return options_.prepared_variants;
+}
+
+absl::Status FakeExecutorInstance::WritePreparedVariant(
+    const std::vector<Shape>& shapes, int variant,
+    std::vector<std::string>* data) const {
+  if (options_.prepared_variants == 1) return absl::OkStatus();
+  if (data->empty() || (*data)[0].empty())
+    return absl::InvalidArgumentError("no input 0 to write the variant in");
+  (*data)[0][0] = static_cast<char>(variant + 1);
+  return absl::OkStatus();
+}
+
 BatchSlot* FakeExecutorInstance::slot(int index) { return slots_[index].get(); }
 
 std::shared_ptr<Event> FakeExecutorInstance::CopyIn(BatchSlot* batch_slot) {

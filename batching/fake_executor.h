@@ -56,6 +56,9 @@ class FakeExecutorInstance : public ExecutorInstance {
     StepTimings timings;             // Reported for every batch.
     // PreparedBatchSizes's answer (those up to max_batch_size).
     std::vector<int64_t> prepared_batch_sizes;
+    // PreparedVariants's answer for every size; WritePreparedVariant
+    // writes variant v as the byte v + 1 at the start of input 0.
+    int prepared_variants = 1;
     // Like a device that binds a plan at a shape's first batch and captures
     // its graph at the second (2): slots are ReadyFor input shapes only once
     // this many batches of them were sized. 0: always ready.
@@ -91,6 +94,10 @@ class FakeExecutorInstance : public ExecutorInstance {
   absl::Status health() const override;
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override;
+  int PreparedVariants(const std::vector<Shape>& shapes) const override;
+  absl::Status WritePreparedVariant(
+      const std::vector<Shape>& shapes, int variant,
+      std::vector<std::string>* data) const override;
   BatchSlot* slot(int index) override;
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override;
   std::shared_ptr<Event> Run(BatchSlot* slot) override;

@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -173,6 +174,24 @@ class ExecutorInstance {
   virtual std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const {
     return {};
+  }
+
+  // How many batches of `shapes` (the model's inputs, one of
+  // PreparedBatchSizes' sizes) the warm-up runs to prepare what later
+  // batches of that size reuse: a token-packed model binds a plan and
+  // captures a graph per token bucket. Default: 1.
+  virtual int PreparedVariants(const std::vector<Shape>& shapes) const {
+    return 1;
+  }
+
+  // Rewrites a batch of zeros of `shapes` (`data`: each input's bytes, in
+  // model order) into the one that prepares `variant` (<
+  // PreparedVariants(shapes)): a token-packed model's padding mask with
+  // that bucket's count of real tokens. Default: nothing to rewrite.
+  virtual absl::Status WritePreparedVariant(
+      const std::vector<Shape>& shapes, int variant,
+      std::vector<std::string>* data) const {
+    return absl::OkStatus();
   }
 };
 

@@ -106,4 +106,42 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
   return absl::OkStatus();
 }
 
+absl::Status WriteMaskWithTokens(void* mask, DataType dtype, int64_t elements,
+                                 int64_t tokens) {
+  const size_t width = ElementByteSize(dtype);
+  if (width == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a padding mask of type ", std::string(DataTypeName(dtype)),
+        " (a numeric or BOOL mask is needed)"));
+  }
+  // One element holding 1: little-endian 1 for integers and BOOL.
+  unsigned char one[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+  switch (dtype) {
+    case DataType::kFp32: {
+      const float f = 1.0f;
+      std::memcpy(one, &f, sizeof f);
+      break;
+    }
+    case DataType::kFp64: {
+      const double d = 1.0;
+      std::memcpy(one, &d, sizeof d);
+      break;
+    }
+    case DataType::kFp16:
+    case DataType::kBf16: {
+      const uint16_t bits = dtype == DataType::kFp16 ? 0x3c00u : 0x3f80u;
+      std::memcpy(one, &bits, sizeof bits);
+      break;
+    }
+    default:
+      break;
+  }
+  auto* bytes = static_cast<unsigned char*>(mask);
+  for (int64_t i = 0; i < tokens; ++i)
+    std::memcpy(bytes + static_cast<size_t>(i) * width, one, width);
+  std::memset(bytes + static_cast<size_t>(tokens) * width, 0,
+              static_cast<size_t>(elements - tokens) * width);
+  return absl::OkStatus();
+}
+
 }  // namespace coalesce

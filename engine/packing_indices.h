@@ -70,6 +70,13 @@ absl::Status ComputePackingIndices(const void* mask, DataType dtype,
                                    PackingIndices* out,
                                    int64_t buckets = kTokenBuckets);
 
+// Writes a [elements] padding mask of `dtype` at `mask` whose first
+// `tokens` elements are 1 (in that type: 1.0 for a float) and the rest 0:
+// a mask ComputePackingIndices counts `tokens` real rows in. InvalidArgument
+// for a BYTES or unknown type. REQUIRES: 0 <= tokens <= elements.
+absl::Status WriteMaskWithTokens(void* mask, DataType dtype, int64_t elements,
+                                 int64_t tokens);
+
 // What an attention over packed rows needs from a pack index (`pack`,
 // `rows` entries, of a [batch, seq] mask): T, the real rows (pack's
 // ascending prefix of rows inside the batch; the fillers after it repeat its

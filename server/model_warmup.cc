@@ -365,20 +365,33 @@ std::vector<WarmupBatch> PreparedSizeBatches(
       instance.PreparedBatchSizes(config.max_batch_size());
   std::sort(sizes.rbegin(), sizes.rend());  // largest first: see the header
   for (int64_t rows : sizes) {
-    WarmupBatch batch;
-    batch.name = absl::StrCat("batch size ", rows);
-    batch.runs = 2;  // the first binds the plan, the second captures
+    WarmupBatch zeros;
+    zeros.name = absl::StrCat("batch size ", rows);
+    zeros.runs = 2;  // the first binds the plan, the second captures
     for (const inference::ModelInput* input : inputs) {
       Shape shape(input->dims().begin(), input->dims().end());
       const std::string row =
           ZeroRow(static_cast<DataType>(input->data_type()), Elements(shape));
       shape.insert(shape.begin(), rows);
-      batch.shapes.push_back(std::move(shape));
+      zeros.shapes.push_back(std::move(shape));
       std::string data;
       for (int64_t r = 0; r < rows; ++r) data += row;
-      batch.data.push_back(std::move(data));
+      zeros.data.push_back(std::move(data));
     }
-    batches.push_back(std::move(batch));
+    const int variants = instance.PreparedVariants(zeros.shapes);
+    for (int v = 0; v < variants; ++v) {
+      WarmupBatch batch = zeros;
+      if (variants > 1) {
+        absl::StrAppend(&batch.name, ", variant ", v + 1, " of ", variants);
+      }
+      absl::Status s =
+          instance.WritePreparedVariant(batch.shapes, v, &batch.data);
+      if (!s.ok()) {
+        *why = absl::StrCat("'", batch.name, "': ", s.message());
+        return {};
+      }
+      batches.push_back(std::move(batch));
+    }
   }
   return batches;
 }

@@ -10,10 +10,13 @@
 //   2. Whatever the config says, each batch size whose first batches
 //      prepare state (ExecutorInstance::PreparedBatchSizes: a GPU
 //      instance's plan and captured graph per padded bucket), twice, with
-//      zero data, when every input's non-batch dims are fixed. Largest
-//      first: it grows the device's arena to its size once, and growing the
-//      arena drops every graph captured before (their addresses go stale),
-//      so smaller sizes captured after it stay captured.
+//      zero data, when every input's non-batch dims are fixed; once per
+//      variant of the size (PreparedVariants, WritePreparedVariant: a
+//      token-packed model's token buckets, each a padding mask with that
+//      many real tokens). Largest first: it grows the device's arena to its
+//      size once, and growing the arena drops every graph captured before
+//      (their addresses go stale), so smaller sizes captured after it stay
+//      captured.
 //
 // Warm-up drives each instance's slot 0 by the executor protocol and waits
 // for each batch, on the calling thread (the loader), one instance after
@@ -63,8 +66,9 @@ absl::StatusOr<std::vector<WarmupBatch>> WarmupBatchesFromConfig(
     const std::filesystem::path& model_dir);
 
 // The zero-data batches of PreparedBatchSizes(max_batch_size) for one
-// instance, largest first, each run twice; empty (with *why set) when some
-// input has a variable non-batch dim, or the model does not batch.
+// instance, largest first, each size's variants in the instance's order,
+// each run twice; empty (with *why set) when some input has a variable
+// non-batch dim, the model does not batch, or a variant cannot be written.
 std::vector<WarmupBatch> PreparedSizeBatches(
     const inference::ModelConfig& config, const ModelSignature& signature,
     const ExecutorInstance& instance, std::string* why);

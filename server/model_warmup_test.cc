@@ -1,13 +1,15 @@
 // Model warm-up at load (model_warmup.h): the config's samples as batches
 // (data kinds, files, the model's input order, every refusal naming the
 // sample and the input), and what runs on each instance: every sample
-// `count` times, then each prepared batch size twice with zeros.
+// `count` times, then each prepared batch size (each of its variants) twice
+// with zeros.
 #include "server/model_warmup.h"
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batching/fake_executor.h"
@@ -237,6 +239,51 @@ TEST_F(ModelWarmupTest, EverySlotIsReadyForEveryPreparedSize) {
     on_slot_1 += b.slot == 1;
   EXPECT_GT(on_slot_1, 0);
   EXPECT_EQ(report->batches, 3 * 2 + on_slot_1);
+}
+
+// An instance whose sizes take several batches to prepare (a token-packed
+// model's token buckets): each size runs each variant twice, the variant
+// written by the instance into the batch of zeros, in its order; the log
+// names carry it.
+TEST_F(ModelWarmupTest, EachPreparedSizeRunsEveryVariantTwice) {
+  const inference::ModelConfig config = Config("");
+  FakeExecutorInstance::Options o;
+  o.auto_complete = true;
+  o.inputs = {{"ids", DataType::kInt64, {-1, 2}},
+              {"x", DataType::kFp32, {-1, 3}}};
+  o.prepared_batch_sizes = {1, 2};
+  o.prepared_variants = 3;
+  std::vector<std::unique_ptr<ExecutorInstance>> instances;
+  instances.push_back(std::make_unique<FakeExecutorInstance>(o));
+  std::string why;
+  const std::vector<WarmupBatch> prepared =
+      PreparedSizeBatches(config, Signature(), *instances[0], &why);
+  ASSERT_EQ(prepared.size(), 6u) << why;
+  EXPECT_EQ(prepared[0].name, "batch size 2, variant 1 of 3");
+  EXPECT_EQ(prepared[5].name, "batch size 1, variant 3 of 3");
+  auto report = WarmUpInstances(config, Signature(), {}, instances);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->batches, 2 * 3 * 2);
+  std::vector<std::pair<int64_t, int>> run;  // (rows, variant written)
+  for (const auto& b :
+       static_cast<FakeExecutorInstance&>(*instances[0]).batches()) {
+    run.emplace_back(b.input_shapes[0][0], b.inputs[0][0]);
+    // Only what chooses the variant was written: the rest is zeros.
+    EXPECT_EQ(b.inputs[0].substr(1), std::string(b.inputs[0].size() - 1, '\0'));
+    EXPECT_EQ(b.inputs[1], std::string(b.inputs[1].size(), '\0'));
+  }
+  EXPECT_EQ(run, (std::vector<std::pair<int64_t, int>>{{2, 1},
+                                                       {2, 1},
+                                                       {2, 2},
+                                                       {2, 2},
+                                                       {2, 3},
+                                                       {2, 3},
+                                                       {1, 1},
+                                                       {1, 1},
+                                                       {1, 2},
+                                                       {1, 2},
+                                                       {1, 3},
+                                                       {1, 3}}));
 }
 
 TEST_F(ModelWarmupTest, VariableDimsLeavePreparedSizesOut) {

@@ -22,6 +22,18 @@ int Wildcards(const Shape& shape) {
   return static_cast<int>(std::count(shape.begin(), shape.end(), -1));
 }
 
+// The model's input shapes for the config's `shapes`.
+std::vector<Shape> ModelShapes(const ReshapePlan& plan,
+                               const std::vector<Shape>& shapes) {
+  std::vector<Shape> mapped = shapes;
+  for (size_t i = 0; i < mapped.size() && i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i]) {
+      mapped[i] = MapShape(shapes[i], plan.inputs[i]->reshape, plan.batching);
+    }
+  }
+  return mapped;
+}
+
 // A slot whose shapes are those of the config; its inner slot's are the
 // model's.
 class ReshapeSlot : public BatchSlot {
@@ -32,10 +44,10 @@ class ReshapeSlot : public BatchSlot {
   BatchSlot* inner() const { return inner_; }
 
   absl::Status SetInputShapes(const std::vector<Shape>& shapes) override {
-    return inner_->SetInputShapes(ModelShapes(shapes));
+    return inner_->SetInputShapes(ModelShapes(*plan_, shapes));
   }
   bool ReadyFor(const std::vector<Shape>& shapes) const override {
-    return inner_->ReadyFor(ModelShapes(shapes));
+    return inner_->ReadyFor(ModelShapes(*plan_, shapes));
   }
   absl::Status SetInputByteSize(int index, size_t byte_size) override {
     return inner_->SetInputByteSize(index, byte_size);
@@ -79,18 +91,6 @@ class ReshapeSlot : public BatchSlot {
   }
 
  private:
-  // The model's input shapes for the config's.
-  std::vector<Shape> ModelShapes(const std::vector<Shape>& shapes) const {
-    std::vector<Shape> mapped = shapes;
-    for (size_t i = 0; i < mapped.size() && i < plan_->inputs.size(); ++i) {
-      if (plan_->inputs[i]) {
-        mapped[i] =
-            MapShape(shapes[i], plan_->inputs[i]->reshape, plan_->batching);
-      }
-    }
-    return mapped;
-  }
-
   BatchSlot* const inner_;
   const ReshapePlan* const plan_;
   // The config-side output shapes; the slot protocol has one owner at a time.
@@ -111,6 +111,16 @@ class ReshapeInstance : public ExecutorInstance {
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override {
     return inner_->PreparedBatchSizes(max_batch_size);
+  }
+  // A reshape keeps every input's bytes: the inner instance rewrites them.
+  int PreparedVariants(const std::vector<Shape>& shapes) const override {
+    return inner_->PreparedVariants(ModelShapes(plan_, shapes));
+  }
+  absl::Status WritePreparedVariant(
+      const std::vector<Shape>& shapes, int variant,
+      std::vector<std::string>* data) const override {
+    return inner_->WritePreparedVariant(ModelShapes(plan_, shapes), variant,
+                                        data);
   }
   BatchSlot* slot(int index) override { return slots_[index].get(); }
   std::shared_ptr<Event> CopyIn(BatchSlot* slot) override {

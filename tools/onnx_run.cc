@@ -439,13 +439,13 @@ absl::Status PrintDevicePlan(const Flags& flags,
     std::vector<std::vector<int64_t>> indices;
     std::vector<void*> out;
     const std::vector<Shape> largest_shapes =
-        source.derived->PossibleShapes(shapes)[0];
+        source.derived->PossibleShapes(shapes, kEveryRowReal)[0];
     for (const Shape& largest : largest_shapes) {
       indices.emplace_back(
           std::max<int64_t>(1, ElementCount(largest).value_or(1)));
       out.push_back(indices.back().data());
     }
-    auto derived = source.derived->Compute(shapes, data, out);
+    auto derived = source.derived->Compute(shapes, kEveryRowReal, data, out);
     if (!derived.ok()) return derived.status();
     shapes.insert(shapes.end(), derived->begin(), derived->end());
   }

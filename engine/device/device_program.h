@@ -64,6 +64,12 @@ class DeviceProgram {
   // so that callers may remember true answers until it does. Thread-safe.
   virtual uint64_t ready_epoch() const { return 0; }
 
+  // The rows a batch of `rows` rows is staged as when its executor pads it
+  // with rows of zeros (derived inputs that PadsWithZeroRows,
+  // derived_inputs.h), so that the plans and graphs of a few sizes serve
+  // every batch. Default: `rows` (nothing gained by padding).
+  virtual int64_t StagedRows(int64_t rows) const { return rows; }
+
   // ExecutorInstance::PreparedBatchSizes's, for this program.
   virtual std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const {

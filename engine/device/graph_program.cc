@@ -134,7 +134,7 @@ class GraphProgram : public DeviceProgram {
 
   // Follows Enqueue's path without taking it: the exact plan (OutputShapes
   // binds it), the padded one when the batch runs padded, the arena's size,
-  // and the batch's graph: captured, failed, or past max_graphs. A graph
+  // and the batch's graph: captured, failed, or past the graph budget. A graph
   // seen once is not ready (the next batch captures it), nor is one never
   // seen (its first run initializes libraries and tunes).
   bool ReadyFor(const std::vector<Shape>& input_shapes,
@@ -145,13 +145,25 @@ class GraphProgram : public DeviceProgram {
   // Counts DropGraphs calls.
   uint64_t ready_epoch() const override { return ready_epoch_.load(); }
 
-  // With padded batches captured as graphs: one size per graph bucket
+  // GraphBatchSize(rows) for a program with derived inputs whose batches
+  // its executor pads with zero rows, when it captures graphs.
+  int64_t StagedRows(int64_t rows) const override {
+    if (!zero_rows_pad_ || !options_.device_graphs || !options_.pad_batches ||
+        graphs_unsupported_ || rows < 1) {
+      return rows;
+    }
+    return GraphBatchSize(rows);
+  }
+
+  // With padded batches captured as graphs (padded here, or with zero rows
+  // by the executor: StagedRows): one size per graph bucket
   // (GraphBatchSize), the last one max_batch_size itself. Without padding
   // every size has a plan of its own, too many to prepare: none.
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override {
     std::vector<int64_t> sizes;
-    if (!options_.device_graphs || !options_.pad_batches || !batched_model_)
+    if (!options_.device_graphs || !options_.pad_batches ||
+        !(batched_model_ || zero_rows_pad_))
       return sizes;
     for (int64_t b = 1; b <= max_batch_size; b = GraphBatchSize(b + 1)) {
       sizes.push_back(b);
@@ -204,10 +216,21 @@ class GraphProgram : public DeviceProgram {
   // null when it runs as it is.
   absl::StatusOr<std::shared_ptr<BoundPlan>> PaddedPlanFor(
       const std::vector<Shape>& input_shapes);
-  // The batch's `rows` rows through the padded plan's buffers and graph.
-  absl::Status RunPadded(BoundPlan& plan, DeviceStream& stream, int64_t rows,
-                         const std::vector<const void*>& inputs,
-                         const std::vector<void*>& outputs);
+  // Whether batches run in the arena's input and output buffers, their
+  // graphs shared by every slot: padded ones (PaddedPlanFor), and every one
+  // of a program with derived inputs when it captures graphs.
+  bool DerivedRunInArena() const {
+    return source_.derived != nullptr && options_.device_graphs &&
+           !graphs_unsupported_;
+  }
+  // The batch through the plan's buffers in the arena and its graph: its
+  // inputs copied in, its outputs copied out; `rows` rows of a padded plan
+  // (dim 0 its padded rows), or every byte when `rows` < 0.
+  absl::Status RunInArena(BoundPlan& plan, DeviceStream& stream, int64_t rows,
+                          const std::vector<const void*>& inputs,
+                          const std::vector<void*>& outputs);
+  // The arena's input then output buffers of `plan`, for RunAsGraph's key.
+  void ArenaKey(const BoundPlan& plan, std::vector<const void*>* key) const;
   void FillAddresses(BoundPlan& bound, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) const;
   // The batch's steps and output copies, enqueued one by one.
@@ -245,16 +268,23 @@ class GraphProgram : public DeviceProgram {
   std::vector<const void*> padded_inputs_;
   std::vector<void*> padded_outputs_;
   bool batched_model_ = false;  // every input and output has a batch dim
+  // Derived inputs that PadsWithZeroRows, and every other input and every
+  // output has a batch dim: the executor pads with zero rows (StagedRows).
+  bool zero_rows_pad_ = false;
+  int graph_budget_ = 0;  // max_graphs, times the derived shape sets
 };
 
-// Whether every model input and output has -1 (the batch) as dim 0.
-bool HasBatchDim(const ModelSignature& signature) {
-  for (const auto* specs : {&signature.inputs, &signature.outputs}) {
-    for (const TensorSpec& spec : *specs) {
-      if (spec.dims.empty() || spec.dims[0] != -1) return false;
-    }
-  }
-  return !signature.inputs.empty();
+// Whether every model input but the last `derived` and every output has
+// -1 (the batch) as dim 0.
+bool HasBatchDim(const ModelSignature& signature, size_t derived = 0) {
+  if (signature.inputs.size() <= derived) return false;
+  auto batched = [](const TensorSpec& spec) {
+    return !spec.dims.empty() && spec.dims[0] == -1;
+  };
+  return std::all_of(signature.inputs.begin(), signature.inputs.end() - derived,
+                     batched) &&
+         std::all_of(signature.outputs.begin(), signature.outputs.end(),
+                     batched);
 }
 
 // The signature's input shapes with a -1 dim 0 as `batch` and every other
@@ -274,7 +304,7 @@ std::vector<Shape> ShapesWithSymbolicDims(const GraphProgramSource& source,
   }
   if (source.derived != nullptr) {
     const std::vector<Shape> derived =
-        source.derived->PossibleShapes(shapes)[0];
+        source.derived->PossibleShapes(shapes, batch)[0];
     shapes.insert(shapes.end(), derived.begin(), derived.end());
   }
   return shapes;
@@ -320,6 +350,12 @@ absl::Status GraphProgram::Init() {
   if (!idle.ok()) return idle.status();
   arena_idle_ = *std::move(idle);
   batched_model_ = HasBatchDim(source_.signature) && source_.derived == nullptr;
+  zero_rows_pad_ = source_.derived != nullptr &&
+                   source_.derived->PadsWithZeroRows() &&
+                   HasBatchDim(source_.signature, source_.derived->count());
+  graph_budget_ =
+      options_.max_graphs *
+      (source_.derived != nullptr ? source_.derived->max_shape_sets() : 1);
 
   // Operators and attributes first; then, with the smallest shapes, what
   // only shapes tell (dtypes, layouts). Nodes that both the smallest plan
@@ -604,11 +640,12 @@ absl::Status GraphProgram::Enqueue(DeviceStream& stream,
   auto padded = PaddedPlanFor(input_shapes);
   if (!padded.ok()) return padded.status();
   if (*padded != nullptr) {
-    return RunPadded(**padded, stream, input_shapes[0][0], inputs, outputs);
+    return RunInArena(**padded, stream, input_shapes[0][0], inputs, outputs);
   }
   auto bound = PlanFor(input_shapes);
   if (!bound.ok()) return bound.status();
   BoundPlan& plan = **bound;
+  if (DerivedRunInArena()) return RunInArena(plan, stream, -1, inputs, outputs);
   if (absl::Status s = EnsureArena(stream, plan.arena_bytes); !s.ok()) return s;
   FillAddresses(plan, inputs, outputs);
   if (!options_.device_graphs || graphs_unsupported_) {
@@ -641,10 +678,9 @@ bool GraphProgram::GraphReady(const BoundPlan& plan,
                               const std::vector<const void*>& key) const {
   if (!options_.device_graphs || graphs_unsupported_) return plan.ran;
   auto it = plan.graphs.find(key);
-  if (it == plan.graphs.end())
-    return plan.ran && graphs_ >= options_.max_graphs;
+  if (it == plan.graphs.end()) return plan.ran && graphs_ >= graph_budget_;
   return it->second.graph != nullptr || it->second.failed ||
-         graphs_ >= options_.max_graphs;
+         graphs_ >= graph_budget_;
 }
 
 bool GraphProgram::ReadyFor(const std::vector<Shape>& input_shapes,
@@ -659,14 +695,18 @@ bool GraphProgram::ReadyFor(const std::vector<Shape>& input_shapes,
     if (plan->rows_independent) {
       *output_shapes = WithRows(plan->output_shapes, input_shapes[0][0]);
       if (!ArenaHolds(plan->arena_bytes_with_io)) return false;
-      const char* arena = static_cast<const char*>(arena_->data());
-      for (size_t offset : plan->io_offsets) key.push_back(arena + offset);
+      ArenaKey(*plan, &key);
       return GraphReady(*plan, key);
     }
   }
   std::shared_ptr<BoundPlan> exact = BoundPlanOf(input_shapes);
   if (exact == nullptr) return false;
   *output_shapes = exact->output_shapes;
+  if (DerivedRunInArena()) {
+    if (!ArenaHolds(exact->arena_bytes_with_io)) return false;
+    ArenaKey(*exact, &key);
+    return GraphReady(*exact, key);
+  }
   if (!ArenaHolds(exact->arena_bytes)) return false;
   key.assign(inputs.begin(), inputs.end());
   key.insert(key.end(), outputs.begin(), outputs.end());
@@ -688,17 +728,24 @@ absl::StatusOr<std::shared_ptr<BoundPlan>> GraphProgram::PaddedPlanFor(
   return bound;
 }
 
-absl::Status GraphProgram::RunPadded(BoundPlan& plan, DeviceStream& stream,
-                                     int64_t rows,
-                                     const std::vector<const void*>& inputs,
-                                     const std::vector<void*>& outputs) {
+void GraphProgram::ArenaKey(const BoundPlan& plan,
+                            std::vector<const void*>* key) const {
+  const char* arena = static_cast<const char*>(arena_->data());
+  for (size_t offset : plan.io_offsets) key->push_back(arena + offset);
+}
+
+absl::Status GraphProgram::RunInArena(BoundPlan& plan, DeviceStream& stream,
+                                      int64_t rows,
+                                      const std::vector<const void*>& inputs,
+                                      const std::vector<void*>& outputs) {
   absl::Status s = EnsureArena(stream, plan.arena_bytes_with_io);
   if (!s.ok()) return s;
   const NeutralPlan& neutral = *plan.plan;
-  const int64_t padded_rows = neutral.values[neutral.inputs[0]].info.shape[0];
-  // Bytes of the real rows of value `id`, whose dim 0 is padded_rows.
+  // Bytes of the batch's rows of value `id`, whose dim 0 is the padded rows.
   auto row_bytes = [&](int id) {
-    return neutral.values[id].byte_size / padded_rows * rows;
+    const size_t bytes = neutral.values[id].byte_size;
+    if (rows < 0) return bytes;
+    return bytes / neutral.values[neutral.inputs[0]].info.shape[0] * rows;
   };
   char* arena = static_cast<char*>(arena_->data());
   const size_t num_inputs = neutral.inputs.size();
@@ -710,7 +757,7 @@ absl::Status GraphProgram::RunPadded(BoundPlan& plan, DeviceStream& stream,
     if (bytes == 0) continue;
     s = device_->CopyOnDevice(stream, arena + plan.io_offsets[i], inputs[i],
                               bytes);
-    if (!s.ok()) return WithContext(s, "padding the batch's inputs");
+    if (!s.ok()) return WithContext(s, "copying the batch's inputs in");
   }
   for (size_t o = 0; o < padded_outputs_.size(); ++o) {
     padded_outputs_[o] = arena + plan.io_offsets[num_inputs + o];
@@ -762,13 +809,13 @@ absl::Status GraphProgram::RunAsGraph(BoundPlan& plan, DeviceStream& stream,
   key.insert(key.end(), outputs.begin(), outputs.end());
   auto it = plan.graphs.find(key);
   if (it == plan.graphs.end()) {  // the warm-up
-    if (graphs_ < options_.max_graphs)
+    if (graphs_ < graph_budget_)
       plan.graphs.emplace(key, BoundPlan::Captured{});
     return RunSteps(plan, stream, outputs);
   }
   BoundPlan::Captured& captured = it->second;
   if (captured.failed ||
-      (captured.graph == nullptr && graphs_ >= options_.max_graphs)) {
+      (captured.graph == nullptr && graphs_ >= graph_budget_)) {
     return RunSteps(plan, stream, outputs);
   }
   if (captured.graph == nullptr) {

@@ -46,8 +46,9 @@ struct GraphProgramSource {
   std::vector<PlanNode> nodes;
   // The inputs at the end of `signature` that the executor derives from
   // the others (derived_inputs.h: a token-packed model's indices); null:
-  // none. The load-time plans take their largest shapes for the others',
-  // and batches of such a model are never padded (their dim 0 is no batch).
+  // none. The load-time plans take their largest shapes for the others'.
+  // The program pads no batch of such a model (the derived inputs' dim 0
+  // is no batch); its executor may (StagedRows, below).
   std::shared_ptr<const DerivedInputs> derived;
 };
 
@@ -55,7 +56,9 @@ struct GraphProgramSource {
 // shape set and set of input/output buffers, on the second batch that uses
 // them (the first is the warm-up: libraries initialize, workspaces and the
 // arena are in place), and replayed as one launch from then on. At most
-// `max_graphs` per program; past it, batches run step by step. A device
+// `max_graphs` per program (times DerivedInputs::max_shape_sets with
+// derived inputs: a graph per token bucket); past it, batches run step by
+// step. A device
 // without capture, or a capture that fails, runs step by step. Growing the
 // arena drops every graph (their addresses are stale).
 //
@@ -68,6 +71,14 @@ struct GraphProgramSource {
 // size up to it, on every slot. The extra rows hold whatever an earlier
 // batch left there; no real row reads them. Batches of 1, and models whose
 // rows mix, get graphs per exact shapes and buffers.
+//
+// With derived inputs that PadsWithZeroRows (a token-packed model), and a
+// batch dim on every other input and every output, the executor stages a
+// batch of b rows as StagedRows(b) = GraphBatchSize(b) rows, the extra ones
+// zeros (pipelined_executor.h), and derives its inputs for those rows. Such
+// a program runs every batch in its plan's buffers in the arena (inputs
+// copied in, outputs out), so that a graph per (size, derived shapes)
+// serves every slot; PreparedBatchSizes are the padded ones'.
 struct GraphProgramOptions {
   bool device_graphs = true;
   int max_graphs = 32;

@@ -1,8 +1,10 @@
 #include "engine/device/pipelined_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <string>
@@ -29,11 +31,15 @@ std::chrono::nanoseconds Span(Clock::time_point from, Clock::time_point to) {
 struct StagedTensor {
   std::unique_ptr<DeviceBuffer> host;
   std::unique_ptr<DeviceBuffer> device;
-  size_t bytes = 0;  // of the current batch
+  size_t bytes = 0;  // of the current batch: what the batcher writes or reads
+  // Copied to or from the device: `bytes`, and the rows of zeros a padded
+  // batch has after them (input), or computes after them (output).
+  size_t staged_bytes = 0;
 
-  // Grows both buffers to hold `bytes` (to the next power of two).
+  // Grows both buffers to hold `needed` bytes (to the next power of two);
+  // bytes and staged_bytes become `needed`.
   absl::Status Reserve(Device& device_api, size_t needed) {
-    bytes = needed;
+    bytes = staged_bytes = needed;
     if (host != nullptr && host->size() >= needed) return absl::OkStatus();
     const size_t capacity = std::bit_ceil(std::max<size_t>(needed, 256));
     host.reset();
@@ -73,17 +79,40 @@ std::vector<std::pair<size_t, size_t>> Uncovered(
   return ranges;
 }
 
+// The shapes `shapes` (a batch's own inputs) are staged as: dim 0 the
+// program's StagedRows when `pad` and every input has the same dim 0
+// (*real_rows that dim), else as they are (*real_rows kEveryRowReal).
+std::vector<Shape> StagedShapes(const DeviceProgram& program, bool pad,
+                                const std::vector<Shape>& shapes,
+                                int64_t* real_rows) {
+  *real_rows = kEveryRowReal;
+  if (!pad || shapes.empty() || shapes[0].empty()) return shapes;
+  const int64_t rows = shapes[0][0];
+  for (const Shape& shape : shapes) {
+    if (shape.empty() || shape[0] != rows) return shapes;
+  }
+  const int64_t staged = program.StagedRows(rows);
+  if (staged <= rows) return shapes;
+  std::vector<Shape> padded = shapes;
+  for (Shape& shape : padded) shape[0] = staged;
+  *real_rows = rows;
+  return padded;
+}
+
 class PipelineSlot : public BatchSlot {
  public:
   // `enqueue_mu` serializes the program's Enqueue (held by the executor's
-  // steps).
+  // steps). `pad`: whether batches may be padded with zero rows (the
+  // executor's; a slot that finds an output without the batch rows clears
+  // it).
   PipelineSlot(Device* device, int ordinal, DeviceProgram* program,
-               const DerivedInputs* derived,
+               const DerivedInputs* derived, std::atomic<bool>* pad,
                std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
       : device_(device),
         ordinal_(ordinal),
         program_(program),
         derived_(derived),
+        pad_(pad),
         health_(std::move(health)),
         enqueue_mu_(enqueue_mu) {}
 
@@ -114,30 +143,26 @@ class PipelineSlot : public BatchSlot {
     for (auto& pieces : input_pieces_) pieces.clear();
     for (auto& pieces : output_pieces_) pieces.clear();
     if (absl::Status health = health_(); !health.ok()) return health;
-    const ModelSignature& sig = program_->signature();
     if (shapes.size() != own_inputs_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected ", own_inputs_, " inputs, got ", shapes.size()));
     }
-    // Derived inputs are staged for their largest shapes (Compute sets
-    // theirs at CopyIn; the outputs do not depend on them).
-    std::vector<Shape> full = shapes;
-    if (derived_ != nullptr) {
-      const std::vector<Shape> largest = derived_->PossibleShapes(shapes)[0];
-      full.insert(full.end(), largest.begin(), largest.end());
+    absl::Status s = StageShapes(shapes);
+    // Padded, an output without the batch's rows as dim 0 cannot be cut to
+    // them: this model's batches run unpadded from now on.
+    if (s.ok() && real_rows_ != kEveryRowReal && !OutputsHaveStagedRows()) {
+      pad_->store(false);
+      ready_shapes_.clear();  // answered for padded batches
+      s = StageShapes(shapes);
     }
-    auto output_shapes = program_->OutputShapes(full);
-    if (!output_shapes.ok()) return output_shapes.status();
-    input_shapes_ = std::move(full);
-    output_shapes_ = *std::move(output_shapes);
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
-      if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
-    }
+    if (!s.ok()) return s;
+    for (size_t i = 0; i < own_inputs_; ++i)
+      inputs_[i].bytes = RealBytes(inputs_[i].staged_bytes, input_shapes_[i]);
     for (size_t i = 0; i < outputs_.size(); ++i) {
-      absl::Status s = Stage(outputs_[i], sig.outputs[i], output_shapes_[i]);
-      if (!s.ok())
-        return WithContext(s, "output '" + sig.outputs[i].name + "'");
+      outputs_[i].bytes =
+          RealBytes(outputs_[i].staged_bytes, staged_output_shapes_[i]);
+      output_shapes_[i] = staged_output_shapes_[i];
+      if (real_rows_ != kEveryRowReal) output_shapes_[i][0] = real_rows_;
     }
     return absl::OkStatus();
   }
@@ -159,12 +184,17 @@ class PipelineSlot : public BatchSlot {
     return true;
   }
 
-  // ReadyFor without the memory: for each possible set of derived shapes.
+  // ReadyFor without the memory: for each possible set of derived shapes,
+  // the batch staged as SetInputShapes would.
   bool CheckReady(const std::vector<Shape>& shapes) const {
     if (shapes.size() != own_inputs_) return true;  // fails at once
     if (derived_ == nullptr) return CheckProgramReady(shapes);
-    for (const std::vector<Shape>& derived : derived_->PossibleShapes(shapes)) {
-      std::vector<Shape> full = shapes;
+    int64_t real_rows = 0;
+    const std::vector<Shape> own =
+        StagedShapes(*program_, pad_->load(), shapes, &real_rows);
+    for (const std::vector<Shape>& derived :
+         derived_->PossibleShapes(own, real_rows)) {
+      std::vector<Shape> full = own;
       full.insert(full.end(), derived.begin(), derived.end());
       if (!CheckProgramReady(full)) return false;
     }
@@ -271,9 +301,15 @@ class PipelineSlot : public BatchSlot {
 
   // Fills the derived inputs' staging buffers from the batch's host
   // inputs (null for one with bytes in shared device memory) and sets
-  // their shapes and byte counts. OK without derived inputs.
+  // their shapes and byte counts; zeros the rows a padded batch adds
+  // first. OK without derived inputs.
   absl::Status ComputeDerived() {
     if (derived_ == nullptr) return absl::OkStatus();
+    for (size_t i = 0; i < own_inputs_; ++i) {
+      StagedTensor& t = inputs_[i];
+      std::memset(static_cast<char*>(t.host->data()) + t.bytes, 0,
+                  t.staged_bytes - t.bytes);
+    }
     const std::vector<Shape> own(input_shapes_.begin(),
                                  input_shapes_.begin() + own_inputs_);
     std::vector<const void*> in;
@@ -284,7 +320,7 @@ class PipelineSlot : public BatchSlot {
     std::vector<void*> out;
     for (size_t i = own_inputs_; i < inputs_.size(); ++i)
       out.push_back(inputs_[i].host->data());
-    auto shapes = derived_->Compute(own, in, out);
+    auto shapes = derived_->Compute(own, real_rows_, in, out);
     if (!shapes.ok()) return shapes.status();
     const ModelSignature& sig = program_->signature();
     for (size_t j = 0; j < shapes->size(); ++j) {
@@ -298,7 +334,7 @@ class PipelineSlot : public BatchSlot {
                          "' outgrew its staging buffer"));
       }
       input_shapes_[i] = (*shapes)[j];
-      inputs_[i].bytes = bytes;
+      inputs_[i].bytes = inputs_[i].staged_bytes = bytes;
     }
     return absl::OkStatus();
   }
@@ -321,6 +357,55 @@ class PipelineSlot : public BatchSlot {
       copy_out_called, copy_out_done_at;
 
  private:
+  // The program's input shapes for a batch of `shapes` (padded with zero
+  // rows when the executor pads; the derived inputs at their largest:
+  // Compute sets theirs at CopyIn, and the outputs do not depend on them)
+  // and its output shapes, into input_shapes_, staged_output_shapes_ and
+  // real_rows_; buffers staged for them.
+  absl::Status StageShapes(const std::vector<Shape>& shapes) {
+    std::vector<Shape> full =
+        StagedShapes(*program_, pad_->load(), shapes, &real_rows_);
+    if (derived_ != nullptr) {
+      const std::vector<Shape> largest =
+          derived_->PossibleShapes(full, real_rows_)[0];
+      full.insert(full.end(), largest.begin(), largest.end());
+    }
+    auto output_shapes = program_->OutputShapes(full);
+    if (!output_shapes.ok()) return output_shapes.status();
+    input_shapes_ = std::move(full);
+    staged_output_shapes_ = *std::move(output_shapes);
+    output_shapes_.resize(staged_output_shapes_.size());
+    const ModelSignature& sig = program_->signature();
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
+      if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      absl::Status s =
+          Stage(outputs_[i], sig.outputs[i], staged_output_shapes_[i]);
+      if (!s.ok())
+        return WithContext(s, "output '" + sig.outputs[i].name + "'");
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether every output's dim 0 is the padded batch's staged rows.
+  bool OutputsHaveStagedRows() const {
+    const int64_t staged = input_shapes_[0][0];
+    return std::all_of(staged_output_shapes_.begin(),
+                       staged_output_shapes_.end(), [&](const Shape& shape) {
+                         return !shape.empty() && shape[0] == staged;
+                       });
+  }
+
+  // The bytes of the batch's own rows of `staged_bytes` staged as `shape`
+  // (dim 0 the staged rows): all of them when the batch is not padded.
+  size_t RealBytes(size_t staged_bytes, const Shape& shape) const {
+    if (real_rows_ == kEveryRowReal || shape[0] == 0) return staged_bytes;
+    return staged_bytes / static_cast<size_t>(shape[0]) *
+           static_cast<size_t>(real_rows_);
+  }
+
   absl::Status Stage(StagedTensor& tensor, const TensorSpec& spec,
                      const Shape& shape) {
     const std::optional<int64_t> count = ElementCount(shape);
@@ -348,6 +433,7 @@ class PipelineSlot : public BatchSlot {
   const int ordinal_;
   DeviceProgram* const program_;
   const DerivedInputs* const derived_;  // may be null
+  std::atomic<bool>* const pad_;
   size_t own_inputs_ = 0;  // the program's inputs before the derived ones
   const std::function<absl::Status()> health_;
   absl::Mutex* const enqueue_mu_;
@@ -357,7 +443,10 @@ class PipelineSlot : public BatchSlot {
   mutable std::set<std::vector<Shape>> ready_shapes_;
   mutable uint64_t ready_epoch_ = 0;
   std::vector<StagedTensor> inputs_, outputs_;
-  std::vector<Shape> input_shapes_, output_shapes_;
+  // The program's shapes; the batch's outputs (its own rows).
+  std::vector<Shape> input_shapes_, staged_output_shapes_, output_shapes_;
+  // The batch's rows when it is padded with zero rows; else kEveryRowReal.
+  int64_t real_rows_ = kEveryRowReal;
   // Per tensor, the batch's bytes in shared device memory.
   std::vector<std::vector<DevicePiece>> input_pieces_, output_pieces_;
 };
@@ -370,7 +459,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
       : device_(std::move(device)),
         program_(std::move(program)),
         ordinal_(ordinal),
-        derived_(std::move(derived)) {}
+        derived_(std::move(derived)),
+        pad_(derived_ != nullptr && derived_->PadsWithZeroRows()) {}
 
   ~PipelinedExecutorImpl() override {
     // Waiters first: every enqueued step completes; then the streams drain.
@@ -391,7 +481,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     for (int i = 0; i < num_slots; ++i) {
       auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), ordinal_, program_.get(), derived_.get(),
+          device_.get(), ordinal_, program_.get(), derived_.get(), &pad_,
           [this] { return health(); }, &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
@@ -408,6 +498,33 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override {
     return program_->PreparedBatchSizes(max_batch_size);
+  }
+
+  // One per set of derived shapes a batch of `shapes` may take (a
+  // token-packed model's token buckets), staged as the slots stage it.
+  int PreparedVariants(const std::vector<Shape>& shapes) const override {
+    if (derived_ == nullptr) return 1;
+    int64_t real_rows = 0;
+    const std::vector<Shape> own =
+        StagedShapes(*program_, pad_.load(), shapes, &real_rows);
+    return static_cast<int>(derived_->PossibleShapes(own, real_rows).size());
+  }
+
+  absl::Status WritePreparedVariant(
+      const std::vector<Shape>& shapes, int variant,
+      std::vector<std::string>* data) const override {
+    if (derived_ == nullptr) return absl::OkStatus();
+    if (data->size() != shapes.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a warm-up batch of ", data->size(), " inputs for ",
+                       shapes.size(), " shapes"));
+    }
+    int64_t real_rows = 0;
+    const std::vector<Shape> own =
+        StagedShapes(*program_, pad_.load(), shapes, &real_rows);
+    std::vector<void*> inputs;
+    for (std::string& bytes : *data) inputs.push_back(bytes.data());
+    return derived_->WriteInputsFor(own, real_rows, variant, inputs);
   }
 
   std::shared_ptr<Event> CopyIn(BatchSlot* batch_slot) override {
@@ -490,10 +607,11 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     char* device = static_cast<char*>(t.device->data());
     const char* host = static_cast<const char*>(t.host->data());
     if (pieces.empty()) {  // the common case: no std::function built
-      return device_->CopyToDevice(*copy_in_stream_, device, host, t.bytes);
+      return device_->CopyToDevice(*copy_in_stream_, device, host,
+                                   t.staged_bytes);
     }
     return SplitCopy(
-        t.bytes, pieces,
+        t.staged_bytes, pieces,
         [&](size_t at, size_t bytes) {
           return device_->CopyToDevice(*copy_in_stream_, device + at, host + at,
                                        bytes);
@@ -579,6 +697,10 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   const std::unique_ptr<DeviceProgram> program_;
   const int ordinal_;
   const std::shared_ptr<const DerivedInputs> derived_;  // may be null
+  // Whether batches are padded with zero rows to the program's StagedRows:
+  // derived inputs that PadsWithZeroRows, until a slot finds an output
+  // without the batch rows (PipelineSlot::SetInputShapes).
+  std::atomic<bool> pad_;
   std::vector<std::unique_ptr<PipelineSlot>> slots_;
   std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
       copy_out_stream_;

@@ -59,6 +59,17 @@ struct PipelinedExecutorOptions {
   // as null) and copied in with the batch; the program runs the shapes
   // Compute gave. A batch is ReadyFor its shapes when the program is for
   // every possible set of derived shapes.
+  //
+  // When they PadsWithZeroRows, a batch of b rows is staged as the
+  // program's StagedRows(b) rows (every own input with the same dim 0 b):
+  // the rows after b are zeros, written at CopyIn and copied in with the
+  // batch, the derived inputs are computed for the staged rows, and the
+  // slot presents b rows of every output (the program's first b rows; the
+  // copy-out copies only those). A model with an output whose dim 0 is not
+  // the staged rows runs unpadded from its first batch on. The instance's
+  // PreparedVariants of a size are its possible derived shape sets, and
+  // WritePreparedVariant writes the inputs that give each
+  // (DerivedInputs::WriteInputsFor).
   std::shared_ptr<const DerivedInputs> derived;
 };
 

@@ -1,10 +1,10 @@
 #include "engine/device/token_packing_inputs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "engine/packing_indices.h"
 
 namespace coalesce {
 namespace {
@@ -20,19 +20,35 @@ bool MaskDims(const std::vector<Shape>& shapes, int mask, int64_t* batch,
   return true;
 }
 
+// real_rows within [0, batch].
+int64_t ClampRows(int64_t real_rows, int64_t batch) {
+  return std::clamp<int64_t>(real_rows, 0, batch);
+}
+
+void CopyIndices(const PackingIndices& indices, const std::vector<void*>& out) {
+  const std::vector<int64_t>* from[] = {&indices.pack, &indices.unpack,
+                                        &indices.spread};
+  for (int i = 0; i < 3; ++i) {
+    std::memcpy(out[i], from[i]->data(), from[i]->size() * sizeof(int64_t));
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<Shape>> TokenPackingInputs::PossibleShapes(
-    const std::vector<Shape>& shapes) const {
+    const std::vector<Shape>& shapes, int64_t real_rows) const {
   int64_t batch = 0, seq = 0;
   if (!MaskDims(shapes, mask_input_, &batch, &seq) || batch * seq == 0) {
     return {{{1}, {0}, {0}}};
   }
-  // TokenBucket's values: rows, then the multiples of its step below.
+  // TokenBucket's values: multiples of its step, the largest that of
+  // every real row's position real.
   const int64_t rows = batch * seq;
   const int64_t step = TokenBucket(1, batch, seq);
-  std::vector<std::vector<Shape>> possible = {{{rows}, {rows}, {rows}}};
-  for (int64_t bucket = (rows - 1) / step * step; bucket >= step;
+  const int64_t largest =
+      TokenBucket(ClampRows(real_rows, batch) * seq, batch, seq);
+  std::vector<std::vector<Shape>> possible = {{{largest}, {rows}, {rows}}};
+  for (int64_t bucket = (largest - 1) / step * step; bucket >= step;
        bucket -= step) {
     possible.push_back({{bucket}, {rows}, {rows}});
   }
@@ -40,7 +56,8 @@ std::vector<std::vector<Shape>> TokenPackingInputs::PossibleShapes(
 }
 
 absl::StatusOr<std::vector<Shape>> TokenPackingInputs::Compute(
-    const std::vector<Shape>& shapes, const std::vector<const void*>& inputs,
+    const std::vector<Shape>& shapes, int64_t real_rows,
+    const std::vector<const void*>& inputs,
     const std::vector<void*>& out) const {
   int64_t batch = 0, seq = 0;
   if (!MaskDims(shapes, mask_input_, &batch, &seq)) {
@@ -48,29 +65,48 @@ absl::StatusOr<std::vector<Shape>> TokenPackingInputs::Compute(
         "token packing: the padding mask is not [batch, sequence]");
   }
   const int64_t rows = batch * seq;
-  auto* pack = static_cast<int64_t*>(out[0]);
-  auto* unpack = static_cast<int64_t*>(out[1]);
-  auto* spread = static_cast<int64_t*>(out[2]);
   if (rows == 0) {  // nothing to pack; one filler row, as PossibleShapes says
-    pack[0] = 0;
+    static_cast<int64_t*>(out[0])[0] = 0;
     return std::vector<Shape>{{1}, {0}, {0}};
   }
-  if (inputs[mask_input_] == nullptr) {  // on the device: every row real
-    for (int64_t* index : {pack, unpack, spread})
-      std::iota(index, index + rows, int64_t{0});
-    return std::vector<Shape>{{rows}, {rows}, {rows}};
-  }
   PackingIndices indices;
-  absl::Status s = ComputePackingIndices(inputs[mask_input_], mask_dtype_,
-                                         batch, seq, &indices);
-  if (!s.ok()) return s;
-  std::memcpy(pack, indices.pack.data(), indices.pack.size() * sizeof(int64_t));
-  std::memcpy(unpack, indices.unpack.data(),
-              indices.unpack.size() * sizeof(int64_t));
-  std::memcpy(spread, indices.spread.data(),
-              indices.spread.size() * sizeof(int64_t));
+  if (inputs[mask_input_] == nullptr) {
+    // On the device: every position of the real rows taken as real.
+    std::vector<uint8_t> real(static_cast<size_t>(rows), 0);
+    std::fill_n(real.begin(), ClampRows(real_rows, batch) * seq, 1);
+    absl::Status s = ComputePackingIndices(real.data(), DataType::kBool, batch,
+                                           seq, &indices);
+    if (!s.ok()) return s;
+  } else {
+    absl::Status s = ComputePackingIndices(inputs[mask_input_], mask_dtype_,
+                                           batch, seq, &indices);
+    if (!s.ok()) return s;
+  }
+  CopyIndices(indices, out);
   return std::vector<Shape>{
       {static_cast<int64_t>(indices.pack.size())}, {rows}, {rows}};
+}
+
+absl::Status TokenPackingInputs::WriteInputsFor(
+    const std::vector<Shape>& shapes, int64_t real_rows, int set,
+    const std::vector<void*>& inputs) const {
+  int64_t batch = 0, seq = 0;
+  if (!MaskDims(shapes, mask_input_, &batch, &seq)) {
+    return absl::InvalidArgumentError(
+        "token packing: the padding mask is not [batch, sequence]");
+  }
+  const std::vector<std::vector<Shape>> possible =
+      PossibleShapes(shapes, real_rows);
+  if (set < 0 || set >= static_cast<int>(possible.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token packing: no token bucket ", set, " of ", possible.size()));
+  }
+  // A bucket past the real rows' positions is theirs rounded up (the
+  // largest): every position real gives it.
+  const int64_t elements = ClampRows(real_rows, batch) * seq;
+  const int64_t tokens = std::min(possible[set][0][0], elements);
+  return WriteMaskWithTokens(inputs[mask_input_], mask_dtype_, elements,
+                             tokens);
 }
 
 }  // namespace coalesce

@@ -19,8 +19,8 @@ absl::StatusOr<std::vector<FloatOutput>> RunOnCpu(
 
 absl::StatusOr<std::vector<FloatOutput>> RunBatch(
     ExecutorInstance& exec, const std::vector<::coalesce::HostTensor>& inputs,
-    size_t num_outputs) {
-  BatchSlot* slot = exec.slot(0);
+    size_t num_outputs, int slot_index) {
+  BatchSlot* slot = exec.slot(slot_index);
   std::vector<Shape> shapes;
   for (const ::coalesce::HostTensor& t : inputs) shapes.push_back(t.shape);
   if (absl::Status s = slot->SetInputShapes(shapes); !s.ok()) return s;

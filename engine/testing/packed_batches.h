@@ -25,10 +25,11 @@ struct FloatOutput {
   std::vector<float> values;
 };
 
-// Runs one batch of `inputs` on slot 0 of `exec`; every output FLOAT.
+// Runs one batch of `inputs` on slot `slot_index` of `exec`; every output
+// FLOAT.
 absl::StatusOr<std::vector<FloatOutput>> RunBatch(
     ExecutorInstance& exec, const std::vector<::coalesce::HostTensor>& inputs,
-    size_t num_outputs);
+    size_t num_outputs, int slot_index = 0);
 
 // One batch of `inputs` through a new CPU executor instance of `model`.
 absl::StatusOr<std::vector<FloatOutput>> RunOnCpu(

@@ -10,12 +10,14 @@ fails that model's load, naming the parameter."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import numpy as np
 
 from conftest import REPO_ROOT, wait_for
 from e2e_util import make_inputs
+from test_metrics import scrape
 
 CORPUS = REPO_ROOT / "tests" / "models" / "real"
 SEQ = 16
@@ -92,6 +94,32 @@ def test_packed_cpu_and_gpu_instances_answer_as_padded(start_server, tmp_path):
     assert "model 'bert_padded': token packing" not in log
     _check(client, "bert_packed", "bert_padded")
     _check(client, "bert_gpu_packed", "bert_gpu_padded")
+
+
+def test_gpu_packed_model_is_warmed_for_every_size_and_token_bucket(start_server, tmp_path):
+    """A packed KIND_GPU model prepares each padded batch size's 8 token
+    buckets before it is READY (each a mask with that many real tokens);
+    then batches of any size and lengths need no device setup."""
+    plugin = os.environ.get("COALESCE_SIMULATED_PLUGIN")
+    assert plugin and os.path.isfile(plugin), "COALESCE_SIMULATED_PLUGIN: run through ctest"
+    repo = tmp_path / "repo"
+    _write(repo, "bert_gpu_packed", "bert_tiny__torchscript", "true", "KIND_GPU")
+    srv = start_server(repo, env={"COALESCE_DEVICE_PLUGIN": plugin})
+    client = srv.client()
+    assert client.is_model_ready("bert_gpu_packed")
+    log = srv.log_path.read_text(errors="replace")
+    timed = re.findall(r"model 'bert_gpu_packed': instance 0: warm-up '([^']+)' [0-9.]+ s "
+                       r"\((\d) run", log)
+    assert timed == [(f"batch size {b}, variant {v} of 8", "2")
+                     for b in (8, 6, 4, 3, 2, 1) for v in range(1, 9)], timed
+    _infer_all_at_once(client, "bert_gpu_packed")  # a batch of several
+    for length in (16, 7, 1):  # batches of one
+        client.infer("bert_gpu_packed", make_inputs(**_request(length)), client_timeout=60)
+    _, samples = scrape(srv.metrics_url)
+    setup = {dict(labels)["model_instance"]: v for (name, labels), v in samples.items()
+             if name == "coalesce_setup_batches_total"
+             and dict(labels)["model"] == "bert_gpu_packed"}
+    assert setup == {"0": 0}, setup
 
 
 def test_a_model_that_does_not_qualify_serves_padded_and_a_bad_value_fails(
