@@ -30,6 +30,14 @@ def served_config_fixes_the_served_dims() -> None:
     assert 'name: "input_ids" data_type: TYPE_INT64 dims: [-1]' in dynamic, dynamic
     assert 'name: "input_ids" data_type: TYPE_INT64 dims: [128]' in fixed, fixed
     assert 'name: "y" data_type: TYPE_INT64 dims: [-1]' in fixed, fixed
+    assert "token_packing" not in fixed, fixed
+    packed = gpu_bench.served_config("m", model, "fp16", 64, {"input_ids": (128,)},
+                                     packing=True)
+    assert 'key: "token_packing" value: { string_value: "true" }' in packed, packed
+    assert gpu_bench.served_variants({"input_ids": 0, "attention_mask": 0}) == [
+        ("fp32", False), ("fp16", False), ("fp16", True)]
+    assert gpu_bench.served_variants({"pixel_values": 0}) == [("fp32", False), ("fp16", False)]
+    assert gpu_bench.served_name("bert-hf-s128", "fp16", True) == "bert_hf_s128_fp16_packed"
 
 
 def main() -> int:

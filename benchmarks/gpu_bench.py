@@ -1244,13 +1244,14 @@ def stop_server(server: subprocess.Popen):
 
 
 def served_config(name: str, model: onnx.ModelProto, precision: str, max_batch: int,
-                  input_dims: dict | None = None) -> str:
+                  input_dims: dict | None = None, packing: bool = False) -> str:
     """A KIND_GPU config for `model` (batch dim first on every input and
     output), dynamic batching up to `max_batch` with a 1 ms queue delay.
     An input's non-batch dims are `input_dims[name]` where given (a model
     served at one sequence length, as users write it: the server's warm-up
     then prepares every batch size), else the model's, -1 where variable
-    (the caller's --shape gives them)."""
+    (the caller's --shape gives them). `packing`: the model parameter
+    token_packing "true" (docs/engine.md, "Token packing")."""
     def tensors(values):
         out = []
         for vi in values:
@@ -1267,26 +1268,43 @@ def served_config(name: str, model: onnx.ModelProto, precision: str, max_batch: 
             f"input [ {tensors(inputs)} ]\noutput [ {tensors(model.graph.output)} ]\n"
             "instance_group [ { kind: KIND_GPU count: 1 } ]\n"
             "dynamic_batching { max_queue_delay_microseconds: 1000 }\n"
-            f'parameters: {{ key: "gpu_precision" value: {{ string_value: "{precision}" }} }}\n')
+            f'parameters: {{ key: "gpu_precision" value: {{ string_value: "{precision}" }} }}\n'
+            + ('parameters: { key: "token_packing" value: { string_value: "true" } }\n'
+               if packing else ""))
+
+
+def served_variants(case_feeds: dict) -> list:
+    """(precision, packed) pairs a case is served in: FP32 and FP16, and
+    FP16 token-packed when it takes an attention_mask."""
+    variants = [("fp32", False), ("fp16", False)]
+    if "attention_mask" in case_feeds:
+        variants.append(("fp16", True))
+    return variants
+
+
+def served_name(case_name: str, precision: str, packed: bool) -> str:
+    return f"{case_name}_{precision}{'_packed' if packed else ''}".replace("-", "_")
 
 
 def served_section(bundle: Path, cases: list, work: Path, report: Report,
                    deadline: Deadline) -> bool:
-    """Each case served on KIND_GPU in FP32 and FP16 (max batch 64), one
-    request of batch 1 each, coalesce-bench closed loop over
-    SERVE_CONCURRENCY: items/s, latency, the batch the server formed and
-    the GPU's busy fraction."""
+    """Each case served on KIND_GPU in FP32 and FP16 (max batch 64; a
+    transformer also FP16 token-packed), one request of batch 1 each,
+    coalesce-bench closed loop over SERVE_CONCURRENCY: items/s, latency,
+    the batch the server formed and the GPU's busy fraction."""
     repo = work / "served"
-    shapes, extra = {}, {}
+    shapes, extra, variants = {}, {}, {}
     for case in cases:
         proto = onnx.load(str(case.path), load_external_data=False)
         feeds = case.feeds(1)
-        for precision in ("fp32", "fp16"):
-            name = f"{case.name}_{precision}".replace("-", "_")
+        variants[case.name] = served_variants(feeds)
+        for precision, packed in variants[case.name]:
+            name = served_name(case.name, precision, packed)
             (repo / name / "1").mkdir(parents=True)
             os.link(case.path, repo / name / "1" / "model.onnx")
             (repo / name / "config.pbtxt").write_text(served_config(
-                name, proto, precision, 64, {k: v.shape[1:] for k, v in feeds.items()}))
+                name, proto, precision, 64, {k: v.shape[1:] for k, v in feeds.items()},
+                packing=packed))
         shapes[case.name] = [f"{k}:{','.join(str(d) for d in v.shape[1:])}"
                              for k, v in feeds.items()]
         if "attention_mask" in feeds:
@@ -1297,7 +1315,8 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
     table = report.part([
         "", "### Served on the GPU: coalesce-bench closed loop, one item per request", "",
         "Each model on KIND_GPU (max_batch_size 64, 1 ms queue delay), random inputs; "
-        "transformers padded to S with real lengths uniform in [S/2, S] (--padding-mask). "
+        "transformers padded to S with real lengths uniform in [S/2, S] (--padding-mask), "
+        "also served token-packed in FP16 (`fp16 packed`: `token_packing: \"true\"`). "
         "GPU busy: mean of nvidia-smi utilization.gpu over the level.", "",
         "| model | precision | concurrency | items/s | p50 ms | p99 ms | avg batch | GPU busy |",
         "|---|---|---:|---:|---:|---:|---:|---:|"])
@@ -1308,11 +1327,12 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
     sampler = GpuSampler()
     try:
         for case in cases:
-            for precision in ("fp32", "fp16"):
-                name = f"{case.name}_{precision}".replace("-", "_")
+            for precision, packed in variants[case.name]:
+                name = served_name(case.name, precision, packed)
+                label = f"{precision} packed" if packed else precision
                 for conc in SERVE_CONCURRENCY:
                     if deadline.passed():
-                        report.add(table, f"| {case.name} | {precision} | {conc} | not run: "
+                        report.add(table, f"| {case.name} | {label} | {conc} | not run: "
                                    "--deadline-s reached | | | | |")
                         continue
                     shape_args = [a for s in shapes[case.name] for a in ("--shape", s)]
@@ -1320,7 +1340,7 @@ def served_section(bundle: Path, cases: list, work: Path, report: Report,
                     cells, level_ok = bench_level(bundle, name, conc, "1000", "4", sampler,
                                                   work / f"{name}_c{conc}", shape_args)
                     ok = ok and level_ok
-                    report.add(table, f"| {case.name} | {precision} | {conc} | {cells} |")
+                    report.add(table, f"| {case.name} | {label} | {conc} | {cells} |")
     finally:
         stop_server(server)
     return ok
