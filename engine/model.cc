@@ -171,8 +171,8 @@ void Model::AddPackedForm(const std::shared_ptr<Model>& model,
         graph.constants[it->second]->byte_size == g.constants[id]->byte_size)
       g.constants[id] = graph.constants[it->second];
   }
-  if (absl::Status s =
-          CheckPackedAgreesWithPadded(model, *packed, packing->mask_input);
+  if (absl::Status s = CheckPackedAgreesWithPadded(
+          model, *packed, packing->mask_input, &packing->pads_with_zero_rows);
       !s.ok()) {
     model->packing_refusal_ = std::string(s.message());
     return;

@@ -69,6 +69,10 @@ struct TokenPacking {
   int64_t region_nodes = 0;  // nodes that run on real tokens
   int64_t packs = 0;         // values packed as they enter the region
   int64_t unpacks = 0;       // values unpacked as they leave it
+  // Whether rows of zeros after a batch (every input 0: a mask row without
+  // tokens) leave the packed form's outputs for the batch's rows as they
+  // are: a device may then pad packed batches to its graph sizes.
+  bool pads_with_zero_rows = false;
 };
 
 // Rewrites `graph`, the optimized graph `padded` was built from, into its
@@ -86,10 +90,13 @@ absl::StatusOr<TokenPacking> RewriteForTokenPacking(
 // real position within 1e-4 of the outputs' magnitude. FailedPrecondition
 // saying so when they do not (positions mixed outside the attentions, a
 // mask that means something else), or for an input type it cannot fill;
-// a run's error as it is.
+// a run's error as it is. When they agree, the packed form runs the probe
+// again with a row of zeros after it, and *pads_with_zero_rows says whether
+// its outputs for the probe's rows still agree (TokenPacking's field).
 absl::Status CheckPackedAgreesWithPadded(
     const std::shared_ptr<const Model>& padded,
-    const std::shared_ptr<const Model>& packed, int mask_input);
+    const std::shared_ptr<const Model>& packed, int mask_input,
+    bool* pads_with_zero_rows);
 
 }  // namespace coalesce
 

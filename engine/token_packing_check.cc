@@ -99,55 +99,52 @@ absl::StatusOr<std::vector<AlignedBuffer>> RunOnce(
   return outputs;
 }
 
-}  // namespace
-
-absl::Status CheckPackedAgreesWithPadded(
-    const std::shared_ptr<const Model>& padded,
-    const std::shared_ptr<const Model>& packed, int mask_input) {
-  // The probe batch is small; on the loading thread, an OpenMP pool would
-  // slow every executor's parallel regions (kernels/cpu/threading.h).
-  const kernels::ScopedIntraOpThreads one_thread(1);
-  const ModelSignature& sig = padded->signature();
-  const Shape& dims = sig.inputs[mask_input].dims;
-  const int64_t seq =
-      dims.size() == 2 && dims[1] > 0 ? dims[1] : kDynamicProbeSeq;
-  auto inputs = ProbeInputs(sig, mask_input, seq);
-  if (!inputs.ok()) return inputs.status();
-  std::vector<Shape> shapes(sig.inputs.size(), Shape{kProbeRows, seq});
-  std::vector<const char*> in;
-  for (const AlignedBuffer& b : *inputs) in.push_back(b.data());
-  std::shared_ptr<const ExecutionPlan> padded_plan, packed_plan;
-  auto want = RunOnce(padded, shapes, in, &padded_plan);
-  if (!want.ok()) return want.status();
+// Runs the packed form on the probe batch `in` ([rows, seq] each input,
+// its mask at `mask`) with its indices; its outputs.
+absl::StatusOr<std::vector<AlignedBuffer>> RunPacked(
+    const std::shared_ptr<const Model>& packed, const ModelSignature& sig,
+    int mask, int64_t rows, int64_t seq, std::vector<const char*> in,
+    std::shared_ptr<const ExecutionPlan>* plan) {
   PackingIndices indices;
-  absl::Status s = ComputePackingIndices(
-      in[mask_input], sig.inputs[mask_input].dtype, kProbeRows, seq, &indices);
+  absl::Status s = ComputePackingIndices(in[mask], sig.inputs[mask].dtype, rows,
+                                         seq, &indices);
   if (!s.ok()) return s;
+  std::vector<Shape> shapes(sig.inputs.size(), Shape{rows, seq});
   shapes.push_back({static_cast<int64_t>(indices.pack.size())});
-  shapes.push_back({kProbeRows * seq});
-  shapes.push_back({kProbeRows * seq});
+  shapes.push_back({rows * seq});
+  shapes.push_back({rows * seq});
   for (const std::vector<int64_t>* index :
        {&indices.pack, &indices.unpack, &indices.spread})
     in.push_back(reinterpret_cast<const char*>(index->data()));
-  auto got = RunOnce(packed, shapes, in, &packed_plan);
-  if (!got.ok()) return got.status();
+  return RunOnce(packed, shapes, in, plan);
+}
 
+// OK when every output of the packed run (`got`, of a batch of the probe's
+// rows then `zero_rows` more) equals the padded run's (`want`) at the
+// probe's real positions, within kTolerance of its magnitude; else
+// FailedPrecondition naming the output.
+absl::Status Compare(const ExecutionPlan& padded_plan,
+                     const std::vector<AlignedBuffer>& want,
+                     const ExecutionPlan& packed_plan,
+                     const std::vector<AlignedBuffer>& got, int64_t seq,
+                     int64_t zero_rows) {
   const int64_t lengths[kProbeRows] = {seq, std::max<int64_t>(1, seq / 2)};
-  for (int o = 0; o < padded_plan->num_outputs(); ++o) {
-    const Shape& shape = padded_plan->output_shape(o);
-    const size_t bytes = padded_plan->output_byte_size(o);
-    if (shape != packed_plan->output_shape(o) ||
-        bytes != packed_plan->output_byte_size(o)) {
+  for (int o = 0; o < padded_plan.num_outputs(); ++o) {
+    const Shape& shape = padded_plan.output_shape(o);
+    const size_t bytes = padded_plan.output_byte_size(o);
+    Shape packed_shape = packed_plan.output_shape(o);
+    if (zero_rows > 0 && !packed_shape.empty()) packed_shape[0] -= zero_rows;
+    if (shape != packed_shape) {
       return absl::FailedPreconditionError(
-          absl::StrCat("token packing: output '", padded_plan->output_name(o),
+          absl::StrCat("token packing: output '", padded_plan.output_name(o),
                        "' has another shape packed"));
     }
     const bool per_position =
         shape.size() >= 2 && shape[0] == kProbeRows && shape[1] == seq;
     const size_t row = per_position ? bytes / (kProbeRows * seq) : bytes;
-    const bool floats = padded_plan->output_dtype(o) == DataType::kFp32;
-    const char* a = (*want)[o].data();
-    const char* b = (*got)[o].data();
+    const bool floats = padded_plan.output_dtype(o) == DataType::kFp32;
+    const char* a = want[o].data();
+    const char* b = got[o].data();  // the probe's rows first
     float scale = 1.0f, worst = 0.0f;
     for (size_t at = 0; floats && at < bytes; at += sizeof(float)) {
       float x;
@@ -172,13 +169,64 @@ absl::Status CheckPackedAgreesWithPadded(
     if (!(worst <= kTolerance * scale)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "token packing: on a probe batch the packed model's output '",
-          padded_plan->output_name(o),
+          padded_plan.output_name(o),
           "' differs from the padded model's at real positions (max |diff| ",
           worst,
           "): positions are mixed outside the masked attentions, or "
           "the mask input is not 1 at real positions"));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckPackedAgreesWithPadded(
+    const std::shared_ptr<const Model>& padded,
+    const std::shared_ptr<const Model>& packed, int mask_input,
+    bool* pads_with_zero_rows) {
+  *pads_with_zero_rows = false;
+  // The probe batch is small; on the loading thread, an OpenMP pool would
+  // slow every executor's parallel regions (kernels/cpu/threading.h).
+  const kernels::ScopedIntraOpThreads one_thread(1);
+  const ModelSignature& sig = padded->signature();
+  const Shape& dims = sig.inputs[mask_input].dims;
+  const int64_t seq =
+      dims.size() == 2 && dims[1] > 0 ? dims[1] : kDynamicProbeSeq;
+  auto inputs = ProbeInputs(sig, mask_input, seq);
+  if (!inputs.ok()) return inputs.status();
+  const std::vector<Shape> shapes(sig.inputs.size(), Shape{kProbeRows, seq});
+  std::vector<const char*> in;
+  for (const AlignedBuffer& b : *inputs) in.push_back(b.data());
+  std::shared_ptr<const ExecutionPlan> padded_plan, packed_plan;
+  auto want = RunOnce(padded, shapes, in, &padded_plan);
+  if (!want.ok()) return want.status();
+  auto got =
+      RunPacked(packed, sig, mask_input, kProbeRows, seq, in, &packed_plan);
+  if (!got.ok()) return got.status();
+  absl::Status s = Compare(*padded_plan, *want, *packed_plan, *got, seq, 0);
+  if (!s.ok()) return s;
+
+  // The probe again with a row of zeros after it (a mask row without
+  // tokens): a device pads batches so.
+  std::vector<AlignedBuffer> padded_inputs(sig.inputs.size());
+  std::vector<const char*> padded_in;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const size_t probe =
+        kProbeRows * seq * ElementByteSize(sig.inputs[i].dtype);
+    const size_t row = probe / kProbeRows;
+    if (s = padded_inputs[i].Reserve(probe + row); !s.ok()) return s;
+    std::memcpy(padded_inputs[i].data(), in[i], probe);
+    std::memset(padded_inputs[i].data() + probe, 0, row);
+    padded_in.push_back(padded_inputs[i].data());
+  }
+  std::shared_ptr<const ExecutionPlan> zero_rows_plan;
+  auto with_zero_row = RunPacked(packed, sig, mask_input, kProbeRows + 1, seq,
+                                 padded_in, &zero_rows_plan);
+  *pads_with_zero_rows =
+      with_zero_row.ok() &&
+      Compare(*padded_plan, *want, *zero_rows_plan, *with_zero_row, seq, 1)
+          .ok();
   return absl::OkStatus();
 }
 

@@ -89,6 +89,7 @@ TEST(TokenPackingTest, RealExportsMatchPaddedAtRealPositions) {
     EXPECT_EQ(padded->packed(), nullptr);
     const TokenPacking& p = packed->packing();
     EXPECT_EQ(packed->signature().inputs[p.mask_input].name, "attention_mask");
+    EXPECT_TRUE(p.pads_with_zero_rows);  // a device pads with zero rows
     // At least the dense layers of both layers, and what enters and leaves.
     EXPECT_GE(p.region_nodes, 8);
     EXPECT_GE(p.packs, 1);
@@ -216,8 +217,11 @@ enum class Mask {
 
 // A one-layer encoder: ids and attention_mask [B, S], an embedding [10, 8],
 // Q, K and V dense layers, two heads, the scores masked as `mask` says,
-// the out-projection, residual and LayerNorm.
-std::shared_ptr<const Model> SmallEncoder(Mask mask, bool packing) {
+// the out-projection, residual and LayerNorm. With `mix_rows`, a second
+// output "pooled" [B, 8]: position 0 of y plus the mean of that over the
+// batch (rows mixed where a zero row would change them).
+std::shared_ptr<const Model> SmallEncoder(Mask mask, bool packing,
+                                          bool mix_rows = false) {
   constexpr int64_t kE = 8;
   OnnxModelBuilder b(17);
   b.Input("ids", {-1, -1}, onnx::TensorProto::INT64)
@@ -277,6 +281,14 @@ std::shared_ptr<const Model> SmallEncoder(Mask mask, bool packing) {
   b.Node("MatMul", {"merged_heads", "wo"}, {"projected"});
   b.Node("Add", {"projected", "x"}, {"residual"});
   b.Node("LayerNormalization", {"residual", "gamma", "beta"}, {"y"});
+  if (mix_rows) {
+    b.Output("pooled", {-1, kE});
+    b.Int64Initializer("first", {}, {0});
+    testing::SetIntAttr(b.Node("Gather", {"y", "first"}, {"y0"}), "axis", 1);
+    testing::SetIntsAttr(b.Node("ReduceMean", {"y0"}, {"batch_mean"}), "axes",
+                         {0});
+    b.Node("Add", {"y0", "batch_mean"}, {"pooled"});
+  }
   ModelOptions options;
   options.token_packing = packing;
   auto model = Model::LoadFromBytes(b.Serialize(), options);
@@ -348,6 +360,22 @@ TEST(TokenPackingTest, MasksOfAnotherMeaningAreRefused) {
   EXPECT_NE(from_ids->packing_refusal().find("also looked up as token ids"),
             std::string::npos)
       << from_ids->packing_refusal();
+}
+
+// The load-time check's row of zeros: an encoder whose rows stay apart
+// may be padded with zero rows on a device; one that mixes them after its
+// attention (a mean over the batch of position 0, which the packing check
+// passes: that position is real in every probe row) packs, but may not.
+TEST(TokenPackingTest, ZeroRowsPadOnlyModelsWhoseRowsStayApart) {
+  std::shared_ptr<const Model> apart = SmallEncoder(Mask::kPadding, true);
+  ASSERT_NE(apart, nullptr);
+  ASSERT_NE(apart->packed(), nullptr) << apart->packing_refusal();
+  EXPECT_TRUE(apart->packing().pads_with_zero_rows);
+  std::shared_ptr<const Model> mixed =
+      SmallEncoder(Mask::kPadding, true, /*mix_rows=*/true);
+  ASSERT_NE(mixed, nullptr);
+  ASSERT_NE(mixed->packed(), nullptr) << mixed->packing_refusal();
+  EXPECT_FALSE(mixed->packing().pads_with_zero_rows);
 }
 
 // Perturbed: without the mask, padded keys would be read.

@@ -102,9 +102,13 @@ void LogTokenPacking(const inference::ModelConfig& config, const Model& model) {
   const TokenPacking& p = model.packing();
   spdlog::info(
       "model '{}': token packing on padding mask '{}': {} nodes run on the "
-      "real tokens of a padded batch ({} values packed, {} unpacked)",
+      "real tokens of a padded batch ({} values packed, {} unpacked); {}",
       config.name(), model.signature().inputs[p.mask_input].name,
-      p.region_nodes, p.packs, p.unpacks);
+      p.region_nodes, p.packs, p.unpacks,
+      p.pads_with_zero_rows
+          ? "a GPU pads its batches to graph sizes with rows of zeros"
+          : "rows of zeros change its other rows, so a GPU does not pad its "
+            "batches to graph sizes");
 }
 
 }  // namespace

@@ -510,11 +510,12 @@ void PrintPacking(const Model& model) {
   const TokenPacking& p = model.packing();
   std::fprintf(stderr,
                "token packing: mask '%s', %lld nodes on real tokens, %lld "
-               "values packed, %lld unpacked\n",
+               "values packed, %lld unpacked; zero rows %s\n",
                model.signature().inputs[p.mask_input].name.c_str(),
                static_cast<long long>(p.region_nodes),
                static_cast<long long>(p.packs),
-               static_cast<long long>(p.unpacks));
+               static_cast<long long>(p.unpacks),
+               p.pads_with_zero_rows ? "pad batches" : "change other rows");
 }
 
 absl::Status Run(const Flags& flags) {

@@ -7,7 +7,6 @@
 #include "engine/neutral_planner.h"
 
 namespace coalesce {
-
 GraphProgramSource DeviceProgramSourceFor(
     const std::shared_ptr<const Model>& model, bool token_packing) {
   const std::shared_ptr<const Model>& run =
@@ -17,7 +16,8 @@ GraphProgramSource DeviceProgramSourceFor(
   if (run != model) {
     const int mask = model->packing().mask_input;
     source.derived = std::make_shared<TokenPackingInputs>(
-        mask, model->signature().inputs[mask].dtype);
+        mask, model->signature().inputs[mask].dtype,
+        model->packing().pads_with_zero_rows);
   }
   return source;
 }

@@ -45,6 +45,9 @@ struct GpuModelShare {
 // What a device instance of `model` runs: its packed form, with the
 // packed form's derived inputs (TokenPackingInputs) in `derived`, when
 // `token_packing` and the model has one (Model::packed()); else the model.
+// The derived inputs pad batches with zero rows when the load-time check
+// found that rows of zeros change no other row (TokenPacking::
+// pads_with_zero_rows).
 GraphProgramSource DeviceProgramSourceFor(
     const std::shared_ptr<const Model>& model, bool token_packing);
 

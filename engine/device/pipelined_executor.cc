@@ -1,7 +1,6 @@
 #include "engine/device/pipelined_executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -102,11 +101,10 @@ std::vector<Shape> StagedShapes(const DeviceProgram& program, bool pad,
 class PipelineSlot : public BatchSlot {
  public:
   // `enqueue_mu` serializes the program's Enqueue (held by the executor's
-  // steps). `pad`: whether batches may be padded with zero rows (the
-  // executor's; a slot that finds an output without the batch rows clears
-  // it).
+  // steps). `pad`: whether batches are padded with zero rows (derived
+  // inputs that PadsWithZeroRows).
   PipelineSlot(Device* device, int ordinal, DeviceProgram* program,
-               const DerivedInputs* derived, std::atomic<bool>* pad,
+               const DerivedInputs* derived, bool pad,
                std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
       : device_(device),
         ordinal_(ordinal),
@@ -147,15 +145,7 @@ class PipelineSlot : public BatchSlot {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected ", own_inputs_, " inputs, got ", shapes.size()));
     }
-    absl::Status s = StageShapes(shapes);
-    // Padded, an output without the batch's rows as dim 0 cannot be cut to
-    // them: this model's batches run unpadded from now on.
-    if (s.ok() && real_rows_ != kEveryRowReal && !OutputsHaveStagedRows()) {
-      pad_->store(false);
-      ready_shapes_.clear();  // answered for padded batches
-      s = StageShapes(shapes);
-    }
-    if (!s.ok()) return s;
+    if (absl::Status s = StageShapes(shapes); !s.ok()) return s;
     for (size_t i = 0; i < own_inputs_; ++i)
       inputs_[i].bytes = RealBytes(inputs_[i].staged_bytes, input_shapes_[i]);
     for (size_t i = 0; i < outputs_.size(); ++i) {
@@ -191,7 +181,7 @@ class PipelineSlot : public BatchSlot {
     if (derived_ == nullptr) return CheckProgramReady(shapes);
     int64_t real_rows = 0;
     const std::vector<Shape> own =
-        StagedShapes(*program_, pad_->load(), shapes, &real_rows);
+        StagedShapes(*program_, pad_, shapes, &real_rows);
     for (const std::vector<Shape>& derived :
          derived_->PossibleShapes(own, real_rows)) {
       std::vector<Shape> full = own;
@@ -364,7 +354,7 @@ class PipelineSlot : public BatchSlot {
   // real_rows_; buffers staged for them.
   absl::Status StageShapes(const std::vector<Shape>& shapes) {
     std::vector<Shape> full =
-        StagedShapes(*program_, pad_->load(), shapes, &real_rows_);
+        StagedShapes(*program_, pad_, shapes, &real_rows_);
     if (derived_ != nullptr) {
       const std::vector<Shape> largest =
           derived_->PossibleShapes(full, real_rows_)[0];
@@ -376,6 +366,17 @@ class PipelineSlot : public BatchSlot {
     staged_output_shapes_ = *std::move(output_shapes);
     output_shapes_.resize(staged_output_shapes_.size());
     const ModelSignature& sig = program_->signature();
+    // Padded, each output's first rows are the batch's (the model's rows
+    // are independent: every output has them as dim 0).
+    for (size_t i = 0; i < outputs_.size() && real_rows_ != kEveryRowReal;
+         ++i) {
+      const Shape& shape = staged_output_shapes_[i];
+      if (shape.empty() || shape[0] != input_shapes_[0][0]) {
+        return absl::InternalError(absl::StrCat(
+            "output '", sig.outputs[i].name, "' ", ShapeToString(shape),
+            " of a batch padded to ", input_shapes_[0][0], " rows"));
+      }
+    }
     for (size_t i = 0; i < inputs_.size(); ++i) {
       absl::Status s = Stage(inputs_[i], sig.inputs[i], input_shapes_[i]);
       if (!s.ok()) return WithContext(s, "input '" + sig.inputs[i].name + "'");
@@ -387,15 +388,6 @@ class PipelineSlot : public BatchSlot {
         return WithContext(s, "output '" + sig.outputs[i].name + "'");
     }
     return absl::OkStatus();
-  }
-
-  // Whether every output's dim 0 is the padded batch's staged rows.
-  bool OutputsHaveStagedRows() const {
-    const int64_t staged = input_shapes_[0][0];
-    return std::all_of(staged_output_shapes_.begin(),
-                       staged_output_shapes_.end(), [&](const Shape& shape) {
-                         return !shape.empty() && shape[0] == staged;
-                       });
   }
 
   // The bytes of the batch's own rows of `staged_bytes` staged as `shape`
@@ -433,7 +425,7 @@ class PipelineSlot : public BatchSlot {
   const int ordinal_;
   DeviceProgram* const program_;
   const DerivedInputs* const derived_;  // may be null
-  std::atomic<bool>* const pad_;
+  const bool pad_;
   size_t own_inputs_ = 0;  // the program's inputs before the derived ones
   const std::function<absl::Status()> health_;
   absl::Mutex* const enqueue_mu_;
@@ -481,7 +473,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     for (int i = 0; i < num_slots; ++i) {
       auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), ordinal_, program_.get(), derived_.get(), &pad_,
+          device_.get(), ordinal_, program_.get(), derived_.get(), pad_,
           [this] { return health(); }, &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
@@ -506,7 +498,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     if (derived_ == nullptr) return 1;
     int64_t real_rows = 0;
     const std::vector<Shape> own =
-        StagedShapes(*program_, pad_.load(), shapes, &real_rows);
+        StagedShapes(*program_, pad_, shapes, &real_rows);
     return static_cast<int>(derived_->PossibleShapes(own, real_rows).size());
   }
 
@@ -521,7 +513,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     int64_t real_rows = 0;
     const std::vector<Shape> own =
-        StagedShapes(*program_, pad_.load(), shapes, &real_rows);
+        StagedShapes(*program_, pad_, shapes, &real_rows);
     std::vector<void*> inputs;
     for (std::string& bytes : *data) inputs.push_back(bytes.data());
     return derived_->WriteInputsFor(own, real_rows, variant, inputs);
@@ -698,9 +690,8 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   const int ordinal_;
   const std::shared_ptr<const DerivedInputs> derived_;  // may be null
   // Whether batches are padded with zero rows to the program's StagedRows:
-  // derived inputs that PadsWithZeroRows, until a slot finds an output
-  // without the batch rows (PipelineSlot::SetInputShapes).
-  std::atomic<bool> pad_;
+  // derived inputs that PadsWithZeroRows.
+  const bool pad_;
   std::vector<std::unique_ptr<PipelineSlot>> slots_;
   std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
       copy_out_stream_;

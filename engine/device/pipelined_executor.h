@@ -65,8 +65,9 @@ struct PipelinedExecutorOptions {
   // the rows after b are zeros, written at CopyIn and copied in with the
   // batch, the derived inputs are computed for the staged rows, and the
   // slot presents b rows of every output (the program's first b rows; the
-  // copy-out copies only those). A model with an output whose dim 0 is not
-  // the staged rows runs unpadded from its first batch on. The instance's
+  // copy-out copies only those; an output whose dim 0 is not the staged
+  // rows fails the batch, which rows that are independent rule out). The
+  // instance's
   // PreparedVariants of a size are its possible derived shape sets, and
   // WritePreparedVariant writes the inputs that give each
   // (DerivedInputs::WriteInputsFor).

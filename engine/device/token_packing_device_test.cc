@@ -378,7 +378,8 @@ TEST(TokenPackingDeviceTest, ZeroRowsPadEveryBatchToAPreparedGraph) {
 // Zero rows after `real_rows` hold no token: the buckets a batch may take
 // are those of its real rows' tokens, in the padded batch's step.
 TEST(TokenPackingDeviceTest, ZeroRowsLeaveTheBucketsOfTheRealRows) {
-  const TokenPackingInputs derived(/*mask_input=*/1, DataType::kInt64);
+  const TokenPackingInputs derived(/*mask_input=*/1, DataType::kInt64,
+                                   /*zero_rows=*/true);
   EXPECT_TRUE(derived.PadsWithZeroRows());
   EXPECT_EQ(derived.max_shape_sets(), kTokenBuckets);
   struct Case {
@@ -408,7 +409,8 @@ TEST(TokenPackingDeviceTest, WrittenMasksTakeEachBucket) {
   for (DataType dtype : {DataType::kInt64, DataType::kInt32, DataType::kBool,
                          DataType::kFp32, DataType::kFp16}) {
     SCOPED_TRACE(DataTypeName(dtype));
-    const TokenPackingInputs derived(/*mask_input=*/0, dtype);
+    const TokenPackingInputs derived(/*mask_input=*/0, dtype,
+                                     /*zero_rows=*/true);
     const std::vector<Shape> shapes = {{kStaged, kSeq}};
     const auto possible = derived.PossibleShapes(shapes, kReal);
     // Steps of 12 rows up to 84, 80 real positions rounded up (96: never).
@@ -444,7 +446,8 @@ TEST(TokenPackingDeviceTest, WrittenMasksTakeEachBucket) {
 }
 
 TEST(TokenPackingDeviceTest, DerivedShapesAreTheTokenBuckets) {
-  const TokenPackingInputs derived(/*mask_input=*/1, DataType::kInt64);
+  const TokenPackingInputs derived(/*mask_input=*/1, DataType::kInt64,
+                                   /*zero_rows=*/true);
   EXPECT_EQ(derived.count(), 3);
   // 2 x 8 = 16 rows: buckets of 2, the largest first.
   const std::vector<std::vector<Shape>> possible =
@@ -483,7 +486,8 @@ TEST(TokenPackingDeviceTest, DerivedShapesAreTheTokenBuckets) {
 // position of the real rows is taken as real, which is right and packs
 // nothing but the zero rows a padded batch adds.
 TEST(TokenPackingDeviceTest, MaskOffTheHostPacksEveryRow) {
-  const TokenPackingInputs derived(/*mask_input=*/0, DataType::kInt64);
+  const TokenPackingInputs derived(/*mask_input=*/0, DataType::kInt64,
+                                   /*zero_rows=*/true);
   std::vector<int64_t> pack(6), unpack(6), spread(6);
   auto shapes = derived.Compute({{2, 3}}, kEveryRowReal, {nullptr},
                                 {pack.data(), unpack.data(), spread.data()});

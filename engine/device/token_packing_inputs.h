@@ -18,16 +18,20 @@ namespace coalesce {
 class TokenPackingInputs : public DerivedInputs {
  public:
   // `mask_input`: the padding mask's index among the batch's inputs, of
-  // `mask_dtype`.
-  TokenPackingInputs(int mask_input, DataType mask_dtype)
-      : mask_input_(mask_input), mask_dtype_(mask_dtype) {}
+  // `mask_dtype`. `zero_rows`: whether rows of zeros may pad a batch
+  // (TokenPacking::pads_with_zero_rows, engine/token_packing.h).
+  TokenPackingInputs(int mask_input, DataType mask_dtype, bool zero_rows)
+      : mask_input_(mask_input),
+        mask_dtype_(mask_dtype),
+        zero_rows_(zero_rows) {}
 
   int count() const override { return 3; }
   int max_shape_sets() const override {
     return static_cast<int>(kTokenBuckets);
   }
-  // A zero mask row holds no token: nothing of it is packed.
-  bool PadsWithZeroRows() const override { return true; }
+  // When the load-time check allows it: a zero mask row holds no token,
+  // so nothing of it is packed.
+  bool PadsWithZeroRows() const override { return zero_rows_; }
   // {[T'], [B * S], [B * S]} for every token bucket T' (packing_indices.h)
   // of a [B, S] mask up to that of real_rows * S tokens, the largest
   // first; {[1], [0], [0]} when the mask is not [B, S] or empty (Compute
@@ -47,6 +51,7 @@ class TokenPackingInputs : public DerivedInputs {
  private:
   const int mask_input_;
   const DataType mask_dtype_;
+  const bool zero_rows_;
 };
 
 }  // namespace coalesce
