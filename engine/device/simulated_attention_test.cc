@@ -5,10 +5,12 @@
 // row, so that it must be read at each row's position in its sequence;
 // and the bucket's filler rows written as zeros. And the CUDA kernel's
 // search for a sequence's rows against the CPU's.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -122,12 +124,12 @@ TEST(SimulatedAttentionTest, PackedRowsMatchThePaddedBatch) {
   }
 }
 
-// The CUDA kernel finds each sequence's packed rows by bisection
-// (kernels/cuda/attention_math.h), the simulated device and the CPU by
-// PackedRealRows's scan (engine/packing_indices.h): the same rows,
-// on random masks of every density, with and without fillers, and on a
-// mask without real rows.
-TEST(SimulatedAttentionTest, TheKernelsBisectionFindsTheCpusRows) {
+// The CUDA kernel finds each sequence's packed rows by a warp's 32-way
+// search (kernels/cuda/attention_math.h's SearchPackedRow, its ballot run
+// serially here), the simulated device and the CPU by PackedRealRows's
+// scan (engine/packing_indices.h): the same rows, on random masks of every
+// density, with and without fillers, and on a mask without real rows.
+TEST(SimulatedAttentionTest, TheKernelsSearchFindsTheCpusRows) {
   std::mt19937 random(27);
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t batch = 1 + trial % 5, seq = 1 + (trial / 5) % 9;
@@ -145,13 +147,46 @@ TEST(SimulatedAttentionTest, TheKernelsBisectionFindsTheCpusRows) {
     const int64_t count = PackedRealRows(p.pack.data(), rows, batch, seq,
                                          offsets.data(), positions.data());
     SCOPED_TRACE(::testing::PrintToString(p.pack));
-    ASSERT_EQ(kernels::cuda::PackedRealCount(p.pack.data(), rows, batch * seq),
+    const kernels::cuda::SerialBallot ballot;
+    const int64_t padded = batch * seq;
+    ASSERT_EQ(kernels::cuda::SearchPackedRow(p.pack.data(), rows, padded,
+                                             padded, ballot),
               count);
-    for (int64_t b = 0; b < batch; ++b) {
-      EXPECT_EQ(kernels::cuda::PackedFirstRow(p.pack.data(), count, b * seq),
+    for (int64_t b = 0; b <= batch; ++b) {
+      EXPECT_EQ(kernels::cuda::SearchPackedRow(p.pack.data(), rows, padded,
+                                               b * seq, ballot),
                 offsets[b])
           << "entry " << b;
     }
+  }
+}
+
+// The same on a large pack index (searches of three rounds): 3000 real
+// rows of 64 sequences of 64 positions, then fillers up to the bucket.
+TEST(SimulatedAttentionTest, TheKernelsSearchFindsTheCpusRowsInLargeBuckets) {
+  constexpr int64_t kBatch = 64, kSeq = 64;
+  std::mt19937 random(29);
+  std::vector<uint8_t> mask(kBatch * kSeq, 0);
+  std::vector<int64_t> order(kBatch * kSeq);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::shuffle(order.begin(), order.end(), random);
+  for (int i = 0; i < 3000; ++i) mask[order[i]] = 1;
+  PackingIndices p;
+  ASSERT_TRUE(
+      ComputePackingIndices(mask.data(), DataType::kBool, kBatch, kSeq, &p)
+          .ok());
+  const int64_t rows = static_cast<int64_t>(p.pack.size());
+  ASSERT_GT(rows, 3000);  // fillers
+  std::vector<int64_t> offsets(kBatch + 1), positions(rows);
+  const int64_t count = PackedRealRows(p.pack.data(), rows, kBatch, kSeq,
+                                       offsets.data(), positions.data());
+  ASSERT_EQ(count, 3000);
+  const kernels::cuda::SerialBallot ballot;
+  for (int64_t b = 0; b <= kBatch; ++b) {
+    EXPECT_EQ(kernels::cuda::SearchPackedRow(p.pack.data(), rows, kBatch * kSeq,
+                                             b * kSeq, ballot),
+              offsets[b])
+        << "entry " << b;
   }
 }
 

@@ -743,10 +743,18 @@ __device__ int64_t TileKeyEnd(const M* __restrict__ mask,
   return key_end;
 }
 
-// Packed rows: batch entry b's first row and row count in the pack index
-// (attention_math.h's PackedRealCount and PackedFirstRow), found by thread
-// 0. Block-wide; scratch: two int64s of shared memory nothing else uses
-// meanwhile.
+// SearchPackedRow's ballot across a warp: lane i evaluates sample i.
+struct WarpBallot {
+  template <typename Sample>
+  __device__ uint32_t operator()(const Sample& sample) const {
+    return __ballot_sync(0xffffffffu, sample(threadIdx.x % 32));
+  }
+};
+
+// Packed rows: batch entry b's first row and row count in the pack index,
+// found by the block's first warp (attention_math.h's SearchPackedRow: two
+// 32-way searches). Block-wide (blockDim.x >= 32: the whole first warp);
+// scratch: two int64s of shared memory nothing else uses meanwhile.
 struct PackedEntry {
   int64_t first, rows;
 };
@@ -755,10 +763,16 @@ __device__ PackedEntry FindPackedEntry(const int64_t* __restrict__ pack,
                                        int64_t packed_rows, int64_t b,
                                        int64_t seq, int64_t batch,
                                        int64_t* scratch) {
-  if (threadIdx.x == 0) {
-    const int64_t real = PackedRealCount(pack, packed_rows, batch * seq);
-    scratch[0] = PackedFirstRow(pack, real, b * seq);
-    scratch[1] = PackedFirstRow(pack, real, (b + 1) * seq) - scratch[0];
+  if (threadIdx.x < 32) {
+    const int64_t padded = batch * seq;
+    const int64_t first =
+        SearchPackedRow(pack, packed_rows, padded, b * seq, WarpBallot{});
+    const int64_t end =
+        SearchPackedRow(pack, packed_rows, padded, (b + 1) * seq, WarpBallot{});
+    if (threadIdx.x == 0) {
+      scratch[0] = first;
+      scratch[1] = end - first;
+    }
   }
   __syncthreads();
   const PackedEntry entry = {scratch[0], scratch[1]};
@@ -881,7 +895,11 @@ __global__ void ZeroPackedFillers(Y* out, AttentionStrides strides,
                                   const int64_t* __restrict__ pack,
                                   int64_t packed_rows, int64_t padded) {
   __shared__ int64_t real;
-  if (threadIdx.x == 0) real = PackedRealCount(pack, packed_rows, padded);
+  if (threadIdx.x < 32) {  // the real rows: those before the first at padded
+    const int64_t count =
+        SearchPackedRow(pack, packed_rows, padded, padded, WarpBallot{});
+    if (threadIdx.x == 0) real = count;
+  }
   __syncthreads();
   const int64_t row_items = heads * head_dim;
   const int64_t items = (packed_rows - real) * row_items;
@@ -978,6 +996,7 @@ cudaError_t LaunchPadded(const AttentionArgs& a, cudaStream_t stream) {
   const cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess) return error;
   constexpr int kFillThreads = 256;
+  static_assert(kFillThreads % 32 == 0, "ZeroPackedFillers' first warp");
   const int64_t items = a.packed_rows * n.heads * n.head_dim;
   const int64_t fill_blocks =
       std::min<int64_t>((items + kFillThreads - 1) / kFillThreads, 1024);

@@ -63,7 +63,7 @@ struct AttentionArgs {
   bool registers = false;
   // Packed rows (token packing), when `pack` is set: q, k, v and out are
   // views of packed_rows rows (batch strides unused), and batch entry b's
-  // rows are those PackedRealCount and PackedFirstRow (attention_math.h)
+  // rows are those SearchPackedRow (attention_math.h)
   // find in the device int64 pack index `pack` (packed_rows entries) of a
   // [batch, q_len] mask: as many queries as keys (q_len must equal
   // kv_len), the mask read at each row's position in its sequence (a

@@ -180,47 +180,84 @@ COALESCE_HD bool CanLoadRowsAsVectors(uintptr_t address, int64_t element_bytes,
 // [batch, seq] batch's real rows, ascending, as flat indices b * seq + s
 // (engine/packing_indices.h), then fillers that repeat its first entry.
 // The real rows are its ascending prefix inside [0, padded): the first
-// entry that is out of range or not above the one before ends it. Found by
-// bisection (what ends the prefix holds from there on in a pack index), so
-// that every block of a kernel finds its sequence's rows in a few loads.
+// entry that is out of range or not above the one before ends it, and
+// what ends it holds from there on in a pack index.
 COALESCE_HD bool EndsPackedPrefix(const int64_t* pack, int64_t r,
                                   int64_t padded) {
   return pack[r] < 0 || pack[r] >= padded || (r > 0 && pack[r] <= pack[r - 1]);
 }
 
-// The real rows of a pack index: 0 only when rows is 0 or pack[0] is out
-// of range. A batch without a real row packs row 0 as a filler, which
-// counts as one real row of entry 0 (computed, never read).
-COALESCE_HD int64_t PackedRealCount(const int64_t* pack, int64_t rows,
-                                    int64_t padded) {
-  int64_t lo = 0, hi = rows;  // the prefix ends in [lo, hi]
+// Whether row r of a pack index is at or past flat index `flat`: past the
+// real rows (EndsPackedPrefix), or a real row whose flat index is at least
+// `flat`. False, then true from some row on, so the first row where it
+// holds is entry b's first row for flat = b * seq (its rows end where
+// entry b + 1's begin), and the count of real rows for flat = padded. A
+// batch without a real row packs row 0 as a filler, which counts as one
+// real row of entry 0 (computed, never read).
+COALESCE_HD bool PackedRowAtOrPast(const int64_t* pack, int64_t r,
+                                   int64_t padded, int64_t flat) {
+  return EndsPackedPrefix(pack, r, padded) || pack[r] >= flat;
+}
+
+// A 32-way search for the first row in [lo, hi) where a predicate that is
+// false, then true, holds (hi when none), as a warp runs it: each round
+// samples rows lo + i * step (i < 32, below hi; step SearchStep(lo, hi)),
+// one per lane, and NarrowSearch keeps the rows after the last sample
+// where it does not hold, up to the first where it does (bit i of `holds`:
+// it holds at sample i; 0 for samples at or past hi). The search ends when
+// lo == hi: max(1, ceil(log32(hi - lo))) rounds of one load each, where a
+// bisection by one thread takes log2 rounds.
+COALESCE_HD int64_t SearchStep(int64_t lo, int64_t hi) {
+  return (hi - lo + 31) / 32;
+}
+
+COALESCE_HD void NarrowSearch(int64_t* lo, int64_t* hi, int64_t step,
+                              uint32_t holds) {
+  if (holds == 0) {  // past the last sample
+    const int64_t last = (*hi - *lo - 1) / step;
+    *lo += (last < 31 ? last : 31) * step + 1;
+    return;
+  }
+#ifdef __CUDA_ARCH__
+  const int64_t first = __ffs(static_cast<int>(holds)) - 1;
+#else
+  const int64_t first = __builtin_ctz(holds);
+#endif
+  *hi = *lo + first * step;
+  if (first > 0) *lo += (first - 1) * step + 1;
+}
+
+// The first of a pack index's `rows` rows at or past `flat`
+// (PackedRowAtOrPast), by rounds of NarrowSearch. `ballot(sample)` gives a
+// round's 32 bits, bit i sample(i): a loop on the host (SerialBallot), one
+// lane per sample and __ballot_sync on the device (every lane of a warp
+// calls this with the same arguments and gets the same answer).
+template <typename Ballot>
+COALESCE_HD int64_t SearchPackedRow(const int64_t* pack, int64_t rows,
+                                    int64_t padded, int64_t flat,
+                                    const Ballot& ballot) {
+  int64_t lo = 0, hi = rows;
   while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (EndsPackedPrefix(pack, mid, padded)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
+    const int64_t step = SearchStep(lo, hi);
+    const int64_t from = lo, to = hi;
+    const uint32_t holds = ballot([&](int i) {
+      const int64_t r = from + i * step;
+      return r < to && PackedRowAtOrPast(pack, r, padded, flat);
+    });
+    NarrowSearch(&lo, &hi, step, holds);
   }
   return lo;
 }
 
-// The first of the `real` rows whose flat index is at least `flat`: with
-// flat = b * seq, entry b's first row (its rows end where entry b + 1's
-// begin).
-COALESCE_HD int64_t PackedFirstRow(const int64_t* pack, int64_t real,
-                                   int64_t flat) {
-  int64_t lo = 0, hi = real;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (pack[mid] < flat) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
+// SearchPackedRow's ballot on one thread.
+struct SerialBallot {
+  template <typename Sample>
+  COALESCE_HD uint32_t operator()(const Sample& sample) const {
+    uint32_t bits = 0;
+    for (int i = 0; i < 32; ++i) bits |= sample(i) ? 1u << i : 0u;
+    return bits;
   }
-  return lo;
-}
+};
 
 // One query row's operands on plain float arrays (AttentionRowReference).
 struct AttentionRowInput {

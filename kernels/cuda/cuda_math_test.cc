@@ -1458,21 +1458,51 @@ TEST(CudaMathTest, AttentionBlocksCoverEveryTileHeadAndBatch) {
   for (int count : seen) EXPECT_EQ(count, 1);
 }
 
-// A sequence's packed rows by bisection: a [2, 8] batch's real rows 1, 2
-// (entry 0) and 8, 9, 10 (entry 1), one filler repeating the first.
-TEST(CudaMathTest, PackedRowsAreFoundByBisection) {
+// A sequence's packed rows by the 32-way search: a [2, 8] batch's real
+// rows 1, 2 (entry 0) and 8, 9, 10 (entry 1), one filler repeating the
+// first.
+TEST(CudaMathTest, PackedRowsAreFoundBy32WaySearch) {
+  const SerialBallot ballot;
   const int64_t pack[] = {1, 2, 8, 9, 10, 1};
-  EXPECT_EQ(PackedRealCount(pack, 6, 16), 5);
-  EXPECT_EQ(PackedRealCount(pack, 5, 16), 5);  // no filler
-  EXPECT_EQ(PackedRealCount(pack, 3, 16), 3);
-  EXPECT_EQ(PackedRealCount(pack, 6, 10), 4);  // 10 is out of range
-  EXPECT_EQ(PackedFirstRow(pack, 5, 0), 0);
-  EXPECT_EQ(PackedFirstRow(pack, 5, 8), 2);
-  EXPECT_EQ(PackedFirstRow(pack, 5, 16), 5);
-  // No real row: row 0 packed as a filler counts as one.
+  EXPECT_EQ(SearchPackedRow(pack, 6, 16, 16, ballot), 5);  // the real rows
+  EXPECT_EQ(SearchPackedRow(pack, 5, 16, 16, ballot), 5);  // no filler
+  EXPECT_EQ(SearchPackedRow(pack, 3, 16, 16, ballot), 3);
+  EXPECT_EQ(SearchPackedRow(pack, 6, 10, 10, ballot), 4);  // 10: out of range
+  EXPECT_EQ(SearchPackedRow(pack, 6, 16, 0, ballot), 0);   // entry 0's first
+  EXPECT_EQ(SearchPackedRow(pack, 6, 16, 8, ballot), 2);   // entry 1's first
+  EXPECT_EQ(SearchPackedRow(pack, 6, 16, 16, ballot), 5);  // entry 1's end
+  // No real row: row 0 packed as a filler counts as one, of entry 0.
   const int64_t none[] = {0, 0, 0};
-  EXPECT_EQ(PackedRealCount(none, 3, 6), 1);
-  EXPECT_EQ(PackedFirstRow(none, 1, 3), 1);
+  EXPECT_EQ(SearchPackedRow(none, 3, 6, 6, ballot), 1);
+  EXPECT_EQ(SearchPackedRow(none, 3, 6, 3, ballot), 1);
+  EXPECT_EQ(SearchPackedRow(none, 0, 6, 3, ballot), 0);
+}
+
+// Every answer the search can give, over ranges that take one to three
+// rounds: rows of flat indices 0, 2, 4, ... (all real), the first at or
+// past 2 * answer.
+TEST(CudaMathTest, TheSearchFindsTheFirstRowAtOrPast) {
+  const SerialBallot ballot;
+  for (int64_t rows : {1, 2, 31, 32, 33, 64, 100, 1023, 1024, 1025, 5000}) {
+    std::vector<int64_t> pack(rows);
+    for (int64_t r = 0; r < rows; ++r) pack[r] = 2 * r;
+    std::vector<int64_t> answers;
+    for (int64_t a = 0; a < rows; a += a < 70 ? 1 : rows / 37 + 1)
+      answers.push_back(a);
+    answers.push_back(rows);  // none at or past: every row searched
+    for (int64_t answer : answers) {
+      EXPECT_EQ(
+          SearchPackedRow(pack.data(), rows, 2 * rows, 2 * answer, ballot),
+          answer)
+          << rows << " rows";
+      if (answer > 0) {  // between two rows' indices: the later row
+        EXPECT_EQ(SearchPackedRow(pack.data(), rows, 2 * rows, 2 * answer - 1,
+                                  ballot),
+                  answer)
+            << rows << " rows";
+      }
+    }
+  }
 }
 
 TEST(CudaMathTest, AttentionVectorLoadsNeedAlignedRows) {
