@@ -157,7 +157,9 @@ class GraphProgram : public DeviceProgram {
 
   // With padded batches captured as graphs (padded here, or with zero rows
   // by the executor: StagedRows): one size per graph bucket
-  // (GraphBatchSize), the last one max_batch_size itself. Without padding
+  // (GraphBatchSize), the last one max_batch_size itself. A model whose
+  // rows mix (its large plan's, BatchRowsIndependent) is not padded: every
+  // size up to max_batch_size, each its own plan. With padding turned off
   // every size has a plan of its own, too many to prepare: none.
   std::vector<int64_t> PreparedBatchSizes(
       int64_t max_batch_size) const override {
@@ -165,6 +167,10 @@ class GraphProgram : public DeviceProgram {
     if (!options_.device_graphs || !options_.pad_batches ||
         !(batched_model_ || zero_rows_pad_))
       return sizes;
+    if (batched_model_ && !rows_independent_) {
+      for (int64_t b = 1; b <= max_batch_size; ++b) sizes.push_back(b);
+      return sizes;
+    }
     for (int64_t b = 1; b <= max_batch_size; b = GraphBatchSize(b + 1)) {
       sizes.push_back(b);
       if (GraphBatchSize(b + 1) > max_batch_size && b < max_batch_size) {
@@ -268,6 +274,8 @@ class GraphProgram : public DeviceProgram {
   std::vector<const void*> padded_inputs_;
   std::vector<void*> padded_outputs_;
   bool batched_model_ = false;  // every input and output has a batch dim
+  // Its large plan computes each batch row on its own (batch_rows.h).
+  bool rows_independent_ = false;
   // Derived inputs that PadsWithZeroRows, and every other input and every
   // output has a batch dim: the executor pads with zero rows (StagedRows).
   bool zero_rows_pad_ = false;
@@ -363,6 +371,7 @@ absl::Status GraphProgram::Init() {
   // kernel.
   auto smallest = source_.planner(SmallestShapes(source_));
   auto large = LargePlan(source_);
+  rows_independent_ = large.ok() && BatchRowsIndependent(**large);
   std::vector<std::string> errors;
   for (const auto* specs :
        {&source_.signature.inputs, &source_.signature.outputs}) {

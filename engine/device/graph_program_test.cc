@@ -445,17 +445,23 @@ TEST_F(GraphProgramTest, PaddingOffGivesEachBatchSizeItsGraph) {
 }
 
 // Softmax over the whole batch (opset 11, axis 0) mixes rows, so padding
-// would change the outputs: its batches run at their own size.
+// would change the outputs: its batches run at their own size, and the
+// warm-up prepares every size (each binds a plan of its own).
 TEST_F(GraphProgramTest, RowsThatMixAreNotPadded) {
   OnnxModelBuilder b(11);
   b.Input("x", {-1, 4});
   SetIntAttr(b.Node("Softmax", {"x"}, {"y"}), "axis", 0);
   b.Output("y", {-1, 4});
   ASSERT_OK_AND_LOADED(b);
+  EXPECT_THAT(executor_->PreparedBatchSizes(6),
+              ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+  ASSERT_TRUE(executor_->slot(0)->SetInputShapes({{6, 4}}).ok());
   for (int run = 0; run < 2; ++run) {
-    for (int64_t batch : {5, 6}) ExpectMatchesCpu({RandomTensor({batch, 4})});
+    for (int64_t batch : {6, 5}) ExpectMatchesCpu({RandomTensor({batch, 4})});
   }
   EXPECT_EQ(device_->graphs_captured(), 2);
+  EXPECT_TRUE(executor_->slot(0)->ReadyFor({{5, 4}}));
+  EXPECT_FALSE(executor_->slot(0)->ReadyFor({{4, 4}}));  // not prepared here
 }
 
 // 1 + 2^-12 is not a float16 (10 mantissa bits): FP16 mode rounds it to 1
