@@ -48,14 +48,16 @@ bool SetElement(DataType dtype, char* data, int64_t e, int64_t v) {
 // an input named like input_ids ids 1 to 5, every other input 0 and 1 (in
 // any vocabulary, token types included), varying along the row, so that
 // padded rows differ from one another and from the real ones (packing
-// replaces what attentions read there by copies of a real row).
+// replaces what attentions read there by copies of a real row); then
+// `zero_rows` rows of zeros in every input.
 absl::StatusOr<std::vector<AlignedBuffer>> ProbeInputs(
-    const ModelSignature& sig, int mask, int64_t seq) {
+    const ModelSignature& sig, int mask, int64_t seq, int64_t zero_rows = 0) {
   const int64_t lengths[kProbeRows] = {seq, std::max<int64_t>(1, seq / 2)};
   std::vector<AlignedBuffer> inputs(sig.inputs.size());
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     const TensorSpec& spec = sig.inputs[i];
-    const size_t bytes = kProbeRows * seq * ElementByteSize(spec.dtype);
+    const size_t bytes =
+        (kProbeRows + zero_rows) * seq * ElementByteSize(spec.dtype);
     if (absl::Status s = inputs[i].Reserve(bytes); !s.ok()) return s;
     std::memset(inputs[i].data(), 0, bytes);
     const bool ids = spec.name.find("input_ids") != std::string::npos;
@@ -209,17 +211,10 @@ absl::Status CheckPackedAgreesWithPadded(
 
   // The probe again with a row of zeros after it (a mask row without
   // tokens): a device pads batches so.
-  std::vector<AlignedBuffer> padded_inputs(sig.inputs.size());
+  auto padded_inputs = ProbeInputs(sig, mask_input, seq, /*zero_rows=*/1);
+  if (!padded_inputs.ok()) return padded_inputs.status();
   std::vector<const char*> padded_in;
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    const size_t probe =
-        kProbeRows * seq * ElementByteSize(sig.inputs[i].dtype);
-    const size_t row = probe / kProbeRows;
-    if (s = padded_inputs[i].Reserve(probe + row); !s.ok()) return s;
-    std::memcpy(padded_inputs[i].data(), in[i], probe);
-    std::memset(padded_inputs[i].data() + probe, 0, row);
-    padded_in.push_back(padded_inputs[i].data());
-  }
+  for (const AlignedBuffer& b : *padded_inputs) padded_in.push_back(b.data());
   std::shared_ptr<const ExecutionPlan> zero_rows_plan;
   auto with_zero_row = RunPacked(packed, sig, mask_input, kProbeRows + 1, seq,
                                  padded_in, &zero_rows_plan);

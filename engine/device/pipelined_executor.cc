@@ -79,13 +79,14 @@ std::vector<std::pair<size_t, size_t>> Uncovered(
 }
 
 // The shapes `shapes` (a batch's own inputs) are staged as: dim 0 the
-// program's StagedRows when `pad` and every input has the same dim 0
-// (*real_rows that dim), else as they are (*real_rows kEveryRowReal).
-std::vector<Shape> StagedShapes(const DeviceProgram& program, bool pad,
+// program's StagedRows when every input has the same dim 0 (*real_rows
+// that dim), else as they are (*real_rows kEveryRowReal). Only a program
+// with derived inputs that PadsWithZeroRows pads (StagedRows).
+std::vector<Shape> StagedShapes(const DeviceProgram& program,
                                 const std::vector<Shape>& shapes,
                                 int64_t* real_rows) {
   *real_rows = kEveryRowReal;
-  if (!pad || shapes.empty() || shapes[0].empty()) return shapes;
+  if (shapes.empty() || shapes[0].empty()) return shapes;
   const int64_t rows = shapes[0][0];
   for (const Shape& shape : shapes) {
     if (shape.empty() || shape[0] != rows) return shapes;
@@ -101,16 +102,14 @@ std::vector<Shape> StagedShapes(const DeviceProgram& program, bool pad,
 class PipelineSlot : public BatchSlot {
  public:
   // `enqueue_mu` serializes the program's Enqueue (held by the executor's
-  // steps). `pad`: whether batches are padded with zero rows (derived
-  // inputs that PadsWithZeroRows).
+  // steps).
   PipelineSlot(Device* device, int ordinal, DeviceProgram* program,
-               const DerivedInputs* derived, bool pad,
+               const DerivedInputs* derived,
                std::function<absl::Status()> health, absl::Mutex* enqueue_mu)
       : device_(device),
         ordinal_(ordinal),
         program_(program),
         derived_(derived),
-        pad_(pad),
         health_(std::move(health)),
         enqueue_mu_(enqueue_mu) {}
 
@@ -180,8 +179,7 @@ class PipelineSlot : public BatchSlot {
     if (shapes.size() != own_inputs_) return true;  // fails at once
     if (derived_ == nullptr) return CheckProgramReady(shapes);
     int64_t real_rows = 0;
-    const std::vector<Shape> own =
-        StagedShapes(*program_, pad_, shapes, &real_rows);
+    const std::vector<Shape> own = StagedShapes(*program_, shapes, &real_rows);
     for (const std::vector<Shape>& derived :
          derived_->PossibleShapes(own, real_rows)) {
       std::vector<Shape> full = own;
@@ -353,8 +351,10 @@ class PipelineSlot : public BatchSlot {
   // and its output shapes, into input_shapes_, staged_output_shapes_ and
   // real_rows_; buffers staged for them.
   absl::Status StageShapes(const std::vector<Shape>& shapes) {
+    real_rows_ = kEveryRowReal;
     std::vector<Shape> full =
-        StagedShapes(*program_, pad_, shapes, &real_rows_);
+        derived_ == nullptr ? shapes
+                            : StagedShapes(*program_, shapes, &real_rows_);
     if (derived_ != nullptr) {
       const std::vector<Shape> largest =
           derived_->PossibleShapes(full, real_rows_)[0];
@@ -425,7 +425,6 @@ class PipelineSlot : public BatchSlot {
   const int ordinal_;
   DeviceProgram* const program_;
   const DerivedInputs* const derived_;  // may be null
-  const bool pad_;
   size_t own_inputs_ = 0;  // the program's inputs before the derived ones
   const std::function<absl::Status()> health_;
   absl::Mutex* const enqueue_mu_;
@@ -451,8 +450,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
       : device_(std::move(device)),
         program_(std::move(program)),
         ordinal_(ordinal),
-        derived_(std::move(derived)),
-        pad_(derived_ != nullptr && derived_->PadsWithZeroRows()) {}
+        derived_(std::move(derived)) {}
 
   ~PipelinedExecutorImpl() override {
     // Waiters first: every enqueued step completes; then the streams drain.
@@ -473,7 +471,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
     }
     for (int i = 0; i < num_slots; ++i) {
       auto slot = std::make_unique<PipelineSlot>(
-          device_.get(), ordinal_, program_.get(), derived_.get(), pad_,
+          device_.get(), ordinal_, program_.get(), derived_.get(),
           [this] { return health(); }, &enqueue_mu_);
       if (absl::Status s = slot->Init(); !s.ok()) return s;
       slots_.push_back(std::move(slot));
@@ -497,8 +495,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   int PreparedVariants(const std::vector<Shape>& shapes) const override {
     if (derived_ == nullptr) return 1;
     int64_t real_rows = 0;
-    const std::vector<Shape> own =
-        StagedShapes(*program_, pad_, shapes, &real_rows);
+    const std::vector<Shape> own = StagedShapes(*program_, shapes, &real_rows);
     return static_cast<int>(derived_->PossibleShapes(own, real_rows).size());
   }
 
@@ -512,8 +509,7 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
                        shapes.size(), " shapes"));
     }
     int64_t real_rows = 0;
-    const std::vector<Shape> own =
-        StagedShapes(*program_, pad_, shapes, &real_rows);
+    const std::vector<Shape> own = StagedShapes(*program_, shapes, &real_rows);
     std::vector<void*> inputs;
     for (std::string& bytes : *data) inputs.push_back(bytes.data());
     return derived_->WriteInputsFor(own, real_rows, variant, inputs);
@@ -689,9 +685,6 @@ class PipelinedExecutorImpl : public PipelinedExecutor {
   const std::unique_ptr<DeviceProgram> program_;
   const int ordinal_;
   const std::shared_ptr<const DerivedInputs> derived_;  // may be null
-  // Whether batches are padded with zero rows to the program's StagedRows:
-  // derived inputs that PadsWithZeroRows.
-  const bool pad_;
   std::vector<std::unique_ptr<PipelineSlot>> slots_;
   std::unique_ptr<DeviceStream> copy_in_stream_, compute_stream_,
       copy_out_stream_;

@@ -69,19 +69,18 @@ absl::StatusOr<std::vector<Shape>> TokenPackingInputs::Compute(
     static_cast<int64_t*>(out[0])[0] = 0;
     return std::vector<Shape>{{1}, {0}, {0}};
   }
-  PackingIndices indices;
-  if (inputs[mask_input_] == nullptr) {
-    // On the device: every position of the real rows taken as real.
-    std::vector<uint8_t> real(static_cast<size_t>(rows), 0);
+  const void* mask = inputs[mask_input_];
+  DataType dtype = mask_dtype_;
+  std::vector<uint8_t> real;
+  if (mask == nullptr) {  // on the device: the real rows' positions real
+    real.assign(static_cast<size_t>(rows), 0);
     std::fill_n(real.begin(), ClampRows(real_rows, batch) * seq, 1);
-    absl::Status s = ComputePackingIndices(real.data(), DataType::kBool, batch,
-                                           seq, &indices);
-    if (!s.ok()) return s;
-  } else {
-    absl::Status s = ComputePackingIndices(inputs[mask_input_], mask_dtype_,
-                                           batch, seq, &indices);
-    if (!s.ok()) return s;
+    mask = real.data();
+    dtype = DataType::kBool;
   }
+  PackingIndices indices;
+  absl::Status s = ComputePackingIndices(mask, dtype, batch, seq, &indices);
+  if (!s.ok()) return s;
   CopyIndices(indices, out);
   return std::vector<Shape>{
       {static_cast<int64_t>(indices.pack.size())}, {rows}, {rows}};
